@@ -1,0 +1,30 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const KEY_PREFIX = 'sk-weft-';
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `sk-weft-` + 32 uniformly random base62 characters (rejection sampling, no modulo bias). */
+export function generateKeySecret(): string {
+  let out = '';
+  while (out.length < 32) {
+    for (const byte of randomBytes(48)) {
+      if (byte < 248 && out.length < 32) out += ALPHABET[byte % 62];
+    }
+  }
+  return KEY_PREFIX + out;
+}
+
+export function hashKey(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function displaySuffix(secret: string): string {
+  return `${KEY_PREFIX}...${secret.slice(-4)}`;
+}
+
+/** Constant-time equality of two hex digests of the same length. */
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}

@@ -1,0 +1,48 @@
+import type { Queryable } from '../db/database.js';
+import { newId } from '../ids.js';
+
+export interface AuditEntry {
+  workspaceId: string;
+  actorId?: string | null;
+  actorKeyId?: string | null;
+  action: string;
+  resourceType: string;
+  resourceId?: string | null;
+  resourceName?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface AuditRow {
+  id: string; workspace_id: string; actor_id: string | null; actor_key_id: string | null; action: string;
+  resource_type: string; resource_id: string | null; resource_name: string | null;
+  metadata: Record<string, unknown>; created_at: Date;
+}
+
+/** Records an administrative action; call it inside the transaction that makes the change. */
+export async function recordAudit(q: Queryable, e: AuditEntry): Promise<void> {
+  await q.query(
+    `INSERT INTO audit_logs (id, workspace_id, actor_id, actor_key_id, action, resource_type, resource_id, resource_name, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [newId(), e.workspaceId, e.actorId ?? null, e.actorKeyId ?? null, e.action, e.resourceType,
+      e.resourceId ?? null, e.resourceName ?? null, JSON.stringify(e.metadata ?? {})],
+  );
+}
+
+export async function listAudit(
+  q: Queryable,
+  workspaceId: string,
+  limit: number,
+  after?: { t: string; id: string },
+): Promise<AuditRow[]> {
+  if (after) {
+    return q.query<AuditRow>(
+      `SELECT * FROM audit_logs WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3::uuid)
+       ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [workspaceId, after.t, after.id, limit],
+    );
+  }
+  return q.query<AuditRow>(
+    'SELECT * FROM audit_logs WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2',
+    [workspaceId, limit],
+  );
+}

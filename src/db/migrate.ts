@@ -1,0 +1,33 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Database } from './database.js';
+
+const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
+
+export function listMigrations(): { name: string; sql: string }[] {
+  return fs
+    .readdirSync(migrationsDir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((name) => ({ name, sql: fs.readFileSync(migrationsDir + name, 'utf8') }));
+}
+
+/** Applies pending SQL migrations in order, each in its own transaction. Returns the names applied. */
+export async function migrate(db: Database): Promise<string[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+  const applied: string[] = [];
+  for (const m of listMigrations()) {
+    const done = await db.tx(async (q) => {
+      // Several API processes may start together on PostgreSQL: serialize them.
+      if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872341)');
+      const rows = await q.query('SELECT 1 FROM schema_migrations WHERE name = $1', [m.name]);
+      if (rows.length > 0) return false;
+      await q.exec(m.sql);
+      await q.query('INSERT INTO schema_migrations (name) VALUES ($1)', [m.name]);
+      return true;
+    });
+    if (done) applied.push(m.name);
+  }
+  return applied;
+}

@@ -1,0 +1,132 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodIssue } from './zod-issue.js';
+
+/**
+ * Error envelopes, chosen in one place. Routes pick a family through `config.errorFamily`:
+ * - `v1` (default): `{error}` or `{error, details}` for 400s, details being zod-style issues;
+ * - `execute`: like v1, but validation details are `{path: "a.b", message}` and the message is fixed;
+ * - `coded`: `{error, code}` (jobs, usage-limits), code = message upper-cased with underscores;
+ * - `ai`: `{error: {message, type, code}}` (the OpenAI-compatible gateway).
+ */
+export type ErrorFamily = 'v1' | 'execute' | 'coded' | 'ai';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    errorFamily?: ErrorFamily;
+  }
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, details?: unknown[]) =>
+  new HttpError(400, message, details ? { details } : {});
+export const notFound = (message = 'Not found') => new HttpError(404, message);
+export const forbidden = (message = 'Access denied') => new HttpError(403, message);
+export const conflict = (message: string, extra: Record<string, unknown> = {}) => new HttpError(409, message, extra);
+
+const aiTypes: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  402: 'insufficient_quota',
+  403: 'invalid_request_error',
+  404: 'invalid_request_error',
+  409: 'invalid_request_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+function codeOf(message: string): string {
+  return message.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_|_$/g, '');
+}
+
+/** Shapes an error body for a family. `details` only survives on 400s. */
+export function errorBody(
+  family: ErrorFamily,
+  status: number,
+  message: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  if (family === 'ai') {
+    const code = typeof extra.code === 'string' ? extra.code : null;
+    const type = typeof extra.type === 'string' ? extra.type : status >= 500 ? 'server_error' : (aiTypes[status] ?? 'invalid_request_error');
+    return { error: { message, type, code, ...(extra.param !== undefined ? { param: extra.param } : {}) } };
+  }
+  const body: Record<string, unknown> = { error: message, ...extra };
+  if (family === 'coded' && body.code === undefined) body.code = codeOf(message);
+  if (status !== 400) delete body.details;
+  return body;
+}
+
+export function sendError(reply: FastifyReply, err: HttpError): FastifyReply {
+  const family = reply.request.routeOptions.config?.errorFamily ?? 'v1';
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.code(err.status).send(errorBody(family, err.status, err.message, err.extra));
+}
+
+function validationIssues(err: FastifyError): ZodIssue[] {
+  const v = (err as unknown as { validation?: unknown[] }).validation ?? [];
+  return v.map((raw) => {
+    const i = raw as { message?: string; instancePath?: string; keyword?: string };
+    const path = (i.instancePath ?? '').split('/').filter(Boolean).map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg));
+    return { code: i.keyword ?? 'custom', path, message: i.message ?? 'Invalid value' };
+  });
+}
+
+function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
+  if (err instanceof HttpError) return err;
+  const family = request.routeOptions.config?.errorFamily ?? 'v1';
+  if ((err as { validation?: unknown }).validation) {
+    const issues = validationIssues(err);
+    const where = (err as { validationContext?: string }).validationContext;
+    if (family === 'execute') {
+      return new HttpError(400, 'Invalid request body', {
+        details: issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      });
+    }
+    const first = issues[0];
+    const location = first && first.path.length > 0 ? `${first.path.join('.')}: ` : where && where !== 'body' ? `${where}: ` : '';
+    return new HttpError(400, first ? `${location}${first.message}` : 'Invalid request', { details: issues });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError(413, `Request body exceeds the maximum allowed size of ${request.routeOptions.bodyLimit ?? 10485760} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError(415, 'Unsupported Content-Type: send application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new HttpError(400, 'Invalid Content-Length');
+  }
+  if (err instanceof SyntaxError) return new HttpError(400, 'Request body must be valid JSON');
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new HttpError(err.statusCode, err.message);
+  }
+  request.log.error({ err }, 'unhandled error');
+  return new HttpError(500, 'Internal server error', { requestId: request.id });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const httpErr = toHttpError(err, request);
+    if (httpErr.status >= 500 && !(err instanceof HttpError)) {
+      // already logged in toHttpError
+    } else if (httpErr.status >= 500) {
+      request.log.error({ err }, httpErr.message);
+    }
+    return sendError(reply, httpErr);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const family: ErrorFamily = request.url.startsWith('/api/v1/ai/') ? 'ai' : 'v1';
+    reply.code(404).send(errorBody(family, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`));
+  });
+}

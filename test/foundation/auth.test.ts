@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('authentication', () => {
+  it('rejects a missing key with 401 and the documented body', async () => {
+    const r = await request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET');
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ error: 'API key required' });
+    expect(r.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  it('rejects an unknown key with 401', async () => {
+    const r = await request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET', undefined, { 'x-api-key': 'sk-weft-unknownunknownunknownunknown00' });
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ error: 'Invalid API key' });
+  });
+
+  it('accepts the workspace key and lists keys without secrets', async () => {
+    const r = await t.call('GET', `/api/v1/keys?workspaceId=${t.workspaceId}`);
+    expect(r.status).toBe(200);
+    expect(r.body.success).toBe(true);
+    expect(r.body.data.keys.length).toBeGreaterThan(0);
+    for (const k of r.body.data.keys) {
+      expect(k.displayKey).toMatch(/^sk-weft-\.\.\.[A-Za-z0-9]{4}$/);
+      expect(JSON.stringify(k)).not.toContain(t.apiKey);
+    }
+  });
+
+  it('creates a key shown once, which then authenticates, and revokes it', async () => {
+    const created = await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: 'ci', type: 'workspace' });
+    expect(created.status).toBe(201);
+    const secret: string = created.body.data.key;
+    expect(secret).toMatch(/^sk-weft-[0-9A-Za-z]{32}$/);
+    const ok = await request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET', undefined, { 'x-api-key': secret });
+    expect(ok.status).toBe(200);
+    expect(JSON.stringify(ok.body)).not.toContain(secret);
+
+    const del = await t.call('DELETE', `/api/v1/keys/${created.body.data.id}`);
+    expect(del.status).toBe(200);
+    const after = await request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET', undefined, { 'x-api-key': secret });
+    expect(after.status).toBe(401);
+    const again = await t.call('DELETE', `/api/v1/keys/${created.body.data.id}`);
+    expect(again.status).toBe(404);
+  });
+
+  it('stores keys hashed: the secret never appears in the database', async () => {
+    const created = await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: 'hash-check', type: 'workspace' });
+    const rows = await t.server.ctx.db.query<{ key_hash: string; display_suffix: string }>('SELECT key_hash, display_suffix FROM api_keys WHERE id = $1', [created.body.data.id]);
+    expect(rows[0].key_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0].key_hash).not.toContain(created.body.data.key);
+    expect(rows[0].display_suffix.length).toBeLessThan(20);
+  });
+
+  it('refuses a workspace key on another workspace with 403 and a personal key where disabled', async () => {
+    const { createWorkspace, createKey, addMember } = await import('../../src/accounts/service.js');
+    const other = await createWorkspace(t.server.ctx.db, `other-${Date.now()}`, t.userId, 'free');
+    const r = await t.call('GET', `/api/v1/keys?workspaceId=${other.id}`);
+    expect(r.status).toBe(403);
+    expect(r.body).toEqual({ error: 'API key is not authorized for this workspace' });
+
+    const personal = await createKey(t.server.ctx.db, { workspaceId: other.id, userId: t.userId, type: 'personal' });
+    await addMember(t.server.ctx.db, t.workspaceId, t.userId, 'admin');
+    const usePersonal = () => request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET', undefined, { 'x-api-key': personal.secret });
+    expect((await usePersonal()).status).toBe(200);
+    const off = await t.call('PATCH', `/api/v1/workspaces/${t.workspaceId}/settings`, { allowPersonalKeys: false });
+    expect(off.status).toBe(200);
+    expect(off.body.data.workspace.allowPersonalKeys).toBe(false);
+    const denied = await usePersonal();
+    expect(denied.status).toBe(403);
+    expect(denied.body).toEqual({ error: 'Personal API keys are not allowed for this workspace' });
+    await t.call('PATCH', `/api/v1/workspaces/${t.workspaceId}/settings`, { allowPersonalKeys: true });
+  });
+
+  it('a non-admin member cannot manage keys', async () => {
+    const { createKey, addMember } = await import('../../src/accounts/service.js');
+    const { insertUser } = await import('../../src/accounts/store.js');
+    const u = await insertUser(t.server.ctx.db, { id: crypto.randomUUID(), email: `r${Date.now()}@x`, name: 'Reader', isAdmin: false, plan: 'free' });
+    await addMember(t.server.ctx.db, t.workspaceId, u.id, 'read');
+    const k = await createKey(t.server.ctx.db, { workspaceId: t.workspaceId, userId: u.id, type: 'personal' });
+    const r = await request(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, 'GET', undefined, { 'x-api-key': k.secret });
+    expect(r.status).toBe(403);
+    expect(r.body).toEqual({ error: 'Access denied' });
+  });
+});
+
+describe('HTTP base', () => {
+  it('answers health and readiness', async () => {
+    expect((await request(`${t.url}/healthz`, 'GET')).body).toEqual({ status: 'ok' });
+    const ready = await request(`${t.url}/readyz`, 'GET');
+    expect(ready.status).toBe(200);
+    expect(ready.body.status).toBe('ready');
+  });
+
+  it('answers malformed JSON with 400 and writes nothing', async () => {
+    const before = await t.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys');
+    const r = await t.call('POST', '/api/v1/keys', '{"workspaceId": ');
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ error: 'Request body must be valid JSON' });
+    const after = await t.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys');
+    expect(after[0].n).toBe(before[0].n);
+  });
+
+  it('answers wrong types with 400 and details', async () => {
+    const r = await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: 42, type: 'workspace' });
+    expect(r.status).toBe(400);
+    expect(typeof r.body.error).toBe('string');
+    expect(Array.isArray(r.body.details)).toBe(true);
+    expect(r.body.details[0].path).toEqual(['name']);
+  });
+
+  it('answers an oversized body with 413', async () => {
+    const big = JSON.stringify({ workspaceId: t.workspaceId, name: 'x'.repeat(11 * 1024 * 1024) });
+    const r = await t.call('POST', '/api/v1/keys', big);
+    expect(r.status).toBe(413);
+    expect(r.body.error).toMatch(/exceeds/);
+  });
+
+  it('answers an unknown route with JSON 404', async () => {
+    const r = await t.call('GET', '/api/v1/nope');
+    expect(r.status).toBe(404);
+    expect(typeof r.body.error).toBe('string');
+  });
+
+  it('echoes a safe client request id', async () => {
+    const r = await request(`${t.url}/healthz`, 'GET', undefined, { 'x-request-id': 'abc-123' });
+    expect(r.headers.get('x-request-id')).toBe('abc-123');
+  });
+
+  it('serves the OpenAPI document and the API reference', async () => {
+    const doc = await request(`${t.url}/api/openapi.json`, 'GET');
+    expect(doc.status).toBe(200);
+    expect(doc.body.paths['/api/v1/keys'].post).toBeDefined();
+    const docs = await request(`${t.url}/api/docs/`, 'GET');
+    expect(docs.status).toBe(200);
+    expect(docs.text).toMatch(/swagger/i);
+  });
+});
+
+describe('audit log', () => {
+  it('records key creation and revocation with cursor pagination', async () => {
+    for (let i = 0; i < 3; i++) await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: `audit-${i}`, type: 'workspace' });
+    const first = await t.call('GET', `/api/v1/audit-logs?workspaceId=${t.workspaceId}&limit=2`);
+    expect(first.status).toBe(200);
+    expect(first.body.data).toHaveLength(2);
+    expect(first.body.data[0].action).toBe('api_key.created');
+    expect(first.body.data[0].resourceName).toBe('audit-2');
+    expect(first.body.nextCursor).toBeTruthy();
+    const seen = new Set(first.body.data.map((e: { id: string }) => e.id));
+    let cursor = first.body.nextCursor;
+    let pages = 1;
+    while (cursor) {
+      const next = await t.call('GET', `/api/v1/audit-logs?workspaceId=${t.workspaceId}&limit=2&cursor=${cursor}`);
+      for (const e of next.body.data) {
+        expect(seen.has(e.id)).toBe(false);
+        seen.add(e.id);
+      }
+      cursor = next.body.nextCursor;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(1);
+    const bad = await t.call('GET', `/api/v1/audit-logs?workspaceId=${t.workspaceId}&cursor=garbage`);
+    expect(bad.status).toBe(400);
+  });
+});

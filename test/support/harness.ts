@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../src/config.js';
+import { connectDatabase } from '../../src/db/connect.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
+
+export type DbMode = 'pglite' | 'postgres';
+export const dbMode = (): DbMode => (process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite');
+
+export interface TestServer {
+  server: RunningServer;
+  url: string;
+  apiKey: string;
+  workspaceId: string;
+  userId: string;
+  config: Config;
+  /** fetch against the server with the bootstrap key unless `headers` overrides it. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  // Tests read arbitrary JSON shapes; `any` stays inside the test suite.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<TestResponse> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  config?: Partial<Config>;
+  /** Reuse an existing database (restart tests): a PGlite data directory or a PostgreSQL URL. */
+  reuse?: { dataDir?: string; databaseUrl?: string };
+}
+
+/** Makes a fresh database for one suite from the template: a PGlite data dir on disk, or a new PostgreSQL database. */
+export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?: string }> {
+  if (dbMode() === 'postgres') {
+    const base = process.env.TEST_DATABASE_URL;
+    if (!base) throw new Error('WEFT_TEST_DB=postgres needs TEST_DATABASE_URL');
+    const name = `weft_t_${randomBytes(6).toString('hex')}`;
+    const admin = await connectDatabase({ databaseUrl: base, dataDir: '' });
+    await admin.exec(`CREATE DATABASE ${name} TEMPLATE ${postgresTemplateName()}`);
+    await admin.close();
+    return { databaseUrl: postgresUrlFor(base, name) };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-test-'));
+  // Unpack the template by opening it once from the tarball into this directory.
+  const blob = new Blob([fs.readFileSync(pgliteTemplatePath())]);
+  const db = await connectDatabase({ dataDir: dir, loadDataDir: blob });
+  await db.close();
+  return { dataDir: dir };
+}
+
+export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  const where = opts.reuse ?? (await freshDatabase());
+  const config = loadConfig(
+    { LOG_LEVEL: 'silent', ...opts.env },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: where.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'weft-unused-')),
+      databaseUrl: where.databaseUrl,
+      ...opts.config,
+    },
+  );
+  const server = await startServer(config);
+  const boot = await ensureBootstrap(server.ctx.db, config.defaultPlan);
+  const { secret } = await createKey(server.ctx.db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'test' });
+  const url = server.url;
+  return {
+    server,
+    url,
+    apiKey: secret,
+    workspaceId: boot.workspaceId,
+    userId: boot.userId,
+    config,
+    call: (method, p, body, headers = {}) => request(url + p, method, body, { 'x-api-key': secret, ...headers }),
+    close: () => server.close(),
+  };
+}

@@ -1,0 +1,24 @@
+import { defineConfig } from 'vitest/config';
+
+// Integration suites run once per database mode: PGlite always, PostgreSQL when TEST_DATABASE_URL is set.
+const modes = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+
+export default defineConfig({
+  test: {
+    globalSetup: ['./test/support/global-setup.ts'],
+    pool: 'forks',
+    poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 2, minForks: 1 } },
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    projects: modes.map((mode) => ({
+      extends: true,
+      test: {
+        name: mode,
+        env: { WEFT_TEST_DB: mode },
+        include: ['test/**/*.test.ts'],
+        // Pure unit suites do not touch the database: run them once.
+        exclude: mode === 'pglite' ? [] : ['test/engine/**', 'test/unit/**'],
+      },
+    })),
+  },
+});
