@@ -6,6 +6,8 @@ const booleanFlag = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+const optionalText = z.string().optional().transform((v) => (v ? v : undefined));
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -18,6 +20,22 @@ const envSchema = z.object({
   WEFT_DEFAULT_PLAN: z.enum(['free', 'pro', 'team', 'enterprise']).default('free'),
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
   WEFT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
+  // AI gateway providers (a provider is offered only when its key or base URL is set).
+  OPENAI_API_KEY: optionalText,
+  OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
+  ANTHROPIC_API_KEY: optionalText,
+  ANTHROPIC_BASE_URL: z.string().url().default('https://api.anthropic.com'),
+  GEMINI_API_KEY: optionalText,
+  GEMINI_BASE_URL: z.string().url().default('https://generativelanguage.googleapis.com'),
+  OPENAI_COMPATIBLE_BASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
+  OPENAI_COMPATIBLE_API_KEY: optionalText,
+  /** JSON array of extra or overriding catalog entries (see docs/ai-gateway.md). */
+  WEFT_AI_MODELS: optionalText,
+  WEFT_AI_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(600_000),
+  WEFT_AI_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+  WEFT_AI_MIN_DEPOSIT_USD: z.coerce.number().min(0).max(1000).default(0.0001),
+  WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
 });
 
 export type Plan = 'free' | 'pro' | 'team' | 'enterprise';
@@ -35,6 +53,27 @@ export interface Config {
   /** How long a positive API-key lookup may be reused; revocation must bite within 5 s. */
   keyCacheMs: number;
   workerConcurrency: number;
+  /** Rate, usage and concurrency limits; `off` only for benchmarks and trusted single-tenant setups. */
+  limitsEnabled: boolean;
+  ai: AiConfig;
+}
+
+/** AI gateway settings: provider credentials and endpoints, billing defaults. */
+export interface AiConfig {
+  openai: { apiKey?: string; baseUrl: string };
+  anthropic: { apiKey?: string; baseUrl: string };
+  gemini: { apiKey?: string; baseUrl: string };
+  openaiCompatible: { baseUrl?: string; apiKey?: string };
+  /** Raw JSON of extra catalog entries (validated by the catalog). */
+  extraModels?: string;
+  /** Upstream request timeout. */
+  timeoutMs: number;
+  /** Completion tokens reserved (and sent upstream as the cap) when a request sets no max_tokens. */
+  defaultMaxTokens: number;
+  /** Smallest deposit reserved per request, USD. */
+  minDepositUsd: number;
+  /** Balance a billed account starts with the first time it uses the gateway, USD. */
+  startingCreditsUsd: number;
 }
 
 /** The one place environment variables are read. */
@@ -57,6 +96,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     defaultPlan: e.WEFT_DEFAULT_PLAN,
     keyCacheMs: e.WEFT_KEY_CACHE_MS,
     workerConcurrency: e.WEFT_WORKER_CONCURRENCY,
+    limitsEnabled: e.WEFT_LIMITS === 'on',
+    ai: {
+      openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL.replace(/\/+$/, '') },
+      anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL.replace(/\/+$/, '') },
+      gemini: { apiKey: e.GEMINI_API_KEY, baseUrl: e.GEMINI_BASE_URL.replace(/\/+$/, '') },
+      openaiCompatible: { baseUrl: e.OPENAI_COMPATIBLE_BASE_URL?.replace(/\/+$/, ''), apiKey: e.OPENAI_COMPATIBLE_API_KEY },
+      extraModels: e.WEFT_AI_MODELS,
+      timeoutMs: e.WEFT_AI_TIMEOUT_MS,
+      defaultMaxTokens: e.WEFT_AI_DEFAULT_MAX_TOKENS,
+      minDepositUsd: e.WEFT_AI_MIN_DEPOSIT_USD,
+      startingCreditsUsd: e.WEFT_AI_STARTING_CREDITS_USD,
+    },
     ...overrides,
   };
 }

@@ -1,11 +1,75 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { ensureBootstrap, resolveWorkspace } from '../accounts/service.js';
+import { HttpError } from '../http/errors.js';
+import { createWorkflow, deployWorkflow, publicWorkflow, updateWorkflow } from '../workflows/service.js';
+import { findWorkflowByName, listWorkflows } from '../workflows/store.js';
+import { emit, fail } from './output.js';
 
 export type WithDatabase = <T>(json: boolean, fn: (db: Database, config: Config) => Promise<T>) => Promise<T>;
 
-/** `weft workflows ...`: filled in by the workflows area. */
+/** `weft workflows deploy|list`. */
 export function registerWorkflowCommands(program: Command, withDatabase: WithDatabase): void {
-  void program;
-  void withDatabase;
+  const workflows = program.command('workflows').description('Manage workflows');
+
+  workflows
+    .command('deploy')
+    .description('Create or update the workflow of that name from a JSON definition and deploy it')
+    .argument('<file>', 'definition JSON file')
+    .requiredOption('--workspace <idOrName>')
+    .option('--name <name>', 'workflow name (default: the definition\'s name, else the file name)')
+    .option('--json', 'machine-readable output')
+    .action(async (file: string, o: { workspace: string; name?: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      let definition: Record<string, unknown>;
+      try {
+        definition = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+      } catch (err) {
+        return fail(`Cannot read ${file}: ${(err as Error).message}`, json);
+      }
+      const name = o.name ?? (typeof definition.name === 'string' ? definition.name : path.basename(file, path.extname(file)));
+      const description = typeof definition.description === 'string' ? definition.description : undefined;
+      await withDatabase(json, async (db, config) => {
+        const ws = await resolveWorkspace(db, o.workspace);
+        if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
+        const boot = await ensureBootstrap(db, config.defaultPlan);
+        const actor = { userId: boot.userId };
+        try {
+          const existing = await findWorkflowByName(db, ws.id, name);
+          const w = existing
+            ? await updateWorkflow(db, ws.id, existing.id, { name, description, definition }, actor)
+            : await createWorkflow(db, ws.id, { name, description, definition }, actor);
+          const deployed = publicWorkflow(await deployWorkflow(db, ws.id, w.id, actor));
+          emit(json, { workflowId: deployed.id, version: deployed.version }, () =>
+            `Deployed "${deployed.name}" (${deployed.id}) as version ${deployed.version}`);
+        } catch (err) {
+          if (err instanceof HttpError) {
+            const details = Array.isArray(err.extra.details) ? err.extra.details.map((d) => `  - ${(d as { message: string }).message}`).join('\n') : '';
+            return fail(details ? `${err.message}\n${details}` : err.message, json);
+          }
+          throw err;
+        }
+      });
+    });
+
+  workflows
+    .command('list')
+    .requiredOption('--workspace <idOrName>')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { workspace: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      await withDatabase(json, async (db) => {
+        const ws = await resolveWorkspace(db, o.workspace);
+        if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
+        const rows = await listWorkflows(db, ws.id, 10_000);
+        const list = rows.map((r) => {
+          const { definition: _d, ...rest } = publicWorkflow(r);
+          return rest;
+        });
+        emit(json, list, () => list.map((w) => `${w.id}  ${w.name}  ${w.isDeployed ? `v${w.version}` : 'not deployed'}`).join('\n') || 'No workflows.');
+      });
+    });
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 export const errorSchema = z.object({ error: z.string() }).passthrough().describe('Error');
 export const validationErrorSchema = z
   .object({ error: z.string(), details: z.array(z.unknown()).optional() })
+  .passthrough()
   .describe('Validation error');
 
 export const errorResponses = {

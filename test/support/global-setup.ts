@@ -8,7 +8,7 @@ import { ensureCacheDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFo
  * (PGlite's initdb costs 7 to 11 s; loading the dump costs under 1 s) and, with TEST_DATABASE_URL,
  * a migrated PostgreSQL template database that each suite copies.
  */
-export default async function setup(): Promise<void> {
+export async function ensureTemplates(): Promise<void> {
   ensureCacheDir();
   const tarPath = pgliteTemplatePath();
   if (!fs.existsSync(tarPath)) {
@@ -33,4 +33,8 @@ export default async function setup(): Promise<void> {
     }
     await admin.close();
   }
+}
+
+export default async function setup(): Promise<void> {
+  await ensureTemplates();
 }

@@ -1,0 +1,35 @@
+import { startTestServer } from '../test/support/harness.js';
+import { helloWorld, load, machine } from './support.js';
+
+/** Requests/s and latency of /healthz and an authenticated /api/v1/keys beside a bare Fastify hello-world. */
+export async function run(): Promise<Record<string, unknown>> {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  const base = await helloWorld();
+  const t = await startTestServer();
+  try {
+    const baseline = await load(base.url, { seconds });
+    const healthz = await load(`${t.url}/healthz`, { seconds });
+    const keys = await load(`${t.url}/api/v1/keys?workspaceId=${t.workspaceId}`, { seconds, headers: { 'x-api-key': t.apiKey } });
+    return {
+      machine: machine(),
+      database: t.server.ctx.db.mode,
+      connections: 10,
+      baseline,
+      healthz,
+      authenticatedKeysList: keys,
+      healthzVsBaseline: +(healthz.rps / baseline.rps).toFixed(3),
+      keysVsBaseline: +(keys.rps / baseline.rps).toFixed(3),
+    };
+  } finally {
+    await t.close();
+    await base.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.env.WEFT_TEST_DB ??= 'pglite';
+  const { ensureTemplates } = await import('../test/support/global-setup.js');
+  await ensureTemplates();
+  process.stdout.write(JSON.stringify(await run()) + '\n');
+  process.exit(0);
+}

@@ -1,0 +1,37 @@
+import os from 'node:os';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+
+export interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+
+/** Drives `url` with autocannon for `seconds` over `connections` and returns throughput and latency. */
+export async function load(url: string, opts: { connections?: number; seconds?: number; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {}): Promise<LoadResult> {
+  const r = await autocannon({
+    url,
+    connections: opts.connections ?? 10,
+    duration: opts.seconds ?? 5,
+    method: opts.method ?? 'GET',
+    headers: opts.headers,
+    body: opts.body,
+  });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+/** The baseline every HTTP scenario is compared with: a bare Fastify hello-world in the same process. */
+export async function helloWorld(): Promise<{ url: string; close: () => Promise<void> }> {
+  const app = Fastify({ logger: false });
+  app.get('/', async () => ({ hello: 'world' }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return { url: `http://127.0.0.1:${port}/`, close: () => app.close() };
+}
+
+export function machine(): string {
+  return `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, node ${process.version}`;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}

@@ -1,0 +1,63 @@
+import type { AppContext, AreaPlugin } from '../context.js';
+import type { EnginePorts } from '../engine/index.js';
+import { LimitsService } from '../limits/service.js';
+import { GuardedHttp } from '../net/guarded-http.js';
+import { InProcessQueue } from '../queue/in-process.js';
+import { IsolatedVmSandbox } from '../sandbox/isolated-vm.js';
+import { workflowRoutes } from '../workflows/routes.js';
+import { runRoutes } from './routes.js';
+import { ExecutionService, type RunContext } from './service.js';
+
+/** Extra engine ports contributed by other areas (tables, ai, ...), keyed by port name. */
+export type PortContribution = (ctx: AppContext, run: RunContext) => Record<string, unknown>;
+export const portContributions: PortContribution[] = [];
+
+declare module '../context.js' {
+  interface AreaServices {
+    executions: ExecutionService;
+  }
+}
+
+const SWEEP_MS = 5_000;
+
+/** Workflows, executions, jobs and logs. */
+export const runsArea: AreaPlugin = async (app, { ctx }) => {
+  const sandbox = new IsolatedVmSandbox();
+  const http = new GuardedHttp({ allowPrivateNetwork: ctx.config.allowPrivateNetwork });
+  const queue = new InProcessQueue(ctx.config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
+  const limits = new LimitsService(ctx.config.limitsEnabled);
+  const service: ExecutionService = new ExecutionService(ctx, queue, limits, (run) => {
+    const ports: EnginePorts = {
+      http,
+      sandbox,
+      workflows: {
+        run: (workflowId, input, opts) => service.runChild(run, workflowId, input, opts.depth, opts.signal),
+      },
+    };
+    for (const contribute of portContributions) Object.assign(ports, contribute(ctx, run));
+    return ports;
+  });
+  ctx.services.executions = service;
+  await app.register(workflowRoutes, { ctx });
+  await app.register(runRoutes(service), { ctx });
+
+  let sweeper: NodeJS.Timeout | undefined;
+  ctx.onClose.push(async () => {
+    if (sweeper) clearInterval(sweeper);
+    await service.close();
+    await sandbox.dispose?.();
+  });
+  // Start the worker once the server is ready: first recover what a previous process left unfinished.
+  app.addHook('onReady', async () => {
+    queue.work((id) => service.runJob(id));
+    const recovered = await service.recover(ctx.db.mode === 'pglite');
+    if (recovered > 0) ctx.log.info({ recovered }, 'resuming unfinished async runs');
+    if (ctx.db.mode === 'postgres') {
+      // Other processes may die holding leases: take their jobs over once the lease expires.
+      sweeper = setInterval(() => {
+        service.recover(false).catch((err: unknown) => ctx.log.warn({ err }, 'job sweep failed'));
+      }, SWEEP_MS);
+      sweeper.unref();
+    }
+  });
+};

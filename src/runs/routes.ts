@@ -1,0 +1,278 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { authorizeWorkspace } from '../http/auth.js';
+import { HttpError } from '../http/errors.js';
+import { decodeCursor, page } from '../http/pagination.js';
+import { errorResponses, errorSchema } from '../http/schemas.js';
+import { accessWorkflow } from '../workflows/routes.js';
+import { getWorkflow } from '../workflows/service.js';
+import type { ExecutionService } from './service.js';
+import * as store from './store.js';
+import type { ExecutionRow } from './store.js';
+
+/** Body fields that steer the run rather than feed it. */
+const CONTROL_FIELDS = new Set([
+  'async', 'inputs', 'stream', 'selectedOutputs', 'triggerType', 'executionId', 'workflowId', 'includeFileBase64',
+  'base64MaxBytes', 'useDraftState', 'workflowStateOverride', 'startBlockId', 'triggerBlockId', 'stopAfterBlockId',
+  'runFromBlock', 'parentWorkspaceId', 'deploymentVersionId', 'copilotToolCallId', 'inputFromExecutionId',
+]);
+const executionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const executeBody = z
+  .object({
+    inputs: z.record(z.string(), z.unknown()).optional().describe('Workflow input fields (top-level fields are accepted too)'),
+    async: z.boolean().optional().describe('Queue the run and answer 202 with a job (same as X-Execution-Mode: async)'),
+    executionId: z.string().optional().describe('Caller-chosen execution id (same as the X-Execution-Id header)'),
+  })
+  .catchall(z.unknown());
+
+const limitsSchema = z.object({
+  workflowExecutionRateLimit: z.object({
+    sync: z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() }),
+    async: z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() }),
+  }),
+  usage: z.object({ currentPeriodCost: z.number(), limit: z.number(), plan: z.string(), isExceeded: z.boolean() }),
+});
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function workflowInput(body: Record<string, unknown>): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (!CONTROL_FIELDS.has(k)) input[k] = v;
+  const inputs = body.inputs;
+  return inputs && typeof inputs === 'object' && !Array.isArray(inputs) ? { ...input, ...(inputs as Record<string, unknown>) } : input;
+}
+
+const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' =>
+  s === 'processing' || s === 'paused' ? 'processing' : s;
+
+function logRecord(r: ExecutionRow) {
+  return {
+    id: r.id,
+    executionId: r.id,
+    workflowId: r.workflow_id,
+    deploymentVersionId: r.version_id,
+    status: r.status,
+    level: r.level,
+    trigger: r.trigger,
+    mode: r.mode,
+    createdAt: r.created_at.toISOString(),
+    startedAt: (r.started_at ?? r.created_at).toISOString(),
+    endedAt: r.ended_at ? r.ended_at.toISOString() : null,
+    totalDurationMs: r.duration_ms,
+    error: r.error,
+    errorBlockId: r.error_block,
+  };
+}
+
+const logSchema = z.object({
+  id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),
+  status: z.string(), level: z.string(), trigger: z.string(), mode: z.string(), createdAt: z.string(), startedAt: z.string(),
+  endedAt: z.string().nullable(), totalDurationMs: z.number().nullable(), error: z.string().nullable(), errorBlockId: z.string().nullable(),
+});
+
+export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
+  return async (app, { ctx }) => {
+    const { db } = ctx;
+
+    app.post('/api/workflows/:workflowId/execute', {
+      config: { errorFamily: 'execute' },
+      schema: {
+        tags: ['execution'],
+        summary: 'Run the deployed workflow: synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
+        params: z.object({ workflowId: z.string().min(1).max(128) }),
+        headers: z.object({
+          'x-execution-mode': z.string().optional(),
+          'x-execution-id': z.string().optional(),
+          'idempotency-key': z.string().optional(),
+        }).passthrough(),
+        body: executeBody.optional(),
+        response: {
+          200: z.unknown().describe('Sync result {success, executionId, output, limits, metadata}, or the body of a Response block'),
+          202: z.object({ success: z.literal(true), async: z.literal(true), jobId: z.string(), executionId: z.string(), message: z.string(), statusUrl: z.string() }),
+          ...errorResponses,
+          402: errorSchema,
+          408: errorSchema,
+          409: errorSchema,
+          429: errorSchema,
+          499: errorSchema,
+          500: errorSchema,
+        },
+      },
+    }, async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const executionId = headerValue(request.headers['x-execution-id']) ?? headerValue(request.headers['idempotency-key'])
+        ?? (typeof body.executionId === 'string' ? body.executionId : undefined);
+      if (executionId !== undefined && !executionIdPattern.test(executionId)) {
+        throw new HttpError(400, 'Invalid execution ID header', { details: [{ path: 'x-execution-id', message: 'Use 1 to 128 characters of A-Z a-z 0-9 . _ : -' }] });
+      }
+      const isAsync = body.async === true || headerValue(request.headers['x-execution-mode'])?.toLowerCase() === 'async';
+      const { access } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
+      const workflow = await getWorkflow(db, access.workspaceId, request.params.workflowId);
+      const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
+      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
+      const input = workflowInput(body);
+
+      if (isAsync) {
+        const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api' });
+        const jobId = `job_${id}`;
+        return reply.code(202).send({
+          success: true as const, async: true as const, jobId, executionId: id,
+          message: 'Workflow execution queued', statusUrl: `${baseUrl(ctx, request)}/api/jobs/${jobId}`,
+        });
+      }
+
+      const abort = new AbortController();
+      const onClose = () => {
+        if (!reply.sent) abort.abort(new Error('Client cancelled request'));
+      };
+      request.raw.socket?.once('close', onClose);
+      try {
+        const { executionId: id, result } = await service.runSync(admitted, run, input, {
+          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal,
+        });
+        const metadata = { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt };
+        if (result.status === 'completed' && result.response) {
+          const r = result.response;
+          reply.code(r.status as 200).header('content-type', 'application/json; charset=utf-8');
+          for (const [k, v] of Object.entries(r.headers)) reply.header(k, v);
+          reply.header('X-Execution-Id', id);
+          return reply.send(JSON.stringify(r.data ?? null));
+        }
+        if (result.status === 'completed' || result.status === 'paused') {
+          const limits = await service.limits.snapshot(run.billedAccount, run.plan);
+          return reply.code(200).send({ success: true, executionId: id, output: result.output ?? null, limits, metadata, ...(result.status === 'paused' ? { status: 'paused' } : {}) });
+        }
+        const status = result.status === 'timed_out' ? 408 : result.status === 'cancelled' ? 499 : inputError(result) ? 400 : 500;
+        const error = result.status === 'timed_out'
+          ? `Execution timed out after ${Math.round(result.durationMs / 1000)} seconds`
+          : result.error?.message ?? 'Execution failed';
+        return reply.code(status).send({ success: false, executionId: id, output: result.output ?? null, error, metadata });
+      } finally {
+        request.raw.socket?.off('close', onClose);
+      }
+    });
+
+    app.get('/api/jobs/:jobId', {
+      config: { errorFamily: 'coded' },
+      schema: {
+        tags: ['execution'], summary: 'Status of an async run',
+        params: z.object({ jobId: z.string().min(1).max(200) }),
+        response: {
+          200: z.object({
+            success: z.literal(true), taskId: z.string(), status: z.enum(['queued', 'processing', 'completed', 'failed', 'cancelled']),
+            metadata: z.object({
+              workflowId: z.string(), executionId: z.string(), createdAt: z.string(), startedAt: z.string().nullable(),
+              completedAt: z.string().nullable(), duration: z.number().nullable(),
+            }),
+            output: z.unknown().optional(), error: z.string().optional(), estimatedDuration: z.number().optional(),
+          }),
+          401: errorSchema, 404: errorSchema,
+        },
+      },
+    }, async (request) => {
+      const { jobId } = request.params;
+      const executionId = jobId.startsWith('job_') ? jobId.slice(4) : jobId;
+      const row = await store.findExecution(db, executionId);
+      if (!row || row.mode !== 'async') throw new HttpError(404, 'Task not found');
+      await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
+      const status = jobStatus(row.status);
+      const terminal = status === 'completed' || status === 'failed' || status === 'cancelled';
+      return {
+        success: true as const,
+        taskId: jobId,
+        status,
+        metadata: {
+          workflowId: row.workflow_id,
+          executionId: row.id,
+          createdAt: row.created_at.toISOString(),
+          startedAt: row.started_at ? row.started_at.toISOString() : null,
+          completedAt: terminal && row.ended_at ? row.ended_at.toISOString() : null,
+          duration: terminal ? row.duration_ms : null,
+        },
+        ...(status === 'completed'
+          ? { output: { success: true, workflowId: row.workflow_id, executionId: row.id, output: row.output, executedAt: row.ended_at?.toISOString() ?? null } }
+          : {}),
+        ...(status === 'failed' ? { error: row.error ?? 'Execution failed' } : {}),
+      };
+    });
+
+    app.get('/api/v1/logs', {
+      config: { errorFamily: 'v1' },
+      schema: {
+        tags: ['logs'], summary: 'Execution logs, newest first, with cursor pagination',
+        querystring: z.object({
+          workspaceId: z.string().min(1).max(128),
+          workflowId: z.string().max(128).optional(),
+          workflowIds: z.string().max(4000).optional().describe('Comma-separated workflow ids'),
+          status: z.enum(['queued', 'processing', 'completed', 'failed', 'paused', 'cancelled']).optional(),
+          level: z.enum(['info', 'error']).optional(),
+          trigger: z.string().max(200).optional().describe('Comma-separated triggers: api, webhook, manual, ...'),
+          startDate: z.string().datetime({ offset: true }).optional(),
+          endDate: z.string().datetime({ offset: true }).optional(),
+          limit: z.coerce.number().int().min(1).max(1000).default(100),
+          cursor: z.string().max(512).optional(),
+        }),
+        response: { 200: z.object({ data: z.array(logSchema), nextCursor: z.string().optional() }), ...errorResponses },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const after = decodeCursor(q.cursor);
+      const access = await authorizeWorkspace(db, request, q.workspaceId, 'read');
+      const workflowIds = [q.workflowId, ...(q.workflowIds?.split(',') ?? [])].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
+      const rows = await store.listLogs(db, {
+        workspaceId: access.workspaceId,
+        workflowIds: workflowIds.length ? workflowIds : undefined,
+        statuses: q.status ? [q.status] : undefined,
+        level: q.level,
+        triggers: q.trigger ? q.trigger.split(',').map((s) => s.trim()).filter((s) => s && s !== 'all') : undefined,
+        startDate: q.startDate,
+        endDate: q.endDate,
+        limit: q.limit + 1,
+        after,
+      });
+      const p = page(rows, q.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
+      return { data: p.data.map(logRecord), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
+    });
+
+    app.get('/api/v1/logs/:id', {
+      schema: {
+        tags: ['logs'], summary: 'One execution log with its per-block trace',
+        params: z.object({ id: z.string().min(1).max(128) }),
+        response: {
+          200: z.object({
+            data: logSchema.extend({
+              input: z.unknown(), output: z.unknown(),
+              trace: z.array(z.object({
+                blockId: z.string(), key: z.string(), name: z.string(), type: z.string(), status: z.string(),
+                startedAt: z.string(), durationMs: z.number(), input: z.unknown().optional(), output: z.unknown().optional(),
+                error: z.string().optional(), logs: z.array(z.unknown()).optional(), attempts: z.number().optional(),
+              })),
+            }),
+          }),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const row = await store.findExecution(db, request.params.id);
+      if (!row) throw new HttpError(404, 'Log not found');
+      await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
+      return { data: { ...logRecord(row), input: row.input, output: row.output ?? null, trace: row.trace ?? [] } };
+    });
+
+  };
+}
+
+/** Absolute base URL for links: WEFT_BASE_URL, else the request's own host. */
+export function baseUrl(ctx: AppContext, request: { protocol: string; host: string }): string {
+  return ctx.config.baseUrl ?? `${request.protocol}://${request.host}`;
+}
+
+/** A run that failed in its start block failed on the caller's input: a 400, not a 500. */
+function inputError(result: { error?: { blockId?: string }; trace: { blockId: string; type: string }[] }): boolean {
+  const blockId = result.error?.blockId;
+  return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && t.type === 'start'));
+}

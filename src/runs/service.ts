@@ -1,0 +1,187 @@
+import type { AppContext } from '../context.js';
+import type { Database } from '../db/database.js';
+import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
+import { HttpError } from '../http/errors.js';
+import { newId } from '../ids.js';
+import { planLimits } from '../limits/plans.js';
+import type { LimitsService } from '../limits/service.js';
+import type { JobQueue } from '../queue/port.js';
+import { activeVersion, compileVersion } from '../workflows/service.js';
+import { findVersionById, findWorkflow, type WorkflowRow } from '../workflows/store.js';
+import * as store from './store.js';
+import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
+
+const LEASE_MS = 30_000;
+const MAX_DEPTH = 10;
+
+export interface RunContext {
+  workspaceId: string;
+  billedAccount: string;
+  plan: string;
+}
+
+/** Builds the engine's ports for one run; areas add their own (tables, ai) through `extraPorts`. */
+export type PortFactory = (run: RunContext, self: ExecutionService) => EnginePorts;
+
+export interface Admitted {
+  workflow: WorkflowRow;
+  versionId: string;
+}
+
+/** Runs deployed workflows: sync in the request, async through the durable job rows and the queue. */
+export class ExecutionService {
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly queue: JobQueue,
+    readonly limits: LimitsService,
+    private readonly ports: PortFactory,
+  ) {}
+
+  get db(): Database {
+    return this.ctx.db;
+  }
+
+  /** Gates in the reference's order after the workflow is found and authorized: deployed, then limits. */
+  async admit(workflow: WorkflowRow, run: RunContext, mode: 'sync' | 'async'): Promise<Admitted> {
+    const version = await activeVersion(this.db, workflow);
+    if (!version) throw new HttpError(403, 'Workflow is not deployed');
+    await this.limits.admitExecution(run.billedAccount, run.plan, mode);
+    return { workflow, versionId: version.id };
+  }
+
+  async runSync(
+    admitted: Admitted,
+    run: RunContext,
+    input: Record<string, unknown>,
+    opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal },
+  ): Promise<{ executionId: string; result: RunResult }> {
+    const executionId = opts.executionId ?? newId();
+    const base: NewExecution = {
+      id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
+      mode: 'sync', trigger: opts.trigger, status: 'processing', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
+    };
+    // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
+    if (opts.executionId && !(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
+    const version = await findVersionById(this.db, admitted.versionId);
+    if (!version) throw new HttpError(404, 'Workflow not found');
+    const graph = compileVersion(version);
+    const result = await runWorkflow(graph, {
+      input,
+      ports: this.ports(run, this),
+      signal: opts.signal,
+      timeoutMs: planLimits(run.plan).syncTimeoutSeconds * 1000,
+      depth: 0,
+    });
+    const finished = finishedFrom(result);
+    if (opts.executionId) await store.finishExecution(this.db, executionId, finished);
+    else if (!(await store.insertFinished(this.db, base, finished))) throw executionIdConflict(executionId);
+    return { executionId, result };
+  }
+
+  async enqueue(
+    admitted: Admitted,
+    run: RunContext,
+    input: Record<string, unknown>,
+    opts: { executionId?: string; apiKeyId: string | null; trigger: string },
+  ): Promise<string> {
+    const executionId = opts.executionId ?? newId();
+    const claimed = await store.claimExecution(this.db, {
+      id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
+      mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
+    });
+    if (!claimed) throw executionIdConflict(executionId);
+    await this.queue.enqueue(executionId);
+    return executionId;
+  }
+
+  /** The worker: runs one async job, recording each completed block before its dependants start. */
+  async runJob(executionId: string): Promise<void> {
+    if (this.shutdown.signal.aborted) return;
+    const row = await store.leaseJob(this.db, executionId, LEASE_MS);
+    if (!row) return; // finished, or another worker holds it
+    const heartbeat = setInterval(() => {
+      store.renewLease(this.db, executionId, LEASE_MS).catch((err: unknown) => this.ctx.log.warn({ err, executionId }, 'lease renewal failed'));
+    }, LEASE_MS / 3);
+    try {
+      const result = await this.runRow(row);
+      if (this.shutdown.signal.aborted && result.status === 'cancelled') return; // resumes after restart
+      await store.finishExecution(this.db, executionId, finishedFrom(result));
+    } catch (err) {
+      if (this.shutdown.signal.aborted) return;
+      this.ctx.log.error({ err, executionId }, 'async run crashed');
+      await store.finishExecution(this.db, executionId, {
+        status: 'failed', output: null, error: `Internal error: ${(err as Error).message}`, errorBlock: null, trace: [],
+        startedAt: row.started_at ?? new Date(), endedAt: new Date(), durationMs: 0,
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async runRow(row: ExecutionRow): Promise<RunResult> {
+    const version = row.version_id ? await findVersionById(this.db, row.version_id) : undefined;
+    if (!version) throw new Error('The deployed version of this run no longer exists');
+    const graph = compileVersion(version);
+    const recorded = await store.loadSteps(this.db, row.id);
+    const plan = (await this.db.query<{ plan: string }>('SELECT plan FROM workspaces WHERE id = $1', [row.workspace_id]))[0]?.plan ?? 'free';
+    const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
+    return runWorkflow(graph, {
+      input: row.input,
+      ports: this.ports(run, this),
+      signal: this.shutdown.signal,
+      timeoutMs: planLimits(plan).asyncTimeoutSeconds * 1000,
+      recorded,
+      onStep: (step: StepRecord) => store.recordStep(this.db, row.id, step),
+      depth: 0,
+    });
+  }
+
+  /** Runs another deployed workflow of the same workspace inside a run (the workflow block). */
+  async runChild(run: RunContext, workflowId: string, input: Record<string, unknown>, depth: number, signal: AbortSignal) {
+    if (depth > MAX_DEPTH) return { success: false, output: null, error: `Child workflows nest deeper than ${MAX_DEPTH} levels` };
+    const w = /^[0-9a-f-]{36}$/i.test(workflowId) ? await findWorkflow(this.db, run.workspaceId, workflowId) : undefined;
+    if (!w) return { success: false, output: null, error: `Workflow ${workflowId} not found` };
+    const version = await activeVersion(this.db, w);
+    if (!version) return { success: false, output: null, error: `Workflow "${w.name}" is not deployed` };
+    const result = await runWorkflow(compileVersion(version), { input, ports: this.ports(run, this), signal, depth });
+    if (result.status !== 'completed') return { success: false, output: result.output ?? null, error: result.error?.message ?? `Child workflow ${result.status}` };
+    return { success: true, output: result.response ? result.response.data : result.output };
+  }
+
+  /** Re-enqueues jobs left behind: all unfinished ones at embedded start-up, expired leases otherwise. */
+  async recover(includeAllProcessing: boolean): Promise<number> {
+    // Embedded mode: this process holds the data directory, so every lease left behind is a dead one.
+    if (includeAllProcessing) await store.releaseLeases(this.db);
+    const ids = await store.pendingJobs(this.db, includeAllProcessing, 10_000);
+    for (const id of ids) await this.queue.enqueue(id);
+    return ids.length;
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close(5_000);
+    this.shutdown.abort();
+    await this.queue.close(1_000);
+  }
+}
+
+export function executionIdConflict(executionId: string): HttpError {
+  return new HttpError(409, 'Execution ID has already been used', { code: 'EXECUTION_ID_CONFLICT', executionId });
+}
+
+export function finishedFrom(result: RunResult): FinishedExecution {
+  const status = result.status === 'completed' ? 'completed'
+    : result.status === 'paused' ? 'paused'
+    : result.status === 'cancelled' ? 'cancelled' : 'failed';
+  return {
+    status,
+    output: result.response ?? result.output ?? null,
+    error: result.error?.message ?? (result.status === 'timed_out' ? 'Execution timed out' : null),
+    errorBlock: result.error?.blockId ?? null,
+    trace: result.trace,
+    startedAt: new Date(result.startedAt),
+    endedAt: new Date(result.endedAt),
+    durationMs: result.durationMs,
+  };
+}

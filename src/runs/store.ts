@@ -1,0 +1,154 @@
+import type { Queryable } from '../db/database.js';
+import type { BlockTrace, StepRecord } from '../engine/index.js';
+
+export type ExecutionStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'paused' | 'cancelled';
+
+export interface ExecutionRow {
+  id: string; workspace_id: string; workflow_id: string; version_id: string | null;
+  mode: 'sync' | 'async'; trigger: string; status: ExecutionStatus; level: string;
+  billed_account: string; api_key_id: string | null; input: Record<string, unknown>;
+  output: unknown; error: string | null; error_block: string | null; trace: BlockTrace[] | null;
+  created_at: Date; started_at: Date | null; ended_at: Date | null; duration_ms: number | null;
+  lease_until: Date | null; attempts: number;
+}
+
+export interface NewExecution {
+  id: string; workspaceId: string; workflowId: string; versionId: string; mode: 'sync' | 'async'; trigger: string;
+  status: ExecutionStatus; billedAccount: string; apiKeyId: string | null; input: Record<string, unknown>;
+}
+
+export interface FinishedExecution {
+  status: ExecutionStatus; output: unknown; error: string | null; errorBlock: string | null; trace: BlockTrace[];
+  startedAt: Date; endedAt: Date; durationMs: number;
+}
+
+const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input';
+const insertValues = (e: NewExecution) => [e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input)];
+
+/** Claims an execution id: false when it was used before (idempotency). */
+export async function claimExecution(q: Queryable, e: NewExecution): Promise<boolean> {
+  const rows = await q.query(
+    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
+    insertValues(e),
+  );
+  return rows.length > 0;
+}
+
+/** Writes a finished sync run in one statement (its log is written once, at the end). */
+export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedExecution): Promise<boolean> {
+  const rows = await q.query(
+    `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
+    [...insertValues({ ...e, status: f.status }), json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace),
+      f.startedAt, f.endedAt, f.durationMs, f.status === 'failed' ? 'error' : 'info'],
+  );
+  return rows.length > 0;
+}
+
+export async function finishExecution(q: Queryable, id: string, f: FinishedExecution): Promise<void> {
+  await q.query(
+    `UPDATE executions SET status = $2, output = $3, error = $4, error_block = $5, trace = $6,
+            started_at = COALESCE(started_at, $7), ended_at = $8,
+            duration_ms = (EXTRACT(EPOCH FROM ($8::timestamptz - COALESCE(started_at, $7::timestamptz))) * 1000)::int,
+            level = $9, lease_until = NULL
+      WHERE id = $1`,
+    [id, f.status, json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace), f.startedAt, f.endedAt,
+      f.status === 'failed' ? 'error' : 'info'],
+  );
+}
+
+/** Takes a queued job, or a processing one whose worker's lease ran out (a crashed process). */
+export async function leaseJob(q: Queryable, id: string, leaseMs: number): Promise<ExecutionRow | undefined> {
+  const rows = await q.query<ExecutionRow>(
+    `UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
+            lease_until = clock_timestamp() + ($2::int * interval '1 millisecond'), attempts = attempts + 1
+      WHERE id = $1 AND mode = 'async'
+        AND (status = 'queued' OR (status = 'processing' AND (lease_until IS NULL OR lease_until < clock_timestamp())))
+      RETURNING *`,
+    [id, leaseMs],
+  );
+  return rows[0];
+}
+
+export async function renewLease(q: Queryable, id: string, leaseMs: number): Promise<void> {
+  await q.query(
+    `UPDATE executions SET lease_until = clock_timestamp() + ($2::int * interval '1 millisecond') WHERE id = $1 AND status = 'processing'`,
+    [id, leaseMs],
+  );
+}
+
+export async function releaseLeases(q: Queryable): Promise<void> {
+  await q.query("UPDATE executions SET lease_until = NULL WHERE status = 'processing' AND mode = 'async'");
+}
+
+/** Jobs to pick up: queued ones and processing ones whose lease expired (or all processing ones at embedded start-up). */
+export async function pendingJobs(q: Queryable, includeAllProcessing: boolean, limit: number): Promise<string[]> {
+  const rows = await q.query<{ id: string }>(
+    `SELECT id FROM executions
+      WHERE mode = 'async' AND (status = 'queued'
+         OR (status = 'processing' AND ($1 OR lease_until IS NULL OR lease_until < clock_timestamp())))
+      ORDER BY created_at LIMIT $2`,
+    [includeAllProcessing, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function findExecution(q: Queryable, id: string): Promise<ExecutionRow | undefined> {
+  return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = $1', [id]).then((r) => r[0]);
+}
+
+export async function recordStep(q: Queryable, executionId: string, step: StepRecord): Promise<void> {
+  await q.query(
+    `INSERT INTO execution_steps (execution_id, step_key, block_id, output) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (execution_id, step_key) DO NOTHING`,
+    [executionId, step.key, step.blockId, JSON.stringify({ output: step.output ?? null, error: step.error, variables: step.variables })],
+  );
+}
+
+export async function loadSteps(q: Queryable, executionId: string): Promise<Map<string, StepRecord>> {
+  const rows = await q.query<{ step_key: string; block_id: string; output: { output: unknown; error?: string; variables?: Record<string, unknown> } }>(
+    'SELECT step_key, block_id, output FROM execution_steps WHERE execution_id = $1',
+    [executionId],
+  );
+  return new Map(rows.map((r) => [r.step_key, { key: r.step_key, blockId: r.block_id, output: r.output.output, error: r.output.error, variables: r.output.variables }]));
+}
+
+export interface LogFilter {
+  workspaceId: string; workflowIds?: string[]; statuses?: string[]; level?: string; triggers?: string[];
+  startDate?: string; endDate?: string; limit: number; after?: { t: string; id: string };
+}
+
+export async function listLogs(q: Queryable, f: LogFilter): Promise<ExecutionRow[]> {
+  const where = ['workspace_id = $1'];
+  const params: unknown[] = [f.workspaceId];
+  const add = (clause: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(`$${params.length}`));
+  };
+  if (f.workflowIds?.length) add((p) => `workflow_id::text = ANY(${p}::text[])`, f.workflowIds);
+  if (f.statuses?.length) add((p) => `status = ANY(${p}::text[])`, f.statuses);
+  if (f.level) add((p) => `level = ${p}`, f.level);
+  if (f.triggers?.length) add((p) => `trigger = ANY(${p}::text[])`, f.triggers);
+  if (f.startDate) add((p) => `created_at >= ${p}::timestamptz`, f.startDate);
+  if (f.endDate) add((p) => `created_at <= ${p}::timestamptz`, f.endDate);
+  if (f.after) {
+    params.push(f.after.t, f.after.id);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`);
+  }
+  params.push(f.limit);
+  return q.query<ExecutionRow>(
+    `SELECT id, workspace_id, workflow_id, version_id, mode, trigger, status, level, billed_account, api_key_id,
+            '{}'::jsonb AS input, NULL::jsonb AS output, error, error_block, NULL::jsonb AS trace,
+            created_at, started_at, ended_at, duration_ms, lease_until, attempts
+       FROM executions WHERE ${where.join(' AND ')}
+      ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
+}
+
+/** JSON for a jsonb parameter; `undefined` output is stored as SQL NULL. */
+function json(v: unknown): string | null {
+  return v === undefined ? null : JSON.stringify(v);
+}

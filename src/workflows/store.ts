@@ -1,0 +1,100 @@
+import type { Queryable } from '../db/database.js';
+import type { WorkflowDefinition } from '../engine/index.js';
+
+export interface WorkflowRow {
+  id: string; workspace_id: string; name: string; description: string; definition: WorkflowDefinition;
+  active_version_id: string | null; deployed_at: Date | null; created_by: string | null;
+  created_at: Date; updated_at: Date;
+  /** Joined: the active version's number. */
+  version: number | null;
+}
+
+export interface VersionRow {
+  id: string; workflow_id: string; workspace_id: string; version: number; definition: WorkflowDefinition; created_at: Date;
+}
+
+const selectWorkflow = `SELECT w.*, v.version FROM workflows w LEFT JOIN workflow_versions v ON v.id = w.active_version_id`;
+
+export const findWorkflow = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<WorkflowRow>(`${selectWorkflow} WHERE w.id = $1 AND w.workspace_id = $2`, [id, workspaceId]).then((r) => r[0]);
+
+/** Unscoped lookup: only to learn which workspace a workflow belongs to before authorizing. */
+export const findWorkflowAnyWorkspace = (q: Queryable, id: string) =>
+  q.query<WorkflowRow>(`${selectWorkflow} WHERE w.id = $1`, [id]).then((r) => r[0]);
+
+export const findWorkflowByName = (q: Queryable, workspaceId: string, name: string) =>
+  q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1 AND w.name = $2`, [workspaceId, name]).then((r) => r[0]);
+
+export async function listWorkflows(q: Queryable, workspaceId: string, limit: number, after?: { t: string; id: string }) {
+  if (after) {
+    return q.query<WorkflowRow>(
+      `${selectWorkflow} WHERE w.workspace_id = $1 AND (w.created_at, w.id) > ($2::timestamptz, $3::uuid)
+       ORDER BY w.created_at, w.id LIMIT $4`,
+      [workspaceId, after.t, after.id, limit],
+    );
+  }
+  return q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1 ORDER BY w.created_at, w.id LIMIT $2`, [workspaceId, limit]);
+}
+
+export const insertWorkflow = (
+  q: Queryable,
+  w: { id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition; createdBy: string },
+) =>
+  q.query<{ id: string }>(
+    `INSERT INTO workflows (id, workspace_id, name, description, definition, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [w.id, w.workspaceId, w.name, w.description, JSON.stringify(w.definition), w.createdBy],
+  );
+
+export const updateWorkflow = (
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+  patch: { name?: string; description?: string; definition: WorkflowDefinition },
+) =>
+  q.query<{ id: string }>(
+    `UPDATE workflows SET definition = $3, name = COALESCE($4, name), description = COALESCE($5, description),
+            updated_at = date_trunc('milliseconds', clock_timestamp())
+      WHERE id = $1 AND workspace_id = $2 RETURNING id`,
+    [id, workspaceId, JSON.stringify(patch.definition), patch.name ?? null, patch.description ?? null],
+  );
+
+export const deleteWorkflow = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<{ id: string; name: string }>('DELETE FROM workflows WHERE id = $1 AND workspace_id = $2 RETURNING id, name', [id, workspaceId]);
+
+/** Snapshots the draft as the next version number (row-locked so concurrent deploys get distinct numbers). */
+export async function insertVersion(q: Queryable, workflowId: string, workspaceId: string, id: string, createdBy: string): Promise<VersionRow> {
+  const rows = await q.query<VersionRow>(
+    `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by)
+     SELECT $1, w.id, w.workspace_id,
+            COALESCE((SELECT max(version) FROM workflow_versions WHERE workflow_id = w.id), 0) + 1,
+            w.definition, $4
+       FROM workflows w WHERE w.id = $2 AND w.workspace_id = $3
+     RETURNING *`,
+    [id, workflowId, workspaceId, createdBy],
+  );
+  return rows[0];
+}
+
+export const lockWorkflow = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<WorkflowRow>('SELECT *, NULL::int AS version FROM workflows WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [id, workspaceId]).then((r) => r[0]);
+
+export const activateVersion = (q: Queryable, workflowId: string, versionId: string | null) =>
+  q.query(
+    `UPDATE workflows SET active_version_id = $2,
+            deployed_at = CASE WHEN $2::uuid IS NULL THEN NULL ELSE date_trunc('milliseconds', clock_timestamp()) END
+      WHERE id = $1`,
+    [workflowId, versionId],
+  );
+
+export const findVersion = (q: Queryable, workflowId: string, version: number) =>
+  q.query<VersionRow>('SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version = $2', [workflowId, version]).then((r) => r[0]);
+
+export const findVersionById = (q: Queryable, id: string) =>
+  q.query<VersionRow>('SELECT * FROM workflow_versions WHERE id = $1', [id]).then((r) => r[0]);
+
+export const previousVersion = (q: Queryable, workflowId: string, before: number) =>
+  q.query<VersionRow>(
+    'SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version < $2 ORDER BY version DESC LIMIT 1',
+    [workflowId, before],
+  ).then((r) => r[0]);

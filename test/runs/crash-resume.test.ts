@@ -1,0 +1,92 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../../src/db/connect.js';
+import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { freshDatabase, request } from '../support/harness.js';
+import { freePort, spawnServer } from '../support/cli.js';
+
+/**
+ * Kills a server with SIGKILL while an async run is between blocks, starts a new one on the same
+ * database, and checks the run finishes without re-running the blocks that had completed.
+ */
+let upstream: http.Server;
+let upstreamUrl: string;
+const hits: Record<string, number> = {};
+let onSlow: (() => void) | undefined;
+let holdSlow = true;
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    const path = req.url ?? '/';
+    hits[path] = (hits[path] ?? 0) + 1;
+    if (path === '/slow' && holdSlow) {
+      onSlow?.();
+      return; // never answered: the process is killed while this block runs
+    }
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ path }));
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  const addr = upstream.address();
+  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+});
+afterAll(() => {
+  upstream.closeAllConnections();
+  upstream.close();
+});
+
+describe('durable async runs', () => {
+  it('continue from the last completed block after the process is killed', async () => {
+    const where = await freshDatabase();
+    const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
+    const boot = await ensureBootstrap(db, 'enterprise');
+    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
+    await db.close();
+    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise' };
+    const headers = { 'x-api-key': secret };
+
+    let server = await spawnServer(env, await freePort());
+    const get = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstreamUrl}${path}` } });
+    const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
+      workspaceId: boot.workspaceId, name: 'durable',
+      definition: {
+        blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, get('first', '/first'), get('slow', '/slow'), get('last', '/last')],
+        edges: [{ from: 'start', to: 'first' }, { from: 'first', to: 'slow' }, { from: 'slow', to: 'last' }],
+      },
+    }, headers);
+    expect(created.status).toBe(201);
+    const id = created.body.data.workflow.id;
+    expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+
+    const slowReached = new Promise<void>((r) => (onSlow = r));
+    const queued = await request(`${server.url}/api/workflows/${id}/execute`, 'POST', { async: true }, headers);
+    expect(queued.status).toBe(202);
+    await slowReached;
+    server.child.kill('SIGKILL');
+    await new Promise((r) => server.child.once('exit', r));
+    expect(hits['/first']).toBe(1);
+    expect(hits['/last']).toBeUndefined();
+
+    holdSlow = false;
+    server = await spawnServer(env, await freePort());
+    try {
+      let job: any;
+      const deadline = Date.now() + 30_000;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        job = (await request(`${server.url}/api/jobs/${queued.body.jobId}`, 'GET', undefined, headers)).body;
+      } while (job.status !== 'completed' && job.status !== 'failed' && Date.now() < deadline);
+      expect(job.status).toBe('completed');
+      expect(job.output.output).toMatchObject({ data: { path: '/last' } });
+      expect(hits['/first']).toBe(1); // replayed from the recorded step, not run again
+      expect(hits['/slow']).toBe(2); // it never completed, so it ran again
+      expect(hits['/last']).toBe(1);
+      const log = await request(`${server.url}/api/v1/logs/${queued.body.executionId}`, 'GET', undefined, headers);
+      const first = log.body.data.trace.find((s: { blockId: string }) => s.blockId === 'first');
+      expect(first.status).toBe('replayed');
+    } finally {
+      server.child.kill('SIGTERM');
+      await new Promise((r) => server.child.once('exit', r));
+    }
+  }, 120_000);
+});

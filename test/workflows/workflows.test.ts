@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createWorkspace } from '../../src/accounts/service.js';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { fn, start } from '../support/workflows.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const simple = (code = 'return { ok: true }') => ({ blocks: [start(), fn('f', code, 'F')], edges: [{ from: 'start', to: 'f' }] });
+
+describe('workflow management', () => {
+  it('creates, reads, replaces and deletes a workflow', async () => {
+    const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'crud', description: 'd', definition: simple() });
+    expect(c.status).toBe(201);
+    expect(c.body.success).toBe(true);
+    const w = c.body.data.workflow;
+    expect(w).toMatchObject({ name: 'crud', description: 'd', isDeployed: false, deployedAt: null, version: null, workspaceId: t.workspaceId });
+    const g = await t.call('GET', `/api/v1/workflows/${w.id}`);
+    expect(g.body.data.workflow.definition.blocks).toHaveLength(2);
+    const p = await t.call('PUT', `/api/v1/workflows/${w.id}`, { definition: simple('return 2') });
+    expect(p.status).toBe(200);
+    expect(p.body.data.workflow.definition.blocks[1].config.code).toBe('return 2');
+    const d = await t.call('DELETE', `/api/v1/workflows/${w.id}`);
+    expect(d.status).toBe(200);
+    expect((await t.call('GET', `/api/v1/workflows/${w.id}`)).status).toBe(404);
+    expect((await t.call('DELETE', `/api/v1/workflows/${w.id}`)).status).toBe(404);
+  });
+
+  it('rejects a duplicate name with 409', async () => {
+    await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'dup', definition: simple() });
+    const again = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'dup', definition: simple() });
+    expect(again.status).toBe(409);
+  });
+
+  it('validates definitions with errors naming the block and field, and writes nothing', async () => {
+    const count = async () => (await t.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM workflows'))[0].n;
+    const before = await count();
+    const cases: [unknown, RegExp][] = [
+      [{ blocks: [start(), { id: 'x', type: 'teleport', name: 'X', config: {} }], edges: [] }, /teleport/],
+      [{ blocks: [start(), fn('a', 'return 1', 'Same'), fn('b', 'return 2', 'same')], edges: [] }, /[Dd]uplicate|same/],
+      [{ blocks: [start(), fn('a', 'return <nope.x>', 'A')], edges: [{ from: 'start', to: 'a' }] }, /nope/],
+      [{ blocks: [start(), fn('a', 'return 1', 'A')], edges: [{ from: 'start', to: 'ghost' }] }, /ghost/],
+      [{ blocks: [start(), fn('a', 'return 1', 'A'), fn('b', 'return 1', 'B')], edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'a' }] }, /cycle/i],
+    ];
+    for (const [definition, pattern] of cases) {
+      const r = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: `bad-${Math.random()}`, definition });
+      expect(r.status, JSON.stringify(definition)).toBe(400);
+      expect(r.body.error).toMatch(pattern);
+      expect(Array.isArray(r.body.details)).toBe(true);
+    }
+    const withBlock = await t.call('POST', '/api/v1/workflows', {
+      workspaceId: t.workspaceId, name: 'bad-ref', definition: { blocks: [start(), fn('a', 'return <nope.x>', 'A')], edges: [{ from: 'start', to: 'a' }] },
+    });
+    expect(withBlock.body.details.some((d: { blockId?: string }) => d.blockId === 'a')).toBe(true);
+    expect(await count()).toBe(before);
+  });
+
+  it('deploys numbered versions, undeploys and rolls back', async () => {
+    const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'versions', definition: simple('return 1') });
+    const id = c.body.data.workflow.id;
+    const status = async () => (await t.call('GET', `/api/workflows/${id}/status`)).body;
+    expect(await status()).toEqual({ isDeployed: false, deployedAt: null, version: null });
+    const d1 = await t.call('POST', `/api/v1/workflows/${id}/deploy`);
+    expect(d1.body.data).toMatchObject({ id, isDeployed: true, version: 1 });
+    await t.call('PUT', `/api/v1/workflows/${id}`, { definition: simple('return 2') });
+    const d2 = await t.call('POST', `/api/v1/workflows/${id}/deploy`);
+    expect(d2.body.data.version).toBe(2);
+    const st = await status();
+    expect(st.isDeployed).toBe(true);
+    expect(st.version).toBe(2);
+    expect(Date.parse(st.deployedAt)).toBeGreaterThan(0);
+    const rb = await t.call('POST', `/api/v1/workflows/${id}/rollback`, {});
+    expect(rb.body.data.version).toBe(1);
+    const rb2 = await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 2 });
+    expect(rb2.body.data.version).toBe(2);
+    expect((await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 9 })).status).toBe(404);
+    const un = await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
+    expect(un.body.data).toMatchObject({ isDeployed: false, deployedAt: null });
+    const again = await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('Workflow is not deployed');
+    const audit = await t.call('GET', `/api/v1/audit-logs?workspaceId=${t.workspaceId}&limit=100`);
+    const actions = audit.body.data.filter((e: { resourceId: string }) => e.resourceId === id).map((e: { action: string }) => e.action);
+    expect(actions).toEqual(expect.arrayContaining(['workflow.created', 'workflow.deployed', 'workflow.rolled_back', 'workflow.undeployed']));
+  });
+
+  it('lists with cursor pagination', async () => {
+    for (let i = 0; i < 5; i++) await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: `page-${i}`, definition: simple() });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.body.data.length).toBeLessThanOrEqual(2);
+      for (const w of r.body.data) {
+        expect(w.definition).toBeUndefined();
+        seen.push(w.id);
+      }
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.length).toBeGreaterThanOrEqual(5);
+    expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=0`)).status).toBe(400);
+    expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=101`)).status).toBe(400);
+  });
+
+  it('hides other workspaces\' workflows (404) and checks bad input', async () => {
+    const other = await createWorkspace(t.server.ctx.db, `wf-other-${Date.now()}`, t.userId, 'free');
+    const key = await createKey(t.server.ctx.db, { workspaceId: other.id, userId: t.userId, type: 'workspace' });
+    const c = await request(`${t.url}/api/v1/workflows`, 'POST', { workspaceId: other.id, name: 'theirs', definition: simple() }, { 'x-api-key': key.secret });
+    expect(c.status).toBe(201);
+    const id = c.body.data.workflow.id;
+    for (const [m, p] of [['GET', `/api/v1/workflows/${id}`], ['PUT', `/api/v1/workflows/${id}`], ['DELETE', `/api/v1/workflows/${id}`], ['POST', `/api/v1/workflows/${id}/deploy`], ['GET', `/api/workflows/${id}/status`]] as const) {
+      const r = await t.call(m, p, m === 'PUT' ? { definition: simple() } : undefined);
+      expect(r.status, `${m} ${p}`).toBe(404);
+      expect(r.body).toEqual({ error: 'Workflow not found' });
+    }
+    expect((await t.call('POST', '/api/v1/workflows', { workspaceId: other.id, name: 'x', definition: simple() })).status).toBe(403);
+    expect((await t.call('POST', '/api/v1/workflows', '[1,2]')).status).toBe(400);
+    expect((await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 5, definition: simple() })).status).toBe(400);
+    expect((await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'nodef' })).status).toBe(400);
+    expect((await t.call('GET', '/api/v1/workflows/not-a-uuid')).status).toBe(404);
+  });
+});
