@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerAuth } from './http/auth.js';
+import { registerJsonParser } from './http/json-body.js';
 import { accountRoutes } from './accounts/routes.js';
 import { auditRoutes } from './audit/routes.js';
 import { areas as extraAreas } from './areas.js';
@@ -45,6 +46,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     reply.header('X-Request-Id', request.id);
   });
   registerErrorHandling(app);
+  registerJsonParser(app);
 
   await app.register(swagger, {
     openapi: {

@@ -21,6 +21,7 @@ const envSchema = z.object({
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
   WEFT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
+  WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   // AI gateway providers (a provider is offered only when its key or base URL is set).
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
@@ -55,6 +56,8 @@ export interface Config {
   workerConcurrency: number;
   /** Rate, usage and concurrency limits; `off` only for benchmarks and trusted single-tenant setups. */
   limitsEnabled: boolean;
+  /** How long a worker owns an async job without renewing; a crashed worker's job is taken over after it. */
+  jobLeaseMs: number;
   ai: AiConfig;
 }
 
@@ -97,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keyCacheMs: e.WEFT_KEY_CACHE_MS,
     workerConcurrency: e.WEFT_WORKER_CONCURRENCY,
     limitsEnabled: e.WEFT_LIMITS === 'on',
+    jobLeaseMs: e.WEFT_JOB_LEASE_MS,
     ai: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL.replace(/\/+$/, '') },
       anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL.replace(/\/+$/, '') },

@@ -55,6 +55,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  ctx.publicUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let closing: Promise<void> | undefined;
   const started = app;
   return {

@@ -249,10 +249,7 @@ class ScopeRun implements ScopeHandle {
 
   isHalted(): boolean {
     if (this.run.stopping || this.failure !== null) return true;
-    for (let s: ScopeRun | null = this; s !== null; s = s.parent) {
-      if (s.halt?.halted) return true;
-    }
-    return false;
+    return findUp(this, (s) => s.halt?.halted === true) !== null;
   }
 
   execute(): Promise<ScopeOutcome> {
@@ -274,22 +271,16 @@ class ScopeRun implements ScopeHandle {
   lookupRef(token: RefToken): unknown {
     const head = token.head;
     if (head === 'loop' || head === 'parallel') {
-      for (let s: ScopeRun | null = this; s !== null; s = s.parent) {
-        if (s.info && s.info.kind === head) return navigate(frameValue(s.info.frame, token.path[0]), token.path.slice(1));
-      }
-      return undefined;
+      const info = findUp(this, (s) => s.info?.kind === head)?.info;
+      return info ? navigate(frameValue(info.frame, token.path[0]), token.path.slice(1)) : undefined;
     }
     if (head === 'variable') return navigate(this.run.variables, token.path);
     const graph = this.run.graph;
     const id = head === 'start' ? graph.startId : graph.nameToId.get(head);
     if (id === undefined) return undefined;
     const target = graph.blocks.get(id) as CompiledBlock;
-    for (let s: ScopeRun | null = this; s !== null; s = s.parent) {
-      if (s.scope.containerId === target.parentId) {
-        return navigate(s.outputs.get(id), token.path);
-      }
-    }
-    return undefined;
+    const owner = findUp(this, (s) => s.scope.containerId === target.parentId);
+    return owner ? navigate(owner.outputs.get(id), token.path) : undefined;
   }
 
   env(): ResolveEnv {
@@ -596,7 +587,10 @@ class ScopeRun implements ScopeHandle {
   private pausePoint(b: CompiledBlock, key: string, response: unknown): PausePoint {
     let contextId = b.id;
     const frames: ScopeInfo[] = [];
-    for (let s: ScopeRun | null = this; s !== null; s = s.parent) if (s.info) frames.unshift(s.info);
+    findUp(this, (s) => {
+      if (s.info) frames.unshift(s.info);
+      return false;
+    });
     let parallelScope: PausePoint['parallelScope'];
     let loopScope: PausePoint['loopScope'];
     for (const f of frames) {
@@ -626,20 +620,19 @@ class ScopeRun implements ScopeHandle {
     const halt: HaltFlag = { halted: false };
     const scope = b.scope as CompiledScope;
     const kind = b.type.container as 'loop' | 'parallel';
-    const parentScope = this;
     const control: ContainerControl = {
       kind,
       runScope: async (frame) => {
-        const info: ScopeInfo = { containerId: b.id, kind, frame, suffix: `${parentScope.suffix}#${b.id}:${frame.index}` };
-        const child = new ScopeRun(run, scope, parentScope, info, halt);
+        const info: ScopeInfo = { containerId: b.id, kind, frame, suffix: `${this.suffix}#${b.id}:${frame.index}` };
+        const child = new ScopeRun(run, scope, this, info, halt);
         const outcome = await child.execute();
         if (outcome.status === 'failed') halt.halted = true;
         return outcome;
       },
       evaluate: async (source, frame, previous) => {
-        const info: ScopeInfo = { containerId: b.id, kind, frame, suffix: `${parentScope.suffix}#${b.id}:${frame.index}` };
+        const info: ScopeInfo = { containerId: b.id, kind, frame, suffix: `${this.suffix}#${b.id}:${frame.index}` };
         const prevOutputs = previous instanceof ScopeRun ? previous.outputs : new Map<string, unknown>();
-        const view = new ScopeRun(run, scope, parentScope, info, halt, prevOutputs);
+        const view = new ScopeRun(run, scope, this, info, halt, prevOutputs);
         const timeoutMs = Math.max(1, Math.min(5000, run.remainingMs()));
         const res = await this.runCode(source, { timeoutMs }, view);
         for (const entry of res.logs) if (logs.length < MAX_TRACE_LOGS) logs.push(entry);
@@ -691,6 +684,12 @@ class ScopeRun implements ScopeHandle {
     if (recorded !== null) return recorded;
     return { kind: 'success', output };
   }
+}
+
+/** The first scope, from `start` outwards, that matches. */
+function findUp(start: ScopeRun, match: (s: ScopeRun) => boolean): ScopeRun | null {
+  for (let s: ScopeRun | null = start; s !== null; s = s.parent) if (match(s)) return s;
+  return null;
 }
 
 function frameValue(frame: ScopeFrame, field: string | number | undefined): unknown {

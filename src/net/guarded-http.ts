@@ -147,6 +147,12 @@ function flattenHeaders(h: http.IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
+function formatBytes(n: number): string {
+  if (n >= MIB && n % MIB === 0) return `${n / MIB} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
 function abortMessage(signal: AbortSignal): string {
   const r: unknown = signal.reason;
   return r instanceof Error ? `request aborted: ${r.message}` : 'request aborted';
@@ -201,9 +207,8 @@ export class GuardedHttp implements HttpPort {
     if (isIP(host.split('%')[0]) !== 0) {
       const why = refusedAddressReason(host);
       if (why !== null) throw new Error(`refused to connect to ${host}: a ${why} address`);
-    } else if (host === 'localhost' || host.endsWith('.localhost')) {
-      throw new Error(`refused to connect to ${host}: a loopback name`);
     }
+    // Host names are checked after resolution, in the lookup hook the socket connects with.
   }
 
   async request(req: HttpRequest): Promise<HttpResponse> {
@@ -294,7 +299,7 @@ export class GuardedHttp implements HttpPort {
             size += chunk.length;
             if (size > this.maxBytes) {
               res.destroy();
-              fail(new Error(`response body exceeds the limit of ${Math.round(this.maxBytes / MIB)} MiB`));
+              fail(new Error(`response body exceeds the limit of ${formatBytes(this.maxBytes)}`));
               return;
             }
             chunks.push(chunk);

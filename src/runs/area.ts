@@ -6,6 +6,8 @@ import { InProcessQueue } from '../queue/in-process.js';
 import { IsolatedVmSandbox } from '../sandbox/isolated-vm.js';
 import { workflowRoutes } from '../workflows/routes.js';
 import { runRoutes } from './routes.js';
+import { PauseService } from './pauses.js';
+import { resumeRoutes } from './resume-routes.js';
 import { ExecutionService, type RunContext } from './service.js';
 
 /** Extra engine ports contributed by other areas (tables, ai, ...), keyed by port name. */
@@ -18,7 +20,6 @@ declare module '../context.js' {
   }
 }
 
-const SWEEP_MS = 5_000;
 
 /** Workflows, executions, jobs and logs. */
 export const runsArea: AreaPlugin = async (app, { ctx }) => {
@@ -37,26 +38,31 @@ export const runsArea: AreaPlugin = async (app, { ctx }) => {
     for (const contribute of portContributions) Object.assign(ports, contribute(ctx, run));
     return ports;
   });
+  const pauses = new PauseService(ctx, service, queue);
+  service.pauses = pauses;
   ctx.services.executions = service;
   await app.register(workflowRoutes, { ctx });
   await app.register(runRoutes(service), { ctx });
+  await app.register(resumeRoutes(pauses, service), { ctx });
 
   let sweeper: NodeJS.Timeout | undefined;
   ctx.onClose.push(async () => {
     if (sweeper) clearInterval(sweeper);
+    pauses.stop();
     await service.close();
     await sandbox.dispose?.();
   });
   // Start the worker once the server is ready: first recover what a previous process left unfinished.
   app.addHook('onReady', async () => {
     queue.work((id) => service.runJob(id));
+    pauses.start();
     const recovered = await service.recover(ctx.db.mode === 'pglite');
     if (recovered > 0) ctx.log.info({ recovered }, 'resuming unfinished async runs');
     if (ctx.db.mode === 'postgres') {
       // Other processes may die holding leases: take their jobs over once the lease expires.
       sweeper = setInterval(() => {
         service.recover(false).catch((err: unknown) => ctx.log.warn({ err }, 'job sweep failed'));
-      }, SWEEP_MS);
+      }, Math.min(5_000, ctx.config.jobLeaseMs / 2));
       sweeper.unref();
     }
   });

@@ -131,8 +131,8 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
       };
       request.raw.socket?.once('close', onClose);
       try {
-        const { executionId: id, result } = await service.runSync(admitted, run, input, {
-          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal,
+        const { executionId: id, result, output } = await service.runSync(admitted, run, input, {
+          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal, baseUrl: baseUrl(ctx, request),
         });
         const metadata = { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt };
         if (result.status === 'completed' && result.response) {
@@ -144,7 +144,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
         }
         if (result.status === 'completed' || result.status === 'paused') {
           const limits = await service.limits.snapshot(run.billedAccount, run.plan);
-          return reply.code(200).send({ success: true, executionId: id, output: result.output ?? null, limits, metadata, ...(result.status === 'paused' ? { status: 'paused' } : {}) });
+          return reply.code(200).send({ success: true, executionId: id, output: output ?? null, limits, metadata, ...(result.status === 'paused' ? { status: 'paused' } : {}) });
         }
         const status = result.status === 'timed_out' ? 408 : result.status === 'cancelled' ? 499 : inputError(result) ? 400 : 500;
         const error = result.status === 'timed_out'
@@ -169,6 +169,8 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
               completedAt: z.string().nullable(), duration: z.number().nullable(),
             }),
             output: z.unknown().optional(), error: z.string().optional(), estimatedDuration: z.number().optional(),
+            paused: z.boolean().optional().describe('The run waits for a person; `pause` holds its form and resume links'),
+            pause: z.unknown().optional(),
           }),
           401: errorSchema, 404: errorSchema,
         },
@@ -197,6 +199,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
           ? { output: { success: true, workflowId: row.workflow_id, executionId: row.id, output: row.output, executedAt: row.ended_at?.toISOString() ?? null } }
           : {}),
         ...(status === 'failed' ? { error: row.error ?? 'Execution failed' } : {}),
+        ...(row.status === 'paused' ? { paused: true, pause: row.output } : {}),
       };
     });
 

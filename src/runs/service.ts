@@ -9,9 +9,9 @@ import type { JobQueue } from '../queue/port.js';
 import { activeVersion, compileVersion } from '../workflows/service.js';
 import { findVersionById, findWorkflow, type WorkflowRow } from '../workflows/store.js';
 import * as store from './store.js';
+import type { PauseService } from './pauses.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
 
-const LEASE_MS = 30_000;
 const MAX_DEPTH = 10;
 
 export interface RunContext {
@@ -31,6 +31,8 @@ export interface Admitted {
 /** Runs deployed workflows: sync in the request, async through the durable job rows and the queue. */
 export class ExecutionService {
   private readonly shutdown = new AbortController();
+  /** Set by the area once it exists (pauses need this service to run resumes). */
+  pauses?: PauseService;
 
   constructor(
     private readonly ctx: AppContext,
@@ -41,6 +43,14 @@ export class ExecutionService {
 
   get db(): Database {
     return this.ctx.db;
+  }
+
+  portsFor(run: RunContext): EnginePorts {
+    return this.ports(run, this);
+  }
+
+  baseUrl(): string {
+    return this.ctx.config.baseUrl ?? this.ctx.publicUrl ?? `http://localhost:${this.ctx.config.port}`;
   }
 
   /** Gates in the reference's order after the workflow is found and authorized: deployed, then limits. */
@@ -55,8 +65,8 @@ export class ExecutionService {
     admitted: Admitted,
     run: RunContext,
     input: Record<string, unknown>,
-    opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal },
-  ): Promise<{ executionId: string; result: RunResult }> {
+    opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal; baseUrl: string },
+  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
     const executionId = opts.executionId ?? newId();
     const base: NewExecution = {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
@@ -67,17 +77,30 @@ export class ExecutionService {
     const version = await findVersionById(this.db, admitted.versionId);
     if (!version) throw new HttpError(404, 'Workflow not found');
     const graph = compileVersion(version);
+    const steps: StepRecord[] = [];
     const result = await runWorkflow(graph, {
       input,
       ports: this.ports(run, this),
       signal: opts.signal,
       timeoutMs: planLimits(run.plan).syncTimeoutSeconds * 1000,
       depth: 0,
+      // Kept in memory: only a pause needs them (its snapshot).
+      onStep: async (s) => {
+        steps.push(s);
+      },
     });
     const finished = finishedFrom(result);
     if (opts.executionId) await store.finishExecution(this.db, executionId, finished);
     else if (!(await store.insertFinished(this.db, base, finished))) throw executionIdConflict(executionId);
-    return { executionId, result };
+    let output: unknown = result.response ? result.response.data : result.output;
+    if (result.status === 'paused' && this.pauses) {
+      output = await this.pauses.persistPause({
+        executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
+        mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
+      }, result, steps);
+      await store.setOutput(this.db, executionId, output);
+    }
+    return { executionId, result, output };
   }
 
   async enqueue(
@@ -99,15 +122,32 @@ export class ExecutionService {
   /** The worker: runs one async job, recording each completed block before its dependants start. */
   async runJob(executionId: string): Promise<void> {
     if (this.shutdown.signal.aborted) return;
-    const row = await store.leaseJob(this.db, executionId, LEASE_MS);
+    const row = await store.leaseJob(this.db, executionId, this.ctx.config.jobLeaseMs);
     if (!row) return; // finished, or another worker holds it
     const heartbeat = setInterval(() => {
-      store.renewLease(this.db, executionId, LEASE_MS).catch((err: unknown) => this.ctx.log.warn({ err, executionId }, 'lease renewal failed'));
-    }, LEASE_MS / 3);
+      store.renewLease(this.db, executionId, this.ctx.config.jobLeaseMs).catch((err: unknown) => this.ctx.log.warn({ err, executionId }, 'lease renewal failed'));
+    }, this.ctx.config.jobLeaseMs / 3);
     try {
+      if (row.resume_entry_id && this.pauses) {
+        const { result, output } = await this.pauses.runEntry(row.resume_entry_id, {
+          signal: this.shutdown.signal,
+          recorded: await store.loadSteps(this.db, row.id),
+          onStep: (step) => store.recordStep(this.db, row.id, step),
+        });
+        if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
+        await store.finishExecution(this.db, executionId, { ...finishedFrom(result), output });
+        return;
+      }
       const result = await this.runRow(row);
       if (this.shutdown.signal.aborted && result.status === 'cancelled') return; // resumes after restart
-      await store.finishExecution(this.db, executionId, finishedFrom(result));
+      const finished = finishedFrom(result);
+      if (result.status === 'paused' && this.pauses) {
+        finished.output = await this.pauses.persistPause({
+          executionId, workspaceId: row.workspace_id, workflowId: row.workflow_id, versionId: row.version_id as string,
+          mode: 'async', billedAccount: row.billed_account, input: row.input, baseUrl: this.baseUrl(),
+        }, result, [...(await store.loadSteps(this.db, row.id)).values()]);
+      }
+      await store.finishExecution(this.db, executionId, finished);
     } catch (err) {
       if (this.shutdown.signal.aborted) return;
       this.ctx.log.error({ err, executionId }, 'async run crashed');

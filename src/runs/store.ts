@@ -9,7 +9,7 @@ export interface ExecutionRow {
   billed_account: string; api_key_id: string | null; input: Record<string, unknown>;
   output: unknown; error: string | null; error_block: string | null; trace: BlockTrace[] | null;
   created_at: Date; started_at: Date | null; ended_at: Date | null; duration_ms: number | null;
-  lease_until: Date | null; attempts: number;
+  lease_until: Date | null; attempts: number; resume_entry_id: string | null;
 }
 
 export interface NewExecution {
@@ -57,6 +57,10 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
     [id, f.status, json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace), f.startedAt, f.endedAt,
       f.status === 'failed' ? 'error' : 'info'],
   );
+}
+
+export async function setOutput(q: Queryable, id: string, output: unknown): Promise<void> {
+  await q.query('UPDATE executions SET output = $2 WHERE id = $1', [id, json(output)]);
 }
 
 /** Takes a queued job, or a processing one whose worker's lease ran out (a crashed process). */
@@ -141,7 +145,7 @@ export async function listLogs(q: Queryable, f: LogFilter): Promise<ExecutionRow
   return q.query<ExecutionRow>(
     `SELECT id, workspace_id, workflow_id, version_id, mode, trigger, status, level, billed_account, api_key_id,
             '{}'::jsonb AS input, NULL::jsonb AS output, error, error_block, NULL::jsonb AS trace,
-            created_at, started_at, ended_at, duration_ms, lease_until, attempts
+            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id
        FROM executions WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
     params,

@@ -22,6 +22,19 @@ export interface IsolatedVmSandboxOptions {
   maxFetchesPerCall?: number;
   /** Calls admitted per isolate at once (default 2); more wait in a queue (not timed). */
   callsPerIsolate?: number;
+  /**
+   * Reuse one context for all calls that share a request `signal` (the engine passes one signal
+   * per workflow run), instead of a fresh context per call. Faster (no context creation per step);
+   * globals then persist between the function blocks of one run, never between runs. The context
+   * is released when the signal aborts (the engine aborts it when the run ends). Default false.
+   */
+  contextPerRun?: boolean;
+}
+
+interface RunContext {
+  slot: Slot;
+  isolate: ivm.Isolate;
+  context: Promise<ivm.Context>;
 }
 
 /** Error thrown for a failed call; carries the console lines written before the failure. */
@@ -102,6 +115,20 @@ const PRELUDE = `(function () {
   };
 })();`;
 
+// User code starts after the prelude and the wrapper's first line.
+const CODE_LINE_OFFSET = PRELUDE.split('\n').length + 1;
+
+/** Host-side errors (syntax errors) point into the wrapped source: show the user's line. */
+function describeHostError(err: unknown): string {
+  const e = err instanceof Error ? err : new Error(String(err));
+  let message = e.message.replace(/\s*\[file:\/\/\/function\.js:(\d+):(\d+)\]/, (_m, line: string) => {
+    const userLine = Number(line) - CODE_LINE_OFFSET;
+    return userLine >= 1 ? ` (line ${userLine})` : '';
+  });
+  if (e.name && e.name !== 'Error' && !message.startsWith(e.name)) message = `${e.name}: ${message}`;
+  return message;
+}
+
 interface Slot {
   isolate: ivm.Isolate;
   scripts: Map<string, Promise<ivm.Script>>;
@@ -128,12 +155,15 @@ export class IsolatedVmSandbox implements SandboxPort {
   private readonly waiters: { resolve: (slot: Slot) => void; reject: (err: Error) => void; signal?: AbortSignal; onAbort?: () => void }[] = [];
   private disposed = false;
   private useCounter = 0;
+  private readonly contextPerRun: boolean;
+  private readonly runContexts = new WeakMap<AbortSignal, RunContext>();
 
   constructor(opts: IsolatedVmSandboxOptions = {}) {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
     this.scriptCacheSize = opts.scriptCacheSize ?? 500;
     this.maxFetches = opts.maxFetchesPerCall ?? 100;
     this.callsPerIsolate = Math.max(1, opts.callsPerIsolate ?? 2);
+    this.contextPerRun = opts.contextPerRun === true;
     const count = Math.max(1, opts.isolates ?? Math.min(4, Math.max(2, availableParallelism())));
     this.slots = Array.from({ length: count }, () => this.newSlot());
   }
@@ -157,12 +187,11 @@ export class IsolatedVmSandbox implements SandboxPort {
 
   /** Waits for an isolate with room; the call's timeout only starts once admitted. */
   private admit(signal?: AbortSignal): Promise<Slot> {
-    // Least busy isolate; on a tie the least recently used one, so that while one isolate runs a
-    // call the other prepares its next fresh context.
+    // Least busy isolate (the first on a tie: sequential calls keep one isolate warm).
     let best: Slot | null = null;
     for (const s of this.slots) {
       if (s.active >= this.callsPerIsolate) continue;
-      if (best === null || s.active < best.active || (s.active === best.active && s.lastUsed < best.lastUsed)) best = s;
+      if (best === null || s.active < best.active) best = s;
     }
     if (best !== null) {
       best.active++;
@@ -244,28 +273,63 @@ export class IsolatedVmSandbox implements SandboxPort {
     }
     const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
 
-    const slot = await this.admit(req.signal);
+    const signal = req.signal;
+    let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
+    if (shared && shared.slot.isolate !== shared.isolate) shared = undefined; // isolate was replaced
+    let slot: Slot;
+    if (shared) {
+      // Calls of one run stay on the isolate that holds the run's context.
+      slot = shared.slot;
+      slot.active++;
+    } else {
+      slot = await this.admit(signal);
+      if (this.contextPerRun && signal) shared = this.openRunContext(slot, signal);
+    }
     try {
-      return await this.runIn(slot, req, names, input, timeoutMs);
+      return await this.runIn(slot, req, names, input, timeoutMs, shared);
     } finally {
       this.release(slot);
     }
   }
 
-  private async runIn(slot: Slot, req: SandboxRequest, names: string[], input: string, timeoutMs: number): Promise<SandboxResult> {
+  private openRunContext(slot: Slot, signal: AbortSignal): RunContext {
+    const entry: RunContext = { slot, isolate: slot.isolate, context: this.takeContext(slot) };
+    entry.context.catch(() => undefined);
+    this.runContexts.set(signal, entry);
+    signal.addEventListener(
+      'abort',
+      () => {
+        if (this.runContexts.get(signal) === entry) this.runContexts.delete(signal);
+        entry.context.then(
+          (c) => {
+            try {
+              c.release();
+            } catch {
+              // isolate gone
+            }
+          },
+          () => undefined,
+        );
+      },
+      { once: true },
+    );
+    return entry;
+  }
+
+  private async runIn(slot: Slot, req: SandboxRequest, names: string[], input: string, timeoutMs: number, shared?: RunContext): Promise<SandboxResult> {
     const isolate = slot.isolate;
     const started = Date.now();
     let script: ivm.Script;
     let context: ivm.Context;
     try {
       script = await this.script(slot, req.code, names);
-      context = await this.takeContext(slot);
+      context = await (shared ? shared.context : this.takeContext(slot));
     } catch (err) {
       if (isolate.isDisposed) {
         this.renew(slot);
         throw new SandboxError('the sandbox was reset; try again');
       }
-      throw new SandboxError(err instanceof Error ? err.message : String(err));
+      throw new SandboxError(describeHostError(err));
     }
 
     let fetchRef: ivm.Reference | undefined;
@@ -291,13 +355,15 @@ export class IsolatedVmSandbox implements SandboxPort {
         throw new SandboxError(`the code exceeded the memory limit of ${this.memoryLimitMb} MB`);
       }
       if (/timed out/i.test(message)) throw new SandboxError(`the code timed out after ${timeoutMs} ms`);
-      throw new SandboxError(message);
+      throw new SandboxError(describeHostError(err));
     } finally {
       fetchRef?.release();
-      try {
-        context.release();
-      } catch {
-        // isolate disposed
+      if (!shared) {
+        try {
+          context.release();
+        } catch {
+          // isolate disposed
+        }
       }
     }
   }

@@ -42,7 +42,7 @@ describe('durable async runs', () => {
     const boot = await ensureBootstrap(db, 'enterprise');
     const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
     await db.close();
-    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise' };
+    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_JOB_LEASE_MS: '3000' };
     const headers = { 'x-api-key': secret };
 
     let server = await spawnServer(env, await freePort());

@@ -49,7 +49,7 @@ export const conditionBlock = defineBlockType<ConditionConfig>({
         source += `return ${i};\n`;
         break;
       }
-      source += `try { if (${expr}\n) return ${i}; } catch (e) { throw new Error('__cond${i}__: ' + (e && e.message !== undefined ? e.message : String(e))); }\n`;
+      source += `try { if (${expr}\n) return ${i}; } catch (e) { throw new Error('__cond${i}__: ' + (e instanceof Error ? (e.name && e.name !== 'Error' ? e.name + ': ' : '') + e.message : String(e))); }\n`;
     }
     source += 'return -1;';
     let index: unknown;
