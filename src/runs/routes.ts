@@ -27,13 +27,6 @@ const executeBody = z
   })
   .catchall(z.unknown());
 
-const limitsSchema = z.object({
-  workflowExecutionRateLimit: z.object({
-    sync: z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() }),
-    async: z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() }),
-  }),
-  usage: z.object({ currentPeriodCost: z.number(), limit: z.number(), plan: z.string(), isExceeded: z.boolean() }),
-});
 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;

@@ -27,7 +27,6 @@ export interface TestResponse {
   status: number;
   headers: Headers;
   // Tests read arbitrary JSON shapes; `any` stays inside the test suite.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   text: string;
 }
