@@ -1,7 +1,9 @@
 import type { AreaPlugin } from './context.js';
+import { limitsArea } from './limits/area.js';
 import { runsArea } from './runs/area.js';
 
 /** Route plugins of the product areas, registered after the foundation's. One line per area. */
 export const areas: AreaPlugin[] = [
+  limitsArea,
   runsArea,
 ];

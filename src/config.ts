@@ -21,6 +21,7 @@ const envSchema = z.object({
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
   WEFT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
+  WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   // AI gateway providers (a provider is offered only when its key or base URL is set).
   OPENAI_API_KEY: optionalText,
@@ -39,7 +40,9 @@ const envSchema = z.object({
   WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
 });
 
-export type Plan = 'free' | 'pro' | 'team' | 'enterprise';
+import type { PlanName } from './limits/plans.js';
+
+export type Plan = PlanName;
 
 export interface Config {
   port: number;
@@ -56,6 +59,8 @@ export interface Config {
   workerConcurrency: number;
   /** Rate, usage and concurrency limits; `off` only for benchmarks and trusted single-tenant setups. */
   limitsEnabled: boolean;
+  /** Per-plan overrides of the limits, as JSON (see src/limits/plans.ts). */
+  planLimitsJson?: string;
   /** How long a worker owns an async job without renewing; a crashed worker's job is taken over after it. */
   jobLeaseMs: number;
   ai: AiConfig;
@@ -100,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keyCacheMs: e.WEFT_KEY_CACHE_MS,
     workerConcurrency: e.WEFT_WORKER_CONCURRENCY,
     limitsEnabled: e.WEFT_LIMITS === 'on',
+    planLimitsJson: e.WEFT_PLAN_LIMITS,
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
     ai: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL.replace(/\/+$/, '') },

@@ -24,3 +24,11 @@ export interface AreaServices {}
 
 /** An area's route plugin: registered with the shared context. */
 export type AreaPlugin = (app: FastifyInstance, opts: { ctx: AppContext }) => Promise<void>;
+
+/**
+ * Lets an area's hooks reach every route, not only its own: Fastify encapsulates plugins unless
+ * they carry this marker (what the fastify-plugin package sets).
+ */
+export function withGlobalHooks(plugin: AreaPlugin): AreaPlugin {
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true });
+}

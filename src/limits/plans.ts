@@ -1,14 +1,18 @@
-import type { Plan } from '../config.js';
+import { z } from 'zod';
+
+export type PlanName = 'free' | 'pro' | 'team' | 'enterprise';
+export const PLAN_NAMES: PlanName[] = ['free', 'pro', 'team', 'enterprise'];
 
 export interface PlanLimits {
   /** Executions per minute (refill rate); the bucket holds twice as many (burst). */
   syncPerMinute: number;
   asyncPerMinute: number;
+  /** Other /api/v1 requests per minute. */
   apiPerMinute: number;
   concurrentExecutions: number;
   syncTimeoutSeconds: number;
   asyncTimeoutSeconds: number;
-  /** Usage cost cap per billing period, USD. */
+  /** Usage cost cap per billing period (a calendar month, UTC), USD. */
   usageLimitUsd: number;
   storageBytes: number;
 }
@@ -16,7 +20,7 @@ export interface PlanLimits {
 const GiB = 1024 ** 3;
 
 /** The reference service's plan defaults (sim-api.md section 2). */
-export const defaultPlans: Record<Plan, PlanLimits> = {
+export const defaultPlans: Record<PlanName, PlanLimits> = {
   free: { syncPerMinute: 50, asyncPerMinute: 200, apiPerMinute: 30, concurrentExecutions: 10, syncTimeoutSeconds: 300, asyncTimeoutSeconds: 5400, usageLimitUsd: 5, storageBytes: 5 * GiB },
   pro: { syncPerMinute: 150, asyncPerMinute: 1000, apiPerMinute: 100, concurrentExecutions: 50, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 20, storageBytes: 50 * GiB },
   team: { syncPerMinute: 300, asyncPerMinute: 2500, apiPerMinute: 200, concurrentExecutions: 200, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 40, storageBytes: 500 * GiB },
@@ -24,7 +28,39 @@ export const defaultPlans: Record<Plan, PlanLimits> = {
 };
 
 export const BURST_MULTIPLIER = 2;
+/** Charged per run on top of model tokens (the reference's base execution charge). */
+export const BASE_RUN_CHARGE_USD = 0.005;
 
-export function planLimits(plan: string): PlanLimits {
-  return defaultPlans[(plan in defaultPlans ? plan : 'free') as Plan];
+const planOverride = z.object({
+    syncPerMinute: z.number().int().min(1), asyncPerMinute: z.number().int().min(1), apiPerMinute: z.number().int().min(1),
+    concurrentExecutions: z.number().int().min(1), syncTimeoutSeconds: z.number().int().min(1), asyncTimeoutSeconds: z.number().int().min(1),
+    usageLimitUsd: z.number().min(0), storageBytes: z.number().int().min(0),
+  }).partial().strict();
+const overrideSchema = z.object({
+  free: planOverride.optional(), pro: planOverride.optional(), team: planOverride.optional(), enterprise: planOverride.optional(),
+}).strict();
+
+export type PlanTable = (plan: string) => PlanLimits;
+
+/**
+ * The plan table: the defaults with `WEFT_PLAN_LIMITS` applied, a JSON object of per-plan
+ * overrides such as `{"free": {"syncPerMinute": 100, "usageLimitUsd": 10}}`.
+ */
+export function planTable(json: string | undefined): PlanTable {
+  const plans = json ? withOverrides(json) : defaultPlans;
+  return (plan) => plans[(plan in plans ? plan : 'free') as PlanName];
+}
+
+function withOverrides(json: string): Record<PlanName, PlanLimits> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error('WEFT_PLAN_LIMITS must be a JSON object');
+  }
+  const parsed = overrideSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(`WEFT_PLAN_LIMITS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const next = { ...defaultPlans };
+  for (const [name, o] of Object.entries(parsed.data) as [PlanName, Partial<PlanLimits> | undefined][]) if (o) next[name] = { ...next[name], ...o };
+  return next;
 }

@@ -1,57 +1,167 @@
+import type { Database } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
-import { BURST_MULTIPLIER, planLimits } from './plans.js';
-import { TokenBuckets, type BucketState, type Clock } from './token-bucket.js';
+import { BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
+import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
+import { storageUsed } from './storage.js';
+import type { BucketState, Clock } from './token-bucket.js';
+import { periodCost, recordRunCharge } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
+export type BucketKind = ExecutionMode | 'api';
 
 export interface ExecutionLimits {
   workflowExecutionRateLimit: Record<ExecutionMode, { requestsPerMinute: number; maxBurst: number; remaining: number; resetAt: string }>;
   usage: { currentPeriodCost: number; limit: number; plan: string; isExceeded: boolean };
 }
 
-/** Rate limits of executions per billed account; usage cost comes from `costOf`. */
+export interface Admission {
+  state: BucketState;
+  /** Frees the concurrency slot; call once the run ended. */
+  release: () => Promise<void>;
+}
+
+/** A clock tests can move: `now()` is the system time plus an offset. */
+export class AdjustableClock implements Clock {
+  offsetMs = 0;
+  now(): number {
+    return Date.now() + this.offsetMs;
+  }
+}
+
+const noop = async () => undefined;
+
+/**
+ * Plans' limits per billed account: token buckets (sync, async, api), the usage cost cap of the
+ * billing period, storage, and running executions.
+ */
 export class LimitsService {
-  readonly buckets: TokenBuckets;
-
   constructor(
-    private readonly enabled: boolean,
-    clock?: Clock,
-    private readonly costOf: (account: string) => Promise<number> = async () => 0,
-  ) {
-    this.buckets = new TokenBuckets(clock);
+    readonly enabled: boolean,
+    private readonly db: Database,
+    private readonly limiter: RateLimiter,
+    private readonly slots: ConcurrencySlots,
+    readonly clock: AdjustableClock,
+    private readonly plans: PlanTable,
+  ) {}
+
+  /** The limits of a plan, configuration overrides applied. */
+  plan(name: string): PlanLimits {
+    return this.plans(name);
   }
 
-  private bucket(account: string, plan: string, mode: ExecutionMode): [string, number, number] {
-    const p = planLimits(plan);
-    const rate = mode === 'sync' ? p.syncPerMinute : p.asyncPerMinute;
-    return [`${account}:${mode}`, rate, rate * BURST_MULTIPLIER];
+  private bucket(account: string, plan: string, kind: BucketKind): [string, number, number] {
+    const p = this.plans(plan);
+    const rate = kind === 'sync' ? p.syncPerMinute : kind === 'async' ? p.asyncPerMinute : p.apiPerMinute;
+    return [`${account}:${kind}`, rate, rate * BURST_MULTIPLIER];
   }
 
-  /** Admits one execution or throws 429 (with Retry-After) or 402 (usage limit reached). */
-  async admitExecution(account: string, plan: string, mode: ExecutionMode): Promise<BucketState> {
-    if (!this.enabled) return this.buckets.peek(...this.bucket(account, plan, mode));
-    const p = planLimits(plan);
-    const cost = await this.costOf(account);
+  currentCost(account: string): Promise<number> {
+    return periodCost(this.db, account, new Date(this.clock.now()));
+  }
+
+  /**
+   * Admits one execution in the reference's gate order: usage cap (402), rate bucket (429), then a
+   * concurrency slot (429). Throws with Retry-After on 429.
+   */
+  async admitExecution(account: string, plan: string, mode: ExecutionMode): Promise<Admission> {
+    if (!this.enabled) return { state: await this.limiter.peek(...this.bucket(account, plan, mode)), release: noop };
+    const p = this.plans(plan);
+    const cost = await this.currentCost(account);
     if (cost >= p.usageLimitUsd) {
       throw new HttpError(402, `Usage limit exceeded: $${cost.toFixed(2)} used of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
     }
-    const { allowed, state } = this.buckets.take(...this.bucket(account, plan, mode));
+    const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, mode));
     if (!allowed) {
-      throw new HttpError(429, 'Rate limit exceeded. Please try again later.', {}, { 'Retry-After': String(Math.max(1, Math.ceil(state.retryAfterMs / 1000))) });
+      throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+    }
+    const ttl = (mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
+    const token = await this.slots.acquire(account, p.concurrentExecutions, ttl);
+    if (token === null) {
+      throw new HttpError(429, `Too many concurrent executions: the ${plan} plan runs at most ${p.concurrentExecutions} at a time`,
+        { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
+    }
+    let released = false;
+    return {
+      state,
+      release: async () => {
+        if (released) return;
+        released = true;
+        await this.slots.release(account, token);
+      },
+    };
+  }
+
+  /** Takes a token of the `api` bucket for an /api/v1 request. */
+  async admitApi(account: string, plan: string): Promise<BucketState> {
+    if (!this.enabled) return this.limiter.peek(...this.bucket(account, plan, 'api'));
+    const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, 'api'));
+    if (!allowed) {
+      throw new HttpError(429, 'Rate limit exceeded', {
+        message: `API rate limit exceeded. Please retry after ${state.resetAt.toISOString()}`,
+        retryAfter: state.resetAt.getTime(),
+      }, rateHeaders(state, true));
     }
     return state;
   }
 
+  /** Records the base charge of a finished run (once per execution id). */
+  async chargeRun(account: string, executionId: string): Promise<void> {
+    await recordRunCharge(this.db, account, executionId, new Date(this.clock.now()));
+  }
+
   async snapshot(account: string, plan: string): Promise<ExecutionLimits> {
-    const p = planLimits(plan);
-    const cost = await this.costOf(account);
-    const view = (mode: ExecutionMode) => {
-      const s = this.buckets.peek(...this.bucket(account, plan, mode));
+    const p = this.plans(plan);
+    const cost = await this.currentCost(account);
+    const view = async (mode: ExecutionMode) => {
+      const s = await this.limiter.peek(...this.bucket(account, plan, mode));
       return { requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, remaining: s.remaining, resetAt: s.resetAt.toISOString() };
     };
     return {
-      workflowExecutionRateLimit: { sync: view('sync'), async: view('async') },
+      workflowExecutionRateLimit: { sync: await view('sync'), async: await view('async') },
       usage: { currentPeriodCost: cost, limit: p.usageLimitUsd, plan, isExceeded: cost >= p.usageLimitUsd },
     };
   }
+
+  /** The usage-limits object: buckets, period cost and storage of an account. */
+  async usageLimits(account: string, plan: string, workspaceIds: string[]) {
+    const p = this.plans(plan);
+    const view = async (mode: ExecutionMode) => {
+      const s = await this.limiter.peek(...this.bucket(account, plan, mode));
+      const resetAt = s.resetAt.toISOString();
+      return { limit: s.limit, remaining: s.remaining, reset: resetAt, requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, resetAt, isLimited: s.remaining === 0 };
+    };
+    const usedBytes = await storageUsed(this.db, workspaceIds);
+    const cost = await this.currentCost(account);
+    return {
+      success: true as const,
+      rateLimit: { sync: await view('sync'), async: await view('async'), authType: 'api' as const },
+      usage: { currentPeriodCost: cost, limit: p.usageLimitUsd, plan, isExceeded: cost >= p.usageLimitUsd },
+      storage: { usedBytes, limitBytes: p.storageBytes, percentUsed: p.storageBytes > 0 ? Math.round((usedBytes / p.storageBytes) * 100 * 1e6) / 1e6 : 0 },
+    };
+  }
+
+  /** Refuses a write that would take the workspaces of an account past the plan's storage. */
+  async assertStorage(workspaceIds: string[], plan: string, addedBytes: number): Promise<void> {
+    if (!this.enabled || addedBytes <= 0) return;
+    const limit = this.plans(plan).storageBytes;
+    const used = await storageUsed(this.db, workspaceIds);
+    if (used + addedBytes > limit) {
+      throw new HttpError(403, `Storage limit exceeded: this write needs ${addedBytes} bytes, ${Math.max(0, limit - used)} of the plan's ${limit} bytes are free`, { code: 'STORAGE_LIMIT_EXCEEDED' });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.limiter.close();
+    if ((this.slots as unknown) !== this.limiter) await this.slots.close();
+  }
+}
+
+/** X-RateLimit-* headers (and Retry-After when refused) for a bucket state. */
+export function rateHeaders(state: BucketState, refused = false): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(Math.max(0, state.remaining)),
+    'X-RateLimit-Reset': state.resetAt.toISOString(),
+    ...(refused ? { 'Retry-After': String(Math.max(1, Math.ceil(state.retryAfterMs / 1000))) } : {}),
+  };
 }

@@ -1,6 +1,5 @@
 import type { AppContext, AreaPlugin } from '../context.js';
 import type { EnginePorts } from '../engine/index.js';
-import { LimitsService } from '../limits/service.js';
 import { GuardedHttp } from '../net/guarded-http.js';
 import { InProcessQueue } from '../queue/in-process.js';
 import { IsolatedVmSandbox } from '../sandbox/isolated-vm.js';
@@ -23,10 +22,12 @@ declare module '../context.js' {
 
 /** Workflows, executions, jobs and logs. */
 export const runsArea: AreaPlugin = async (app, { ctx }) => {
-  const sandbox = new IsolatedVmSandbox();
+  // One V8 context per run on a warm isolate (DESIGN section 10): runs never share globals.
+  const sandbox = new IsolatedVmSandbox({ contextPerRun: true });
   const http = new GuardedHttp({ allowPrivateNetwork: ctx.config.allowPrivateNetwork });
   const queue = new InProcessQueue(ctx.config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
-  const limits = new LimitsService(ctx.config.limitsEnabled);
+  const limits = ctx.services.limits;
+  if (!limits) throw new Error('the limits area must be registered before the runs area');
   const service: ExecutionService = new ExecutionService(ctx, queue, limits, (run) => {
     const ports: EnginePorts = {
       http,

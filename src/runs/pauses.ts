@@ -3,7 +3,6 @@ import type { Queryable } from '../db/database.js';
 import { runWorkflow, type PausePoint, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
-import { planLimits } from '../limits/plans.js';
 import type { JobQueue } from '../queue/port.js';
 import { compileVersion } from '../workflows/service.js';
 import { findVersionById } from '../workflows/store.js';
@@ -341,7 +340,7 @@ export class PauseService {
       input: paused.input,
       ports: this.executions.portsFor(run),
       signal: opts.signal,
-      timeoutMs: planLimits(plan).asyncTimeoutSeconds * 1000,
+      timeoutMs: this.executions.limits.plan(plan).asyncTimeoutSeconds * 1000,
       recorded,
       onStep: async (s) => {
         steps.push(s);

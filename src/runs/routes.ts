@@ -8,6 +8,7 @@ import { errorResponses, errorSchema } from '../http/schemas.js';
 import { accessWorkflow } from '../workflows/routes.js';
 import { getWorkflow } from '../workflows/service.js';
 import type { ExecutionService } from './service.js';
+import { rateHeaders } from '../limits/service.js';
 import * as store from './store.js';
 import type { ExecutionRow } from './store.js';
 
@@ -107,6 +108,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
       const workflow = await getWorkflow(db, access.workspaceId, request.params.workflowId);
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
+      for (const [k, v] of Object.entries(rateHeaders(admitted.admission.state))) reply.header(k, v);
       const input = workflowInput(body);
 
       if (isAsync) {

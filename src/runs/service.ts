@@ -3,8 +3,7 @@ import type { Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
-import { planLimits } from '../limits/plans.js';
-import type { LimitsService } from '../limits/service.js';
+import type { Admission, LimitsService } from '../limits/service.js';
 import type { JobQueue } from '../queue/port.js';
 import { activeVersion, compileVersion } from '../workflows/service.js';
 import { findVersionById, findWorkflow, type WorkflowRow } from '../workflows/store.js';
@@ -26,11 +25,14 @@ export type PortFactory = (run: RunContext, self: ExecutionService) => EnginePor
 export interface Admitted {
   workflow: WorkflowRow;
   versionId: string;
+  admission: Admission;
 }
 
 /** Runs deployed workflows: sync in the request, async through the durable job rows and the queue. */
 export class ExecutionService {
   private readonly shutdown = new AbortController();
+  /** Concurrency slots held by queued async runs of this process, freed when the run ends. */
+  private readonly slotReleases = new Map<string, () => Promise<void>>();
   /** Set by the area once it exists (pauses need this service to run resumes). */
   pauses?: PauseService;
 
@@ -57,11 +59,24 @@ export class ExecutionService {
   async admit(workflow: WorkflowRow, run: RunContext, mode: 'sync' | 'async'): Promise<Admitted> {
     const version = await activeVersion(this.db, workflow);
     if (!version) throw new HttpError(403, 'Workflow is not deployed');
-    await this.limits.admitExecution(run.billedAccount, run.plan, mode);
-    return { workflow, versionId: version.id };
+    const admission = await this.limits.admitExecution(run.billedAccount, run.plan, mode);
+    return { workflow, versionId: version.id, admission };
   }
 
   async runSync(
+    admitted: Admitted,
+    run: RunContext,
+    input: Record<string, unknown>,
+    opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal; baseUrl: string },
+  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
+    try {
+      return await this.runSyncAdmitted(admitted, run, input, opts);
+    } finally {
+      await admitted.admission.release();
+    }
+  }
+
+  private async runSyncAdmitted(
     admitted: Admitted,
     run: RunContext,
     input: Record<string, unknown>,
@@ -82,7 +97,7 @@ export class ExecutionService {
       input,
       ports: this.ports(run, this),
       signal: opts.signal,
-      timeoutMs: planLimits(run.plan).syncTimeoutSeconds * 1000,
+      timeoutMs: this.limits.plan(run.plan).syncTimeoutSeconds * 1000,
       depth: 0,
       // Kept in memory: only a pause needs them (its snapshot).
       onStep: async (s) => {
@@ -92,6 +107,7 @@ export class ExecutionService {
     const finished = finishedFrom(result);
     if (opts.executionId) await store.finishExecution(this.db, executionId, finished);
     else if (!(await store.insertFinished(this.db, base, finished))) throw executionIdConflict(executionId);
+    await this.limits.chargeRun(run.billedAccount, executionId);
     let output: unknown = result.response ? result.response.data : result.output;
     if (result.status === 'paused' && this.pauses) {
       output = await this.pauses.persistPause({
@@ -114,7 +130,11 @@ export class ExecutionService {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
     });
-    if (!claimed) throw executionIdConflict(executionId);
+    if (!claimed) {
+      await admitted.admission.release();
+      throw executionIdConflict(executionId);
+    }
+    this.slotReleases.set(executionId, admitted.admission.release);
     await this.queue.enqueue(executionId);
     return executionId;
   }
@@ -136,6 +156,7 @@ export class ExecutionService {
         });
         if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
         await store.finishExecution(this.db, executionId, { ...finishedFrom(result), output });
+        await this.limits.chargeRun(row.billed_account, executionId);
         return;
       }
       const result = await this.runRow(row);
@@ -148,6 +169,7 @@ export class ExecutionService {
         }, result, [...(await store.loadSteps(this.db, row.id)).values()]);
       }
       await store.finishExecution(this.db, executionId, finished);
+      await this.limits.chargeRun(row.billed_account, executionId);
     } catch (err) {
       if (this.shutdown.signal.aborted) return;
       this.ctx.log.error({ err, executionId }, 'async run crashed');
@@ -157,6 +179,11 @@ export class ExecutionService {
       });
     } finally {
       clearInterval(heartbeat);
+      const release = this.slotReleases.get(executionId);
+      if (release && !this.shutdown.signal.aborted) {
+        this.slotReleases.delete(executionId);
+        await release().catch(() => undefined);
+      }
     }
   }
 
@@ -171,7 +198,7 @@ export class ExecutionService {
       input: row.input,
       ports: this.ports(run, this),
       signal: this.shutdown.signal,
-      timeoutMs: planLimits(plan).asyncTimeoutSeconds * 1000,
+      timeoutMs: this.limits.plan(plan).asyncTimeoutSeconds * 1000,
       recorded,
       onStep: (step: StepRecord) => store.recordStep(this.db, row.id, step),
       depth: 0,

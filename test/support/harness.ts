@@ -77,7 +77,7 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
   const where = opts.reuse ?? (await freshDatabase());
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', ...opts.env },
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...opts.env },
     {
       port: 0,
       host: '127.0.0.1',

@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../../src/db/connect.js';
+import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { dbMode, freshDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
+import { freePort, spawnServer } from '../support/cli.js';
+import { deploy, fn, start } from '../support/workflows.js';
+
+const tiny = JSON.stringify({
+  free: { syncPerMinute: 2, asyncPerMinute: 3, apiPerMinute: 50, usageLimitUsd: 1 },
+  pro: { syncPerMinute: 2, asyncPerMinute: 3, apiPerMinute: 50, usageLimitUsd: 0.012 },
+  team: { concurrentExecutions: 2 },
+});
+
+let t: TestServer;
+const clock = () => t.server.ctx.services.limits!.clock;
+const simple = { blocks: [start(), fn('f', 'return 1', 'F')], edges: [{ from: 'start', to: 'f' }] };
+
+beforeAll(async () => {
+  t = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: tiny } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+/** A fresh workspace key on `plan`, so each test starts with full buckets and no usage. */
+async function freshAccount(plan = 'free') {
+  const { createWorkspace } = await import('../../src/accounts/service.js');
+  const ws = await createWorkspace(t.server.ctx.db, `lim-${Math.random().toString(36).slice(2)}`, t.userId, plan);
+  const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    request(t.url + path, method, body, { 'x-api-key': key.secret, ...headers });
+  const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'w', definition: simple });
+  await call('POST', `/api/v1/workflows/${created.body.data.workflow.id}/deploy`);
+  return { ws, call, workflowId: created.body.data.workflow.id as string };
+}
+
+describe('rate limits', () => {
+  it('exhausts the sync bucket (burst = 2 x rate), reports it, and refills a minute later', async () => {
+    const a = await freshAccount();
+    const exec = () => a.call('POST', `/api/workflows/${a.workflowId}/execute`, {});
+    for (let i = 0; i < 4; i++) {
+      const r = await exec();
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('4');
+      expect(r.headers.get('x-ratelimit-remaining')).toBe(String(3 - i));
+      expect(r.body.limits.workflowExecutionRateLimit.sync).toMatchObject({ requestsPerMinute: 2, maxBurst: 4, remaining: 3 - i });
+    }
+    const refused = await exec();
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatch(/Rate limit exceeded/);
+    const retry = Number(refused.headers.get('retry-after'));
+    expect(retry).toBeGreaterThanOrEqual(1);
+    expect(retry).toBeLessThanOrEqual(60);
+    // The async bucket is separate.
+    expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true })).status).toBe(202);
+    clock().offsetMs += 60_000;
+    try {
+      expect((await exec()).status).toBe(200);
+      expect((await exec()).status).toBe(200);
+      expect((await exec()).status).toBe(429);
+    } finally {
+      clock().offsetMs -= 60_000;
+    }
+  });
+
+  it('exhausts the async bucket on its own', async () => {
+    const a = await freshAccount();
+    const codes: number[] = [];
+    for (let i = 0; i < 7; i++) codes.push((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true })).status);
+    expect(codes).toEqual([202, 202, 202, 202, 202, 202, 429]);
+    expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, {})).status).toBe(200);
+  });
+
+  it('limits /api/v1 calls with the api bucket and its headers', async () => {
+    const s = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { apiPerMinute: 3 } }) } });
+    try {
+      const codes: number[] = [];
+      let last: any;
+      for (let i = 0; i < 7; i++) {
+        last = await s.call('GET', `/api/v1/workflows?workspaceId=${s.workspaceId}`);
+        codes.push(last.status);
+        expect(last.headers.get('x-ratelimit-limit')).toBe('6');
+        expect(Date.parse(last.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
+      }
+      expect(codes).toEqual([200, 200, 200, 200, 200, 200, 429]);
+      expect(last.body).toMatchObject({ error: 'Rate limit exceeded', message: expect.stringMatching(/retry after/) });
+      expect(Number(last.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      s.server.ctx.services.limits!.clock.offsetMs += 60_000;
+      expect((await s.call('GET', `/api/v1/workflows?workspaceId=${s.workspaceId}`)).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('usage', () => {
+  it('reports the exact usage-limits shape', async () => {
+    const a = await freshAccount('pro');
+    await a.call('POST', `/api/workflows/${a.workflowId}/execute`, {});
+    const r = await a.call('GET', '/api/users/me/usage-limits');
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      success: true,
+      rateLimit: {
+        sync: { limit: 4, remaining: 3, reset: expect.any(String), requestsPerMinute: 2, maxBurst: 4, resetAt: expect.any(String), isLimited: false },
+        async: { limit: 6, remaining: 6, reset: expect.any(String), requestsPerMinute: 3, maxBurst: 6, resetAt: expect.any(String), isLimited: false },
+        authType: 'api',
+      },
+      usage: { currentPeriodCost: 0.005, limit: 0.012, plan: 'pro', isExceeded: false },
+      storage: { usedBytes: expect.any(Number), limitBytes: 50 * 1024 ** 3, percentUsed: expect.any(Number) },
+    });
+    expect((await request(`${t.url}/api/users/me/usage-limits`, 'GET')).status).toBe(401);
+  });
+
+  it('refuses new runs with 402 once the period cost reaches the limit, and rolls over monthly', async () => {
+    const a = await freshAccount('pro');
+    const exec = () => a.call('POST', `/api/workflows/${a.workflowId}/execute`, {});
+    expect((await exec()).status).toBe(200);
+    expect((await exec()).status).toBe(200);
+    const third = await exec();
+    expect(third.status).toBe(200);
+    expect(third.body.limits.usage).toMatchObject({ currentPeriodCost: 0.015, limit: 0.012, isExceeded: true });
+    clock().offsetMs += 60_000; // refill tokens so only the usage cap can refuse
+    try {
+      const refused = await exec();
+      expect(refused.status).toBe(402);
+      expect(refused.body.error).toMatch(/Usage limit exceeded/);
+      const async = await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true });
+      expect(async.status).toBe(402);
+      expect((await a.call('GET', '/api/users/me/usage-limits')).body.usage.isExceeded).toBe(true);
+      clock().offsetMs += 40 * 24 * 3600_000; // next billing period
+      expect((await exec()).status).toBe(200);
+      expect((await a.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost).toBe(0.005);
+    } finally {
+      clock().offsetMs = 0;
+    }
+  });
+
+  it('ignores a duplicate cost write', async () => {
+    const { recordCost } = await import('../../src/limits/usage.js');
+    const at = new Date();
+    const e = { account: 'workspace:dup', amountUsd: 1, source: 'test', idempotencyKey: `k-${Math.random()}`, at };
+    expect(await recordCost(t.server.ctx.db, e)).toBe(true);
+    expect(await recordCost(t.server.ctx.db, e)).toBe(false);
+    expect(await t.server.ctx.services.limits!.currentCost('workspace:dup')).toBe(1);
+  });
+});
+
+describe('concurrency', () => {
+  it('caps running executions per account with 429 and Retry-After', async () => {
+    const a = await freshAccount('team');
+    const slow = await a.call('POST', '/api/v1/workflows', {
+      workspaceId: a.ws.id, name: 'slow', definition: { blocks: [start(), { id: 'w', type: 'wait', name: 'W', config: { seconds: 1 } }], edges: [{ from: 'start', to: 'w' }] },
+    });
+    const id = slow.body.data.workflow.id;
+    await a.call('POST', `/api/v1/workflows/${id}/deploy`);
+    const results = await Promise.all([0, 1, 2].map(() => a.call('POST', `/api/workflows/${id}/execute`, {})));
+    const codes = results.map((r) => r.status).sort();
+    expect(codes).toEqual([200, 200, 429]);
+    const refused = results.find((r) => r.status === 429)!;
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.body.code).toBe('EXECUTION_CONCURRENCY_LIMIT');
+    // Slots are freed when runs end.
+    expect((await a.call('POST', `/api/workflows/${id}/execute`, {})).status).toBe(200);
+  });
+});
+
+describe.runIf(dbMode() === 'postgres' && Boolean(process.env.TEST_REDIS_URL))('two server processes on PostgreSQL and Redis', () => {
+  it('share one rate limit', async () => {
+    const where = await freshDatabase();
+    const db = await connectDatabase({ dataDir: '', databaseUrl: where.databaseUrl });
+    const boot = await ensureBootstrap(db, 'free');
+    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
+    await db.close();
+    const env = { DATABASE_URL: where.databaseUrl, REDIS_URL: process.env.TEST_REDIS_URL, WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { syncPerMinute: 3, apiPerMinute: 100 } }) };
+    const [s1, s2] = [await spawnServer(env, await freePort()), await spawnServer(env, await freePort())];
+    try {
+      const h = { 'x-api-key': secret };
+      const created = await request(`${s1.url}/api/v1/workflows`, 'POST', { workspaceId: boot.workspaceId, name: 'shared', definition: simple }, h);
+      const id = created.body.data.workflow.id;
+      await request(`${s2.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, h);
+      const codes: number[] = [];
+      for (let i = 0; i < 7; i++) codes.push((await request(`${(i % 2 ? s2 : s1).url}/api/workflows/${id}/execute`, 'POST', {}, h)).status);
+      expect(codes).toEqual([200, 200, 200, 200, 200, 200, 429]);
+    } finally {
+      for (const s of [s1, s2]) {
+        s.child.kill('SIGTERM');
+        await new Promise((r) => s.child.once('exit', r));
+      }
+    }
+  }, 120_000);
+});
