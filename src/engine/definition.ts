@@ -26,7 +26,7 @@ export const blockDefinitionSchema = z.looseObject({
   },
 });
 
-export const edgeDefinitionSchema = z.object({
+export const edgeDefinitionSchema = z.looseObject({
   from: z.string().min(1),
   to: z.string().min(1),
   branch: z.string().min(1).optional(),

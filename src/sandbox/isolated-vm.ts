@@ -51,6 +51,7 @@ const MAX_RESULT_CHARS = 32 * 1024 * 1024;
 // fetch, and defines the wrapper that calls the user function and serializes the outcome.
 const PRELUDE = `(function () {
   const g = globalThis;
+  const stringify = JSON.stringify, parse = JSON.parse;
   const input = g.__weftIn; delete g.__weftIn;
   const hostFetch = g.__weftFetch; delete g.__weftFetch;
   const logs = [];
@@ -104,14 +105,14 @@ const PRELUDE = `(function () {
       try { return typeof e === 'string' ? e : JSON.stringify(e); } catch (x) { return String(e); }
     };
     return Promise.resolve()
-      .then(() => fn.apply(undefined, input === undefined ? [] : JSON.parse(input)))
+      .then(() => fn.apply(undefined, input === undefined ? [] : parse(input)))
       .then((value) => {
         try {
-          return JSON.stringify({ ok: true, value: value === undefined ? null : value, logs });
+          return stringify({ ok: true, value: value === undefined ? null : value, logs });
         } catch (e) {
-          return JSON.stringify({ ok: false, error: 'the returned value cannot be serialized as JSON: ' + errText(e), logs });
+          return stringify({ ok: false, error: 'the returned value cannot be serialized as JSON: ' + errText(e), logs });
         }
-      }, (e) => JSON.stringify({ ok: false, error: errText(e), logs }));
+      }, (e) => stringify({ ok: false, error: errText(e), logs }));
   };
 })();`;
 
@@ -285,10 +286,30 @@ export class IsolatedVmSandbox implements SandboxPort {
       slot = await this.admit(signal);
       if (this.contextPerRun && signal) shared = this.openRunContext(slot, signal);
     }
+    // The slot stays taken until the script really stopped (an aborted call may still be running
+    // in the isolate until its timeout), so later calls are not admitted behind it.
+    let busy: Promise<unknown> | null = null;
+    let busyDone = false;
     try {
-      return await this.runIn(slot, req, names, input, timeoutMs, shared);
+      return await this.runIn(slot, req, names, input, timeoutMs, shared, (running) => {
+        busy = running;
+        running.then(
+          () => { busyDone = true; },
+          () => { busyDone = true; },
+        );
+      });
     } finally {
-      this.release(slot);
+      if (busy === null || busyDone) this.release(slot);
+      else {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const limit = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs + 100);
+        });
+        void Promise.race([(busy as Promise<unknown>).catch(() => undefined), limit]).then(() => {
+          clearTimeout(timer);
+          this.release(slot);
+        });
+      }
     }
   }
 
@@ -316,7 +337,15 @@ export class IsolatedVmSandbox implements SandboxPort {
     return entry;
   }
 
-  private async runIn(slot: Slot, req: SandboxRequest, names: string[], input: string, timeoutMs: number, shared?: RunContext): Promise<SandboxResult> {
+  private async runIn(
+    slot: Slot,
+    req: SandboxRequest,
+    names: string[],
+    input: string,
+    timeoutMs: number,
+    shared: RunContext | undefined,
+    onRunning: (running: Promise<unknown>) => void,
+  ): Promise<SandboxResult> {
     const isolate = slot.isolate;
     const started = Date.now();
     let script: ivm.Script;
@@ -340,6 +369,7 @@ export class IsolatedVmSandbox implements SandboxPort {
         context.global.setIgnored('__weftFetch', fetchRef);
       }
       const running = script.run(context, { timeout: timeoutMs, promise: true }) as Promise<unknown>;
+      onRunning(running);
       this.refillSpare(slot);
       const raw = await this.guard(running, timeoutMs, req.signal);
       if (typeof raw !== 'string') throw new SandboxError('the code did not complete');

@@ -334,3 +334,18 @@ describe('wait and variables blocks', () => {
     expect(steps.find((s) => s.blockId === 'set')?.variables).toEqual({ threshold: 0.9, total: 41, label: 'n=41' });
   });
 });
+
+describe('sandbox context per run (opt-in)', () => {
+  it('blocks of one run share globals; runs never do', async () => {
+    const { IsolatedVmSandbox } = await import('../../src/sandbox/isolated-vm.js');
+    const perRun = new IsolatedVmSandbox({ contextPerRun: true });
+    try {
+      const g = compile(workflow([start(), fn('a', 'globalThis.n = (globalThis.n || 0) + 1; return n'), fn('b', 'return n')], chain('start', 'a', 'b')));
+      const r1 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
+      const r2 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
+      expect([r1.output, r2.output]).toEqual([1, 1]);
+    } finally {
+      perRun.dispose();
+    }
+  });
+});
