@@ -5,7 +5,8 @@ import { helloWorld, load, machine } from './support.js';
 export async function run(): Promise<Record<string, unknown>> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const base = await helloWorld();
-  const t = await startTestServer();
+  // Limits off: this measures the HTTP and auth path, not the api bucket refusing the load.
+  const t = await startTestServer({ env: { WEFT_LIMITS: 'off' } });
   try {
     const baseline = await load(base.url, { seconds });
     const healthz = await load(`${t.url}/healthz`, { seconds });

@@ -6,7 +6,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { registerErrorHandling } from './http/errors.js';
-import { registerAuth } from './http/auth.js';
+import { configureAccessCache, registerAuth } from './http/auth.js';
 import { registerJsonParser } from './http/json-body.js';
 import { accountRoutes } from './accounts/routes.js';
 import { auditRoutes } from './audit/routes.js';
@@ -68,6 +68,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/api/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
 
+  configureAccessCache(ctx.config.keyCacheMs);
   registerAuth(app, ctx.keys);
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());

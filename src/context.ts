@@ -12,6 +12,8 @@ export interface AppContext {
   log: Logger;
   /** Hooks run on shutdown, after the HTTP server stopped accepting (workers, queues). */
   onClose: (() => Promise<void>)[];
+  /** What this process does: serve HTTP, run async jobs, or both (the default). */
+  role: 'all' | 'api' | 'worker';
   /** The address the server listens on, once it does (links built outside a request). */
   publicUrl?: string;
   /** Area services register themselves here so other areas can call them. */

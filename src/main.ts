@@ -39,32 +39,48 @@ async function requireWorkspace(db: Database, ref: string, json: boolean) {
   return ws;
 }
 
+async function runServer(role: 'all' | 'api' | 'worker'): Promise<void> {
+  const config = loadConfig();
+  if (role !== 'all' && !config.databaseUrl) {
+    throw new Error(`weft ${role} needs DATABASE_URL: the embedded database serves one process (use weft serve)`);
+  }
+  const server = await startServer(config, { announce: role === 'all', role });
+  const log = createLogger(config);
+  if (role === 'worker') log.info({ database: server.ctx.db.mode }, 'Weft worker running async jobs');
+  else log.info({ url: server.url, database: server.ctx.db.mode, role }, `Weft listening on ${server.url} (API reference: ${server.url}/api/docs)`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
 program
   .command('serve')
-  .description('Serve the HTTP API (PORT, HOST, WEFT_DATA_DIR, DATABASE_URL, LOG_LEVEL from the environment)')
-  .action(async () => {
-    const config = loadConfig();
-    const server = await startServer(config, { announce: true });
-    const log = createLogger(config);
-    log.info({ url: server.url, database: server.ctx.db.mode }, `Weft listening on ${server.url} (API reference: ${server.url}/api/docs)`);
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'shutting down: finishing in-flight requests');
-      const force = setTimeout(() => process.exit(1), 30_000);
-      force.unref();
-      server.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
-  });
+  .description('Serve the HTTP API and run async jobs (PORT, HOST, WEFT_DATA_DIR, DATABASE_URL, LOG_LEVEL from the environment)')
+  .action(() => runServer('all'));
+
+program
+  .command('api')
+  .description('Serve the HTTP API only; worker processes run async jobs (needs DATABASE_URL, and REDIS_URL for prompt dispatch)')
+  .action(() => runServer('api'));
+
+program
+  .command('worker')
+  .description('Run async jobs only, no HTTP (needs DATABASE_URL)')
+  .action(() => runServer('worker'));
 
 program
   .command('migrate')

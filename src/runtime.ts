@@ -74,8 +74,9 @@ export async function openDatabase(config: Config, extra: Partial<ConnectOptions
   }
 }
 
-export function createContext(config: Config, db: Database, log: Logger): AppContext {
+export function createContext(config: Config, db: Database, log: Logger, role: AppContext['role'] = 'all'): AppContext {
   return {
+    role,
     config,
     db,
     log,

@@ -19,12 +19,15 @@ export interface StartOptions {
   /** Print the first-start banner with the bootstrap key (the CLI does; tests do not). */
   announce?: boolean;
   connect?: Partial<ConnectOptions>;
+  /** `api`: HTTP only (jobs run in worker processes); `worker`: jobs only, no HTTP listener. */
+  role?: AppContext['role'];
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const log = createLogger(config);
   const { db, release } = await openDatabase(config, opts.connect);
-  const ctx = createContext(config, db, log);
+  const role = opts.role ?? 'all';
+  const ctx = createContext(config, db, log, role);
   let app: FastifyInstance | undefined;
   try {
     const boot = await ensureBootstrap(db, config.defaultPlan);
@@ -45,14 +48,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }
     app = await buildApp(ctx);
     await startAreas(ctx);
-    await app.listen({ port: config.port, host: config.host });
+    if (role === 'worker') await app.ready();
+    else await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app?.close().catch(() => undefined);
     for (const hook of ctx.onClose.reverse()) await hook().catch(() => undefined);
     await release();
     throw err;
   }
-  const address = app.server.address();
+  const address = role === 'worker' ? null : app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ctx.publicUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

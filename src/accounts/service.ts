@@ -2,6 +2,7 @@ import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
 import { recordAudit } from '../audit/store.js';
 import { HttpError } from '../http/errors.js';
+import { invalidateAccessCache } from '../http/auth.js';
 import { isUuid, newId } from '../ids.js';
 import { displaySuffix, generateKeySecret, hashKey } from './key-secret.js';
 import * as store from './store.js';
@@ -119,7 +120,7 @@ export async function revokeKey(db: Database, keyId: string, workspaceId: string
 }
 
 export async function setAllowPersonalKeys(db: Database, workspaceId: string, allow: boolean, actor: Actor = {}) {
-  return db.tx(async (q) => {
+  const updated = await db.tx(async (q) => {
     const ws = await store.setAllowPersonalKeys(q, workspaceId, allow);
     await recordAudit(q, {
       workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workspace.setting_changed',
@@ -127,14 +128,17 @@ export async function setAllowPersonalKeys(db: Database, workspaceId: string, al
     });
     return ws;
   });
+  invalidateAccessCache();
+  return updated;
 }
 
 export async function addMember(db: Database, workspaceId: string, userId: string, role: Role, actor: Actor = {}) {
-  return db.tx(async (q) => {
+  await db.tx(async (q) => {
     await store.upsertMembership(q, workspaceId, userId, role);
     await recordAudit(q, {
       workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'member.changed',
       resourceType: 'membership', resourceId: userId, metadata: { role },
     });
   });
+  invalidateAccessCache();
 }

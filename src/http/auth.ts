@@ -114,6 +114,39 @@ interface WorkspaceWithRole {
   id: string; name: string; allow_personal_keys: boolean; plan: string; role: Role | null; user_plan: string;
 }
 
+/** Workspace and role lookups per key, kept as briefly as positive key lookups (changes bite within seconds). */
+const accessCache = new Map<string, { row: WorkspaceWithRole | undefined; until: number }>();
+let accessCacheMs = 2000;
+
+export function configureAccessCache(ttlMs: number): void {
+  accessCacheMs = ttlMs;
+  accessCache.clear();
+}
+
+/** Forgets cached workspace access at once (settings, memberships or plans changed in this process). */
+export function invalidateAccessCache(): void {
+  accessCache.clear();
+}
+
+async function workspaceWithRole(db: Database, workspaceId: string, userId: string): Promise<WorkspaceWithRole | undefined> {
+  const key = `${userId}:${workspaceId}`;
+  const hit = accessCache.get(key);
+  if (hit && hit.until > Date.now()) return hit.row;
+  const rows = await db.query<WorkspaceWithRole>(
+    `SELECT w.id, w.name, w.allow_personal_keys, w.plan, m.role, u.plan AS user_plan
+       FROM workspaces w
+       JOIN users u ON u.id = $2
+       LEFT JOIN memberships m ON m.workspace_id = w.id AND m.user_id = $2
+      WHERE w.id = $1`,
+    [workspaceId, userId],
+  );
+  if (accessCacheMs > 0) {
+    if (accessCache.size > 10_000) accessCache.clear();
+    accessCache.set(key, { row: rows[0], until: Date.now() + accessCacheMs });
+  }
+  return rows[0];
+}
+
 /**
  * Checks that the caller's key may act in a workspace with at least `minRole`.
  * With `conceal` (resource routes) a workspace the key cannot reach is reported as `notFoundMessage` (404),
@@ -133,15 +166,7 @@ export async function authorizeWorkspace(
     if (opts.conceal) throw notFound();
     throw new HttpError(403, 'API key is not authorized for this workspace');
   }
-  const rows = await db.query<WorkspaceWithRole>(
-    `SELECT w.id, w.name, w.allow_personal_keys, w.plan, m.role, u.plan AS user_plan
-       FROM workspaces w
-       JOIN users u ON u.id = $2
-       LEFT JOIN memberships m ON m.workspace_id = w.id AND m.user_id = $2
-      WHERE w.id = $1`,
-    [workspaceId, auth.userId],
-  );
-  const ws = rows[0];
+  const ws = await workspaceWithRole(db, workspaceId, auth.userId);
   if (!ws) throw notFound();
   if (auth.keyType === 'personal') {
     if (!ws.role) throw notFound();

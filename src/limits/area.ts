@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { withGlobalHooks, type AppContext, type AreaPlugin } from '../context.js';
 import type { AuthContext } from '../http/auth.js';
-import { authorizeWorkspace, requireAuth } from '../http/auth.js';
+import { authorizeWorkspace, invalidateAccessCache, requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { planTable, PLAN_NAMES } from './plans.js';
@@ -111,6 +111,7 @@ function limitRoutes(limits: LimitsService, accountOf: (a: AuthContext) => Promi
           resourceType: 'workspace', resourceId: access.workspaceId, metadata: { plan: request.body.plan },
         });
       });
+      invalidateAccessCache();
       return { success: true as const, data: { workspaceId: access.workspaceId, plan: request.body.plan } };
     });
   };

@@ -1,10 +1,10 @@
 import type { Database } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
-import { BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
+import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import { storageUsed } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
-import { periodCost, recordRunCharge } from './usage.js';
+import { billingPeriod, periodCost, recordRunCharge } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -55,8 +55,18 @@ export class LimitsService {
     return [`${account}:${kind}`, rate, rate * BURST_MULTIPLIER];
   }
 
-  currentCost(account: string): Promise<number> {
-    return periodCost(this.db, account, new Date(this.clock.now()));
+  /** Period cost per account, reused for a second: the cap tolerates that staleness, the hot path gains a query. */
+  private readonly costs = new Map<string, { period: string; cost: number; until: number }>();
+
+  async currentCost(account: string): Promise<number> {
+    const now = this.clock.now();
+    const period = billingPeriod(new Date(now));
+    const hit = this.costs.get(account);
+    if (hit && hit.period === period && hit.until > Date.now()) return hit.cost;
+    const cost = await periodCost(this.db, account, new Date(now));
+    if (this.costs.size > 10_000) this.costs.clear();
+    this.costs.set(account, { period, cost, until: Date.now() + 1000 });
+    return cost;
   }
 
   /**
@@ -106,7 +116,11 @@ export class LimitsService {
 
   /** Records the base charge of a finished run (once per execution id). */
   async chargeRun(account: string, executionId: string): Promise<void> {
-    await recordRunCharge(this.db, account, executionId, new Date(this.clock.now()));
+    const at = new Date(this.clock.now());
+    if (await recordRunCharge(this.db, account, executionId, at)) {
+      const hit = this.costs.get(account);
+      if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
+    }
   }
 
   async snapshot(account: string, plan: string): Promise<ExecutionLimits> {

@@ -2,6 +2,8 @@ import type { AppContext, AreaPlugin } from '../context.js';
 import type { EnginePorts } from '../engine/index.js';
 import { GuardedHttp } from '../net/guarded-http.js';
 import { InProcessQueue } from '../queue/in-process.js';
+import { BullMqQueue } from '../queue/bullmq.js';
+import type { JobQueue } from '../queue/port.js';
 import { IsolatedVmSandbox } from '../sandbox/isolated-vm.js';
 import { workflowRoutes } from '../workflows/routes.js';
 import { runRoutes } from './routes.js';
@@ -25,7 +27,10 @@ export const runsArea: AreaPlugin = async (app, { ctx }) => {
   // One V8 context per run on a warm isolate (DESIGN section 10): runs never share globals.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true });
   const http = new GuardedHttp({ allowPrivateNetwork: ctx.config.allowPrivateNetwork });
-  const queue = new InProcessQueue(ctx.config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
+  // Scaled out (PostgreSQL and Redis): BullMQ lets any worker process take a job. Otherwise in-process.
+  const queue: JobQueue = ctx.db.mode === 'postgres' && ctx.config.redisUrl
+    ? new BullMqQueue(ctx.config.redisUrl, ctx.config.workerConcurrency)
+    : new InProcessQueue(ctx.config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
   const limits = ctx.services.limits;
   if (!limits) throw new Error('the limits area must be registered before the runs area');
   const service: ExecutionService = new ExecutionService(ctx, queue, limits, (run) => {
@@ -55,6 +60,7 @@ export const runsArea: AreaPlugin = async (app, { ctx }) => {
   });
   // Start the worker once the server is ready: first recover what a previous process left unfinished.
   app.addHook('onReady', async () => {
+    if (ctx.role === 'api') return; // worker processes run the jobs
     queue.work((id) => service.runJob(id));
     pauses.start();
     const recovered = await service.recover(ctx.db.mode === 'pglite');

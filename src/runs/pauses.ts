@@ -4,8 +4,7 @@ import { runWorkflow, type PausePoint, type RunResult, type StepRecord } from '.
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { JobQueue } from '../queue/port.js';
-import { compileVersion } from '../workflows/service.js';
-import { findVersionById } from '../workflows/store.js';
+import { compileVersion, loadVersion } from '../workflows/service.js';
 import type { ExecutionService, RunContext } from './service.js';
 
 export type ResumeStatus = 'paused' | 'queued' | 'resuming' | 'resumed' | 'failed';
@@ -327,7 +326,7 @@ export class PauseService {
     const entry = (await this.db.query<QueueRow>('SELECT * FROM resume_queue WHERE id = $1', [entryId]))[0];
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
     const paused = (await this.db.query<PausedRow>('SELECT * FROM paused_executions WHERE id = $1', [entry.paused_execution_id]))[0];
-    const version = paused ? await findVersionById(this.db, paused.version_id) : undefined;
+    const version = paused ? await loadVersion(this.db, paused.version_id) : undefined;
     if (!paused || !version) throw new Error('The paused execution or its workflow version no longer exists');
     const point = paused.pause_points[entry.context_id];
     const recorded = new Map<string, StepRecord>(Object.entries(paused.steps));

@@ -6,7 +6,6 @@ import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { accessWorkflow } from '../workflows/routes.js';
-import { getWorkflow } from '../workflows/service.js';
 import type { ExecutionService } from './service.js';
 import { rateHeaders } from '../limits/service.js';
 import * as store from './store.js';
@@ -104,8 +103,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
         throw new HttpError(400, 'Invalid execution ID header', { details: [{ path: 'x-execution-id', message: 'Use 1 to 128 characters of A-Z a-z 0-9 . _ : -' }] });
       }
       const isAsync = body.async === true || headerValue(request.headers['x-execution-mode'])?.toLowerCase() === 'async';
-      const { access } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
-      const workflow = await getWorkflow(db, access.workspaceId, request.params.workflowId);
+      const { access, workflow } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
       for (const [k, v] of Object.entries(rateHeaders(admitted.admission.state))) reply.header(k, v);

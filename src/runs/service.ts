@@ -5,8 +5,8 @@ import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { Admission, LimitsService } from '../limits/service.js';
 import type { JobQueue } from '../queue/port.js';
-import { activeVersion, compileVersion } from '../workflows/service.js';
-import { findVersionById, findWorkflow, type WorkflowRow } from '../workflows/store.js';
+import { activeVersion, compileVersion, loadVersion } from '../workflows/service.js';
+import { findWorkflow, type WorkflowRow } from '../workflows/store.js';
 import * as store from './store.js';
 import type { PauseService } from './pauses.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
@@ -89,7 +89,7 @@ export class ExecutionService {
     };
     // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
     if (opts.executionId && !(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
-    const version = await findVersionById(this.db, admitted.versionId);
+    const version = await loadVersion(this.db, admitted.versionId);
     if (!version) throw new HttpError(404, 'Workflow not found');
     const graph = compileVersion(version);
     const steps: StepRecord[] = [];
@@ -188,7 +188,7 @@ export class ExecutionService {
   }
 
   private async runRow(row: ExecutionRow): Promise<RunResult> {
-    const version = row.version_id ? await findVersionById(this.db, row.version_id) : undefined;
+    const version = row.version_id ? await loadVersion(this.db, row.version_id) : undefined;
     if (!version) throw new Error('The deployed version of this run no longer exists');
     const graph = compileVersion(version);
     const recorded = await store.loadSteps(this.db, row.id);

@@ -9,7 +9,7 @@ import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
 import { isUuid } from '../ids.js';
 import * as service from './service.js';
-import { findWorkflowAnyWorkspace, listWorkflows } from './store.js';
+import { findWorkflowAnyWorkspace, listWorkflows, type WorkflowRow } from './store.js';
 import type { Role } from '../accounts/store.js';
 
 const workflowSchema = z.object({
@@ -37,11 +37,16 @@ const name = z.string().trim().min(1).max(200);
  * Loads a workflow for the caller: another workspace's workflow, or one the key cannot reach,
  * is answered like a missing one (404).
  */
-export async function accessWorkflow(ctx: AppContext, request: FastifyRequest, id: string, role: Role): Promise<{ access: WorkspaceAccess }> {
-  const w = isUuid(id) ? await findWorkflowAnyWorkspace(ctx.db, id) : undefined;
-  if (!w) throw new HttpError(404, 'Workflow not found');
-  const access = await authorizeWorkspace(ctx.db, request, w.workspace_id, role, { conceal: true, notFoundMessage: 'Workflow not found' });
-  return { access };
+export async function accessWorkflow(
+  ctx: AppContext,
+  request: FastifyRequest,
+  id: string,
+  role: Role,
+): Promise<{ access: WorkspaceAccess; workflow: WorkflowRow }> {
+  const workflow = isUuid(id) ? await findWorkflowAnyWorkspace(ctx.db, id) : undefined;
+  if (!workflow) throw new HttpError(404, 'Workflow not found');
+  const access = await authorizeWorkspace(ctx.db, request, workflow.workspace_id, role, { conceal: true, notFoundMessage: 'Workflow not found' });
+  return { access, workflow };
 }
 
 const deployment = (w: service.PublicWorkflow) => ({

@@ -184,5 +184,19 @@ export function compileVersion(version: VersionRow): CompiledGraph {
 /** The active deployed version of a workflow, or undefined when it is not deployed. */
 export async function activeVersion(db: Database, w: WorkflowRow): Promise<VersionRow | undefined> {
   if (!w.active_version_id) return undefined;
-  return store.findVersionById(db, w.active_version_id);
+  return loadVersion(db, w.active_version_id);
+}
+
+/** Deployed versions never change, so they are kept in memory once read. */
+const versions = new Map<string, VersionRow>();
+
+export async function loadVersion(db: Database, id: string): Promise<VersionRow | undefined> {
+  const hit = versions.get(id);
+  if (hit) return hit;
+  const row = await store.findVersionById(db, id);
+  if (row) {
+    if (versions.size > 1000) versions.delete(versions.keys().next().value as string);
+    versions.set(id, row);
+  }
+  return row;
 }
