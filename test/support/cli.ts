@@ -18,16 +18,29 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
 }
 
 /** Starts `weft serve` in a child process and waits until it answers /healthz. */
-export async function spawnServer(env: Record<string, string | undefined>, port: number): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [...tsxNodeArgs, 'serve'], {
+export async function spawnServer(
+  env: Record<string, string | undefined>,
+  port: number,
+  command: 'serve' | 'api' | 'worker' = 'serve',
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [...tsxNodeArgs, command], {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    // A worker has no /healthz: its start-up log line tells it is ready.
+    env: { ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
   });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
+  if (command === 'worker') {
+    // No HTTP: ready once it logged that it runs jobs.
+    while (Date.now() < deadline && !out.includes('Weft worker running')) {
+      if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${out}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return { child, url, output: () => out };
+  }
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${out}`);
     try {

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { JobQueue } from '../../src/queue/port.js';
+
+/** One suite every JobQueue adapter passes. */
+export function queueConformance(name: string, make: (concurrency: number) => JobQueue): void {
+  describe(`JobQueue conformance: ${name}`, () => {
+    it('delivers every enqueued job exactly once, at most `concurrency` at a time', async () => {
+      const q = make(3);
+      const seen: string[] = [];
+      let running = 0;
+      let peak = 0;
+      const done = new Promise<void>((resolve) => {
+        q.work(async (id) => {
+          running++;
+          peak = Math.max(peak, running);
+          await new Promise((r) => setTimeout(r, 5));
+          seen.push(id);
+          running--;
+          if (seen.length === 30) resolve();
+        });
+      });
+      for (let i = 0; i < 30; i++) await q.enqueue(`job:${i}`);
+      await done;
+      await q.close(1000);
+      expect(seen.sort()).toEqual(Array.from({ length: 30 }, (_, i) => `job:${i}`).sort());
+      expect(peak).toBeLessThanOrEqual(3);
+      expect(peak).toBeGreaterThan(1);
+    });
+
+    it('ignores a repeated enqueue of a job that is still pending', async () => {
+      const q = make(1);
+      let calls = 0;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      await q.enqueue('blocker');
+      await q.enqueue('dup');
+      await q.enqueue('dup');
+      const finished = new Promise<void>((resolve) => {
+        q.work(async (id) => {
+          if (id === 'blocker') await gate;
+          if (id === 'dup') {
+            calls++;
+            resolve();
+          }
+        });
+      });
+      release();
+      await finished;
+      await new Promise((r) => setTimeout(r, 200));
+      await q.close(1000);
+      expect(calls).toBe(1);
+    });
+
+    it('waits for running jobs on close', async () => {
+      const q = make(2);
+      let finished = false;
+      const started = new Promise<void>((resolve) => {
+        q.work(async () => {
+          resolve();
+          await new Promise((r) => setTimeout(r, 300));
+          finished = true;
+        });
+      });
+      await q.enqueue('slow');
+      await started;
+      await q.close(5000);
+      expect(finished).toBe(true);
+    });
+  });
+}
