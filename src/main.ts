@@ -10,6 +10,7 @@ import * as accountStore from './accounts/store.js';
 import { emit, fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
 import { newId } from './ids.js';
+import { applyPlanToTables } from './tables/service.js';
 
 const program = new Command();
 program.name('weft').description('Weft: self-hostable workflow automation service').showHelpAfterError();
@@ -161,6 +162,7 @@ workspaces
     await withDatabase(json, async (db) => {
       const ws = await requireWorkspace(db, ref, json);
       const updated = await accountStore.setWorkspacePlan(db, ws.id, plan);
+      await applyPlanToTables(db, ws.id, plan);
       emit(json, { id: updated.id, plan: updated.plan }, () => `Workspace "${updated.name}" is on plan ${updated.plan}`);
     });
   });

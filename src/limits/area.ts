@@ -8,6 +8,9 @@ import { errorResponses, errorSchema } from '../http/schemas.js';
 import { planTable, PLAN_NAMES } from './plans.js';
 import { MemoryRateLimiter, MemorySlots } from './rate-limiter.js';
 import { RedisLimits } from './redis.js';
+import { registerStorageQuota } from './storage.js';
+import type { Database } from '../db/database.js';
+import { PostgresLimits } from './postgres.js';
 import { AdjustableClock, LimitsService, rateHeaders } from './service.js';
 
 declare module '../context.js' {
@@ -18,7 +21,7 @@ declare module '../context.js' {
   }
 }
 
-/** Creates the limits service: Redis buckets and slots when REDIS_URL is set, memory otherwise. */
+/** Creates the limits service: counters in Redis when REDIS_URL is set, else in PostgreSQL, else (embedded) in memory. */
 export function createLimits(ctx: AppContext): LimitsService {
   const plans = planTable(ctx.config.planLimitsJson);
   const clock = new AdjustableClock();
@@ -26,8 +29,16 @@ export function createLimits(ctx: AppContext): LimitsService {
     const redis = new RedisLimits(ctx.config.redisUrl, clock);
     return new LimitsService(ctx.config.limitsEnabled, ctx.db, redis, redis, clock, plans);
   }
+  if (ctx.db.mode === 'postgres') {
+    // Several processes may share this database: keep the counters in it.
+    const pg = new PostgresLimits(ctx.db, clock);
+    return new LimitsService(ctx.config.limitsEnabled, ctx.db, pg, pg, clock, plans);
+  }
   return new LimitsService(ctx.config.limitsEnabled, ctx.db, new MemoryRateLimiter(clock), new MemorySlots(clock), clock, plans);
 }
+
+/** Areas whose data depends on the plan (tables' row caps) react to a workspace's plan change. */
+export const planChangeHooks: ((db: Database, workspaceId: string, plan: string) => Promise<void>)[] = [];
 
 const bucketView = z.object({
   limit: z.number().int(), remaining: z.number().int(), reset: z.string(),
@@ -38,6 +49,11 @@ const bucketView = z.object({
 export const limitsArea: AreaPlugin = withGlobalHooks(async (app, { ctx }) => {
   const limits = createLimits(ctx);
   ctx.services.limits = limits;
+  registerStorageQuota(ctx.db, async (workspaceId) => {
+    if (!limits.enabled) return undefined;
+    const rows = await ctx.db.query<{ plan: string }>('SELECT plan FROM workspaces WHERE id = $1', [workspaceId]);
+    return limits.plan(rows[0]?.plan ?? 'free').storageBytes;
+  });
   ctx.onClose.push(() => limits.close());
 
   // Billed account of a key: the workspace for workspace keys, the user for personal keys. Cached briefly.
@@ -112,6 +128,7 @@ function limitRoutes(limits: LimitsService, accountOf: (a: AuthContext) => Promi
         });
       });
       invalidateAccessCache();
+      for (const hook of planChangeHooks) await hook(ctx.db, access.workspaceId, request.body.plan);
       return { success: true as const, data: { workspaceId: access.workspaceId, plan: request.body.plan } };
     });
   };

@@ -14,3 +14,17 @@ export async function storageUsed(q: Queryable, workspaceIds: string[]): Promise
   for (const id of workspaceIds) for (const source of sources) total += await source(q, id);
   return total;
 }
+
+/** The storage limit of a workspace, in bytes; undefined when limits are off. */
+export type StorageQuota = (workspaceId: string) => Promise<number | undefined>;
+
+const quotas = new WeakMap<object, StorageQuota>();
+
+/** Set by the limits area for its database, so areas writing data can enforce the plan's storage. */
+export function registerStorageQuota(db: object, quota: StorageQuota): void {
+  quotas.set(db, quota);
+}
+
+export async function storageQuota(db: object, workspaceId: string): Promise<number | undefined> {
+  return quotas.get(db)?.(workspaceId);
+}

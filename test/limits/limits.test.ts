@@ -8,7 +8,7 @@ import { deploy, fn, start } from '../support/workflows.js';
 const tiny = JSON.stringify({
   free: { syncPerMinute: 2, asyncPerMinute: 3, apiPerMinute: 50, usageLimitUsd: 1 },
   pro: { syncPerMinute: 2, asyncPerMinute: 3, apiPerMinute: 50, usageLimitUsd: 0.012 },
-  team: { concurrentExecutions: 2 },
+  team: { concurrentExecutions: 2, storageBytes: 3000 },
 });
 
 let t: TestServer;
@@ -143,6 +143,37 @@ describe('usage', () => {
     expect(await recordCost(t.server.ctx.db, e)).toBe(true);
     expect(await recordCost(t.server.ctx.db, e)).toBe(false);
     expect(await t.server.ctx.services.limits!.currentCost('workspace:dup')).toBe(1);
+  });
+});
+
+describe('storage', () => {
+  it('tracks table bytes and refuses a write past the plan\'s storage, writing nothing', async () => {
+    const a = await freshAccount('team');
+    const t1 = await a.call('POST', '/api/v1/tables', { workspaceId: a.ws.id, name: 'notes', schema: { columns: [{ name: 'text', type: 'string' }] } });
+    expect(t1.status).toBe(200);
+    const tableId = t1.body.data.table.id;
+    const row = { text: 'x'.repeat(900) };
+    let refused: any;
+    let accepted = 0;
+    for (let i = 0; i < 10 && !refused; i++) {
+      const r = await a.call('POST', `/api/v1/tables/${tableId}/rows`, { workspaceId: a.ws.id, data: row });
+      if (r.status === 200) accepted++;
+      else refused = r;
+    }
+    expect(accepted).toBeGreaterThan(0);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatch(/Storage limit exceeded/);
+    const rows = await a.call('GET', `/api/v1/tables/${tableId}/rows?workspaceId=${a.ws.id}`);
+    expect(rows.body.data.totalCount).toBe(accepted);
+    const usage = await a.call('GET', '/api/users/me/usage-limits');
+    expect(usage.body.storage.limitBytes).toBe(3000);
+    expect(usage.body.storage.usedBytes).toBeGreaterThan(900 * accepted);
+    expect(usage.body.storage.usedBytes).toBeLessThanOrEqual(3000);
+    expect(usage.body.storage.percentUsed).toBeCloseTo((usage.body.storage.usedBytes / 3000) * 100, 3);
+    // Deleting frees the space again.
+    const del = await a.call('DELETE', `/api/v1/tables/${tableId}/rows`, { workspaceId: a.ws.id, rowIds: rows.body.data.rows.map((r: { id: string }) => r.id) });
+    expect(del.status).toBe(200);
+    expect((await a.call('POST', `/api/v1/tables/${tableId}/rows`, { workspaceId: a.ws.id, data: row })).status).toBe(200);
   });
 });
 

@@ -9,6 +9,7 @@ import { loopBlock } from './loop.js';
 import { parallelBlock } from './parallel.js';
 import { responseBlock } from './response.js';
 import { startBlock } from './start.js';
+import { tableBlock } from './table.js';
 import { variablesBlock } from './variables.js';
 import { waitBlock } from './wait.js';
 import { workflowBlock } from './workflow.js';
@@ -25,6 +26,7 @@ const builtIn: AnyBlockType[] = [
   parallelBlock,
   workflowBlock,
   humanBlock,
+  tableBlock,
 ];
 
 /** All known block types by type name. */

@@ -1,0 +1,363 @@
+import { HttpError } from '../http/errors.js';
+import type { ZodIssue } from '../http/zod-issue.js';
+import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
+
+/** Column types, cell coercion and row validation. Pure functions: no SQL, no I/O. */
+
+export const COLUMN_TYPES = ['string', 'number', 'boolean', 'date', 'json', 'select'] as const;
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+export interface Column {
+  name: string;
+  type: ColumnType;
+  required: boolean;
+  unique: boolean;
+  /** Allowed values of a select column. */
+  options?: string[];
+}
+
+/** What a caller sends to define a column. */
+export interface ColumnInput {
+  name: string;
+  type: ColumnType;
+  required?: boolean;
+  unique?: boolean;
+  options?: string[];
+}
+
+/** Names the filter language uses for the row's own fields; columns may not take them. */
+export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
+const RESERVED = new Set(['id', 'createdat', 'updatedat', '__proto__']);
+
+/** A value that does not fit its column. */
+export class CellError extends Error {}
+
+type Row = Record<string, unknown>;
+
+// ------------------------------------------------------------------------------------------------
+// Column definitions
+// ------------------------------------------------------------------------------------------------
+
+/** Validates one column definition and returns it normalised; throws 400 naming the problem. */
+export function normalizeColumn(input: ColumnInput): Column {
+  const name = input.name;
+  if (typeof name !== 'string' || name.length === 0 || name.length > TABLE_LIMITS.maxColumnNameLength) {
+    throw new HttpError(400, `Invalid column name: must be 1 to ${TABLE_LIMITS.maxColumnNameLength} characters`);
+  }
+  if (!NAME_PATTERN.test(name)) {
+    throw new HttpError(400, `Invalid column name "${name}": use letters, digits and underscores, not starting with a digit`);
+  }
+  if (RESERVED.has(name.toLowerCase())) throw new HttpError(400, `Column name "${name}" is reserved`);
+  if (!(COLUMN_TYPES as readonly string[]).includes(input.type)) {
+    throw new HttpError(400, `Invalid column type "${String(input.type)}" for column "${name}". Allowed types: ${COLUMN_TYPES.join(', ')}`);
+  }
+  const column: Column = { name, type: input.type, required: input.required === true, unique: input.unique === true };
+  if (input.type === 'select') {
+    const options = input.options;
+    if (!Array.isArray(options) || options.length === 0) {
+      throw new HttpError(400, `Select column "${name}" needs at least one option`);
+    }
+    if (options.length > TABLE_LIMITS.maxSelectOptions) {
+      throw new HttpError(400, `Select column "${name}" has more than ${TABLE_LIMITS.maxSelectOptions} options`);
+    }
+    const seen = new Set<string>();
+    const clean: string[] = [];
+    for (const raw of options) {
+      const o = typeof raw === 'string' ? raw.trim() : '';
+      if (o.length === 0 || o.length > TABLE_LIMITS.maxSelectOptionLength || !wellFormed(o)) {
+        throw new HttpError(400, `Select column "${name}": options must be 1 to ${TABLE_LIMITS.maxSelectOptionLength} characters`);
+      }
+      if (seen.has(o.toLowerCase())) throw new HttpError(400, `Select column "${name}": duplicate option "${o}"`);
+      seen.add(o.toLowerCase());
+      clean.push(o);
+    }
+    column.options = clean;
+  } else if (input.options !== undefined) {
+    throw new HttpError(400, `Column "${name}": options are only allowed for select columns`);
+  }
+  return column;
+}
+
+/** Validates a full column list (table creation): each column, count and case-insensitive name clashes. */
+export function normalizeColumns(inputs: ColumnInput[]): Column[] {
+  if (inputs.length === 0) throw new HttpError(400, 'Invalid schema: a table needs at least one column');
+  if (inputs.length > TABLE_LIMITS.maxColumns) {
+    throw new HttpError(400, `Invalid schema: a table can have at most ${TABLE_LIMITS.maxColumns} columns`);
+  }
+  const seen = new Set<string>();
+  return inputs.map((input) => {
+    const c = normalizeColumn(input);
+    if (seen.has(c.name.toLowerCase())) throw new HttpError(400, `Invalid schema: duplicate column name "${c.name}"`);
+    seen.add(c.name.toLowerCase());
+    return c;
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Cells
+// ------------------------------------------------------------------------------------------------
+
+const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const RFC_DATE_TIME = /^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}(?::\d{2})?\s+(?:GMT|UTC|Z|[+-]\d{4})$/;
+const MIN_TIME = Date.UTC(1, 0, 1);
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+// eslint-disable-next-line no-control-regex
+const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** No NUL characters and no unpaired surrogates: PostgreSQL's jsonb refuses both. */
+export function wellFormed(s: string): boolean {
+  return !BAD_TEXT.test(s);
+}
+
+function preview(v: unknown): string {
+  let s: string;
+  try {
+    s = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
+  } catch {
+    s = String(v);
+  }
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+function kind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  return `a ${typeof v}`;
+}
+
+function checkText(s: string): string {
+  if (!wellFormed(s)) throw new CellError('text contains a NUL character or an unpaired surrogate');
+  return s;
+}
+
+function coerceString(v: unknown): string {
+  let s: string;
+  if (typeof v === 'string') s = v;
+  else if (typeof v === 'number' && Number.isFinite(v)) s = String(v);
+  else if (typeof v === 'boolean') s = String(v);
+  else throw new CellError(`expected a string, got ${kind(v)}`);
+  if (s.length > TABLE_LIMITS.maxStringLength) {
+    throw new CellError(`text is longer than ${TABLE_LIMITS.maxStringLength} characters (${s.length})`);
+  }
+  return checkText(s);
+}
+
+function coerceNumber(v: unknown): number {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new CellError('expected a finite number');
+    return v === 0 ? 0 : v;
+  }
+  if (typeof v === 'string') {
+    const t = v.trim();
+    if (NUMBER_TEXT.test(t)) {
+      const n = Number(t);
+      if (Number.isFinite(n)) return n === 0 ? 0 : n;
+    }
+    throw new CellError(`expected a number, got ${preview(v)}`);
+  }
+  throw new CellError(`expected a number, got ${kind(v)}`);
+}
+
+function coerceBoolean(v: unknown): boolean {
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'string') {
+    const t = v.trim().toLowerCase();
+    if (t === 'true') return true;
+    if (t === 'false') return false;
+    throw new CellError(`expected true or false, got ${preview(v)}`);
+  }
+  throw new CellError(`expected a boolean, got ${kind(v)}`);
+}
+
+function isoOf(ms: number): string {
+  if (!Number.isFinite(ms) || ms < MIN_TIME || ms > MAX_TIME) throw new CellError('date is outside the years 1 to 9999');
+  return new Date(ms).toISOString();
+}
+
+/**
+ * Dates are stored as `YYYY-MM-DD` (a calendar date, compared as midnight UTC) or as a UTC instant
+ * `YYYY-MM-DDTHH:mm:ss.sssZ`. Accepted: ISO 8601 dates and date-times (no offset means UTC),
+ * RFC 2822 / HTTP dates, and numbers as epoch milliseconds.
+ */
+export function coerceDate(v: unknown): string {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new CellError('expected a date');
+    return isoOf(v);
+  }
+  if (typeof v !== 'string') throw new CellError(`expected a date string, got ${kind(v)}`);
+  const s = v.trim();
+  const d = DATE_ONLY.exec(s);
+  if (d) {
+    const [y, m, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
+    const t = new Date(Date.UTC(2000, m - 1, day));
+    t.setUTCFullYear(y);
+    if (y < 1 || t.getUTCFullYear() !== y || t.getUTCMonth() !== m - 1 || t.getUTCDate() !== day) {
+      throw new CellError(`expected a date, got ${preview(v)}`);
+    }
+    return s;
+  }
+  const dt = ISO_DATE_TIME.exec(s);
+  if (dt) {
+    const [, y, mo, da, h, mi, se, frac, zone] = dt;
+    const [Y, M, D, H, I, S] = [Number(y), Number(mo), Number(da), Number(h), Number(mi), Number(se ?? 0)];
+    if (M < 1 || M > 12 || D < 1 || D > 31 || H > 23 || I > 59 || S > 59) throw new CellError(`expected a date, got ${preview(v)}`);
+    const base = new Date(Date.UTC(2000, M - 1, D, H, I, S, Math.floor(Number(`0.${frac ?? '0'}`) * 1000)));
+    base.setUTCFullYear(Y);
+    if (base.getUTCDate() !== D) throw new CellError(`expected a date, got ${preview(v)}`);
+    let offsetMin = 0;
+    if (zone && zone.toUpperCase() !== 'Z') {
+      const z = /^([+-])(\d{2}):?(\d{2})?$/.exec(zone);
+      if (!z || Number(z[2]) > 23 || Number(z[3] ?? 0) > 59) throw new CellError(`expected a date, got ${preview(v)}`);
+      offsetMin = (z[1] === '-' ? -1 : 1) * (Number(z[2]) * 60 + Number(z[3] ?? 0));
+    }
+    return isoOf(base.getTime() - offsetMin * 60_000);
+  }
+  if (RFC_DATE_TIME.test(s)) {
+    const ms = Date.parse(s);
+    if (Number.isFinite(ms)) return isoOf(ms);
+  }
+  throw new CellError(`expected a date, got ${preview(v)}`);
+}
+
+/** The instant a stored (or coerced) date stands for, as an ISO string with an explicit zone. */
+export function dateInstant(stored: string): string {
+  return stored.length === 10 ? `${stored}T00:00:00.000Z` : stored;
+}
+
+function checkJson(v: unknown, depth: number): void {
+  if (depth > TABLE_LIMITS.maxJsonDepth) throw new CellError(`JSON value is nested deeper than ${TABLE_LIMITS.maxJsonDepth} levels`);
+  if (typeof v === 'string') {
+    checkText(v);
+  } else if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new CellError('JSON numbers must be finite');
+  } else if (Array.isArray(v)) {
+    for (const x of v) checkJson(x, depth + 1);
+  } else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      checkText(k);
+      checkJson(x, depth + 1);
+    }
+  } else if (v !== null && typeof v !== 'boolean') {
+    throw new CellError(`expected a JSON value, got ${kind(v)}`);
+  }
+}
+
+function coerceSelect(column: Column, v: unknown): string {
+  const s = typeof v === 'string' ? v.trim() : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+  if (s === undefined) throw new CellError(`expected one of the options, got ${kind(v)}`);
+  const options = column.options ?? [];
+  const exact = options.find((o) => o === s);
+  if (exact !== undefined) return exact;
+  const folded = options.find((o) => o.toLowerCase() === s.toLowerCase());
+  if (folded !== undefined) return folded;
+  const list = options.slice(0, 10).map((o) => JSON.stringify(o)).join(', ');
+  throw new CellError(`${preview(v)} is not one of the options (${list}${options.length > 10 ? ', ...' : ''})`);
+}
+
+/** Coerces a non-null value to its column's type; throws CellError when it does not fit. */
+export function coerceCell(column: Column, v: unknown): unknown {
+  switch (column.type) {
+    case 'string':
+      return coerceString(v);
+    case 'number':
+      return coerceNumber(v);
+    case 'boolean':
+      return coerceBoolean(v);
+    case 'date':
+      return coerceDate(v);
+    case 'select':
+      return coerceSelect(column, v);
+    case 'json':
+      checkJson(v, 1);
+      return v;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rows
+// ------------------------------------------------------------------------------------------------
+
+export interface RowIssue extends ZodIssue {
+  column?: string;
+  row?: number;
+}
+
+export interface PreparedRow {
+  /** Columns to set, coerced. */
+  set: Row;
+  /** Columns to clear (given as null). */
+  unset: string[];
+}
+
+export function columnMap(columns: Column[]): Map<string, Column> {
+  return new Map(columns.map((c) => [c.name, c]));
+}
+
+function unknownColumnMessage(key: string, columns: Map<string, Column>): string {
+  const near = [...columns.keys()].find((n) => n.toLowerCase() === key.toLowerCase());
+  return near ? `Unknown column "${key}" (did you mean "${near}"?)` : `Unknown column "${key}"`;
+}
+
+/**
+ * Validates and coerces one row's data.
+ * `full`: the data is a whole row (insert, upsert): required columns must be present.
+ * otherwise a patch: only given keys are checked; null clears a column unless it is required.
+ */
+export function prepareRow(
+  columns: Map<string, Column>,
+  data: Row,
+  opts: { full: boolean; path: (string | number)[]; row?: number },
+): { row: PreparedRow; issues: RowIssue[] } {
+  const set: Row = {};
+  const unset: string[] = [];
+  const issues: RowIssue[] = [];
+  const at = (column: string) => [...opts.path, column];
+  const issue = (column: string, code: string, message: string) => {
+    issues.push({ code, path: at(column), message, column, ...(opts.row !== undefined ? { row: opts.row } : {}) });
+  };
+  for (const [key, value] of Object.entries(data)) {
+    const column = columns.get(key);
+    if (!column) {
+      issue(key, 'unknown_column', unknownColumnMessage(key, columns));
+      continue;
+    }
+    if (value === null || value === undefined) {
+      if (column.required) issue(key, 'required', `Missing required field: ${key}`);
+      else unset.push(key);
+      continue;
+    }
+    try {
+      set[key] = coerceCell(column, value);
+    } catch (err) {
+      if (!(err instanceof CellError)) throw err;
+      issue(key, 'invalid_type', `Invalid value for column "${key}" (${column.type}): ${err.message}`);
+    }
+  }
+  if (opts.full) {
+    for (const c of columns.values()) {
+      if (c.required && !(c.name in set) && !issues.some((i) => i.column === c.name)) {
+        issue(c.name, 'required', `Missing required field: ${c.name}`);
+      }
+    }
+    if (issues.length === 0) {
+      const bytes = Buffer.byteLength(JSON.stringify(set));
+      if (bytes > TABLE_LIMITS.maxRowBytes) {
+        issues.push({
+          code: 'too_big', path: opts.path, message: `Row size exceeds limit (${bytes} bytes > ${TABLE_LIMITS.maxRowBytes} bytes)`,
+          ...(opts.row !== undefined ? { row: opts.row } : {}),
+        });
+      }
+    }
+  }
+  return { row: { set, unset }, issues };
+}
+
+/** Throws the 400 for a list of row issues: the first issue's message, all of them in details. */
+export function rowIssuesError(issues: RowIssue[]): HttpError {
+  const first = issues[0];
+  const where = first.row !== undefined ? `Row ${first.row}: ` : '';
+  return new HttpError(400, `${where}${first.message}`, { details: issues.slice(0, 100) });
+}

@@ -1,0 +1,397 @@
+import { HttpError } from '../http/errors.js';
+import { CellError, type Column, coerceCell, coerceDate, dateInstant } from './columns.js';
+import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
+
+/**
+ * Compiles the JSON filter and sort of the rows API to parameterized SQL over `table_rows`.
+ * Values only ever travel as parameters; column names are embedded only after they were found in
+ * the table's schema (and they match NAME_PATTERN, so they hold no quotes).
+ *
+ * Index use: equality on a scalar compiles to `data @> '{"col": value}'` (GIN jsonb_path_ops);
+ * number and date columns compare through the same typed expressions the per-table expression
+ * indexes are built on (`typedExpression`), so ranges and sorts on them can use those indexes.
+ */
+
+export const FILTER_OPERATORS = [
+  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin',
+  '$contains', '$startsWith', '$endsWith', '$isNull', '$isNotNull',
+] as const;
+type Operator = (typeof FILTER_OPERATORS)[number];
+
+const bad = (message: string) => new HttpError(400, message);
+
+/** Collects positional parameters: `add(value)` returns `$n`. */
+export class SqlParams {
+  readonly values: unknown[];
+  constructor(initial: unknown[] = []) {
+    this.values = [...initial];
+  }
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** A quoted SQL string literal of a column name that was checked against the schema. */
+function nameLiteral(name: string): string {
+  if (!NAME_PATTERN.test(name)) throw new Error(`unsafe column name ${name}`);
+  return `'${name}'`;
+}
+
+/** `data->'col'` (jsonb) for an alias. */
+export function jsonExpression(column: string, alias = ''): string {
+  return `${alias ? `${alias}.` : ''}data->${nameLiteral(column)}`;
+}
+
+/**
+ * The typed expression of a column, identical to the expression indexes built for number and
+ * date columns (without an alias there) so the planner can match them.
+ */
+export function typedExpression(column: Column, alias = ''): string {
+  const a = alias ? `${alias}.` : '';
+  const lit = nameLiteral(column.name);
+  switch (column.type) {
+    case 'number':
+      return `((${a}data->${lit})::numeric)`;
+    case 'date':
+      return `weft_table_ts(${a}data->>${lit})`;
+    case 'boolean':
+      return `((${a}data->${lit})::boolean)`;
+    case 'json':
+      return `(${a}data->${lit})`;
+    case 'string':
+    case 'select':
+      return `((${a}data->>${lit}) COLLATE "C")`;
+  }
+}
+
+/** The expression a unique column's index is built on: equality of stored values (instants for dates). */
+export function uniqueExpression(column: Column, alias = ''): string {
+  const a = alias ? `${alias}.` : '';
+  return column.type === 'date' ? `weft_table_ts(${a}data->>${nameLiteral(column.name)})` : `(${a}data->${nameLiteral(column.name)})`;
+}
+
+type SystemField = 'id' | 'createdAt' | 'updatedAt';
+const SYSTEM: Record<SystemField, { sql: string; type: 'text' | 'timestamptz' }> = {
+  id: { sql: 'id', type: 'text' },
+  createdAt: { sql: 'created_at', type: 'timestamptz' },
+  updatedAt: { sql: 'updated_at', type: 'timestamptz' },
+};
+const isSystem = (name: string): name is SystemField => Object.hasOwn(SYSTEM, name);
+
+export interface CompiledFilter {
+  /** A boolean SQL expression ('TRUE' for an empty filter). */
+  sql: string;
+  /** Columns the filter requires to be non-null in every matching row (top-level conjunction). */
+  nonNull: Set<string>;
+}
+
+interface State {
+  params: SqlParams;
+  columns: Map<string, Column>;
+  alias: string;
+  conditions: number;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Parses the `filter` / `sort` query parameters: JSON text of an object. */
+export function parseJsonObjectParam(text: string | undefined, what: 'filter' | 'sort'): Record<string, unknown> | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const max = what === 'filter' ? TABLE_LIMITS.maxFilterLength : TABLE_LIMITS.maxSortLength;
+  if (text.length > max) throw bad(`${what} is longer than ${max} characters`);
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw bad(`Invalid ${what} JSON: ${what} must be a JSON-encoded object`);
+  }
+  if (!isPlainObject(v)) throw bad(`${what} must be a JSON object`);
+  return v;
+}
+
+function column(state: State, name: string, where: string): Column | SystemField {
+  if (isSystem(name)) return name;
+  if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in ${where}`);
+  const c = state.columns.get(name);
+  if (!c) throw bad(`Unknown column "${name}" in ${where}`);
+  return c;
+}
+
+function operand(c: Column, op: string, v: unknown): unknown {
+  try {
+    return coerceCell(c, v);
+  } catch (err) {
+    if (err instanceof CellError) throw bad(`Invalid value for ${op} on column "${c.name}" (${c.type}): ${err.message}`);
+    throw err;
+  }
+}
+
+function systemOperand(f: SystemField, op: string, v: unknown): string {
+  if (SYSTEM[f].type === 'timestamptz') {
+    try {
+      return dateInstant(coerceDate(v));
+    } catch (err) {
+      if (err instanceof CellError) throw bad(`Invalid value for ${op} on "${f}": ${err.message}`);
+      throw err;
+    }
+  }
+  if (typeof v !== 'string') throw bad(`Invalid value for ${op} on "${f}": expected a string`);
+  return v;
+}
+
+function flag(op: string, name: string, v: unknown): boolean {
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  throw bad(`${op} on "${name}" expects true or false`);
+}
+
+function likePattern(v: string, op: '$contains' | '$startsWith' | '$endsWith'): string {
+  const escaped = v.replace(/[\\%_]/g, (m) => `\\${m}`);
+  return op === '$contains' ? `%${escaped}%` : op === '$startsWith' ? `${escaped}%` : `%${escaped}`;
+}
+
+const RANGE_SQL: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+
+/** Equality of a user column with a non-null value (already coerced). */
+function equals(state: State, c: Column, value: unknown): string {
+  const { params, alias } = state;
+  const a = alias ? `${alias}.` : '';
+  if (c.type === 'date') return `${typedExpression(c, alias)} = ${params.add(dateInstant(value as string))}::timestamptz`;
+  if (c.type === 'json' && typeof value === 'object' && value !== null) {
+    return `${jsonExpression(c.name, alias)} = ${params.add(JSON.stringify(value))}::jsonb`;
+  }
+  return `${a}data @> ${params.add(JSON.stringify({ [c.name]: value }))}::jsonb`;
+}
+
+function notNull(state: State, c: Column): string {
+  return `${jsonExpression(c.name, state.alias)} IS NOT NULL`;
+}
+
+function isNullSql(state: State, c: Column): string {
+  return `${jsonExpression(c.name, state.alias)} IS NULL`;
+}
+
+function inList(state: State, c: Column, op: string, values: unknown): { sql: string; hasNull: boolean } {
+  if (!Array.isArray(values)) throw bad(`${op} on column "${c.name}" expects an array`);
+  if (values.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxInValues} values`);
+  const nonNull = values.filter((v) => v !== null && v !== undefined);
+  const hasNull = nonNull.length !== values.length;
+  const parts: string[] = [];
+  if (nonNull.length > 0) {
+    const coerced = nonNull.map((v) => operand(c, op, v));
+    if (c.type === 'date') {
+      parts.push(`${typedExpression(c, state.alias)} = ANY(${state.params.add(coerced.map((v) => dateInstant(v as string)))}::timestamptz[])`);
+    } else if (c.type === 'json' && coerced.some((v) => typeof v === 'object' && v !== null)) {
+      parts.push(`${jsonExpression(c.name, state.alias)} = ANY(${state.params.add(coerced.map((v) => JSON.stringify(v)))}::jsonb[])`);
+    } else {
+      const a = state.alias ? `${state.alias}.` : '';
+      for (const v of coerced) parts.push(`${a}data @> ${state.params.add(JSON.stringify({ [c.name]: v }))}::jsonb`);
+    }
+  }
+  if (hasNull) parts.push(isNullSql(state, c));
+  return { sql: parts.length === 0 ? 'FALSE' : parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`, hasNull };
+}
+
+/** One operator on a user column. Returns the SQL and whether it excludes null cells. */
+function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql: string; excludesNull: boolean } {
+  const { params, alias } = state;
+  switch (op) {
+    case '$eq':
+      if (v === null) return { sql: isNullSql(state, c), excludesNull: false };
+      return { sql: equals(state, c, operand(c, op, v)), excludesNull: true };
+    case '$ne':
+      if (v === null) return { sql: notNull(state, c), excludesNull: true };
+      return { sql: `NOT COALESCE(${equals(state, c, operand(c, op, v))}, FALSE)`, excludesNull: false };
+    case '$in': {
+      const r = inList(state, c, op, v);
+      return { sql: r.sql, excludesNull: !r.hasNull };
+    }
+    case '$nin': {
+      const r = inList(state, c, op, v);
+      return { sql: `NOT COALESCE(${r.sql}, FALSE)`, excludesNull: r.hasNull };
+    }
+    case '$gt':
+    case '$gte':
+    case '$lt':
+    case '$lte': {
+      if (v === null) throw bad(`${op} on column "${c.name}" needs a value`);
+      const cmp = RANGE_SQL[op];
+      if (c.type === 'number') return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::numeric`, excludesNull: true };
+      if (c.type === 'date') {
+        return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(dateInstant(operand(c, op, v) as string))}::timestamptz`, excludesNull: true };
+      }
+      if (c.type === 'string') return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::text`, excludesNull: true };
+      throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`);
+    }
+    case '$contains':
+    case '$startsWith':
+    case '$endsWith': {
+      if (c.type === 'json' && op === '$contains') {
+        if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`);
+        const value = operand(c, op, v);
+        return { sql: `${jsonExpression(c.name, alias)} @> ${params.add(JSON.stringify(value))}::jsonb`, excludesNull: true };
+      }
+      if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`);
+      if (typeof v !== 'string' && typeof v !== 'number') throw bad(`${op} on column "${c.name}" expects a string`);
+      const text = String(v);
+      if (text.length === 0) throw bad(`${op} on column "${c.name}" needs a non-empty string`);
+      if (text.length > TABLE_LIMITS.maxStringLength) throw bad(`${op} on column "${c.name}": value is too long`);
+      operand({ ...c, type: 'string' }, op, text);
+      return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ILIKE ${params.add(likePattern(text, op))}`, excludesNull: true };
+    }
+    case '$isNull':
+      return flag(op, c.name, v) ? { sql: isNullSql(state, c), excludesNull: false } : { sql: notNull(state, c), excludesNull: true };
+    case '$isNotNull':
+      return flag(op, c.name, v) ? { sql: notNull(state, c), excludesNull: true } : { sql: isNullSql(state, c), excludesNull: false };
+  }
+}
+
+/** One operator on id / createdAt / updatedAt. */
+function systemCondition(state: State, f: SystemField, op: Operator, v: unknown): string {
+  const a = state.alias ? `${state.alias}.` : '';
+  const col = `${a}${SYSTEM[f].sql}`;
+  const type = SYSTEM[f].type;
+  switch (op) {
+    case '$eq':
+      return v === null ? 'FALSE' : `${col} = ${state.params.add(systemOperand(f, op, v))}::${type}`;
+    case '$ne':
+      return v === null ? 'TRUE' : `${col} <> ${state.params.add(systemOperand(f, op, v))}::${type}`;
+    case '$gt':
+    case '$gte':
+    case '$lt':
+    case '$lte':
+      return `${col} ${RANGE_SQL[op]} ${state.params.add(systemOperand(f, op, v))}::${type}`;
+    case '$in':
+    case '$nin': {
+      if (!Array.isArray(v)) throw bad(`${op} on "${f}" expects an array`);
+      if (v.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on "${f}" has more than ${TABLE_LIMITS.maxInValues} values`);
+      const values = v.filter((x) => x !== null).map((x) => systemOperand(f, op, x));
+      const any = values.length === 0 ? 'FALSE' : `${col} = ANY(${state.params.add(values)}::${type}[])`;
+      return op === '$in' ? any : `NOT (${any})`;
+    }
+    case '$contains':
+    case '$startsWith':
+    case '$endsWith':
+      if (f !== 'id') throw bad(`Operator ${op} is not supported on "${f}"`);
+      if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${f}" needs a non-empty string`);
+      return `${col} ILIKE ${state.params.add(likePattern(v, op))}`;
+    case '$isNull':
+      return flag(op, f, v) ? 'FALSE' : 'TRUE';
+    case '$isNotNull':
+      return flag(op, f, v) ? 'TRUE' : 'FALSE';
+  }
+}
+
+function isOperator(k: string): k is Operator {
+  return (FILTER_OPERATORS as readonly string[]).includes(k);
+}
+
+function invalidOperator(op: string): HttpError {
+  return bad(`Invalid operator ${JSON.stringify(op.slice(0, 40))}. Allowed operators: ${FILTER_OPERATORS.join(', ')}, $and, $or`);
+}
+
+function count(state: State): void {
+  state.conditions++;
+  if (state.conditions > TABLE_LIMITS.maxFilterConditions) {
+    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterConditions} conditions`);
+  }
+}
+
+/** A field's condition: a bare value (equality) or an object of operators (ANDed). */
+function fieldCondition(state: State, name: string, spec: unknown, nonNull: Set<string> | null): string {
+  const c = column(state, name, 'filter');
+  const ops: [string, unknown][] = isPlainObject(spec) && Object.keys(spec).some((k) => k.startsWith('$'))
+    ? Object.entries(spec)
+    : [['$eq', spec]];
+  if (ops.length === 0) throw bad(`Empty condition for "${name}"`);
+  const parts: string[] = [];
+  for (const [op, v] of ops) {
+    if (!op.startsWith('$')) throw bad(`Condition for "${name}" mixes operators and plain keys ("${op.slice(0, 40)}")`);
+    if (!isOperator(op)) throw invalidOperator(op);
+    count(state);
+    if (typeof c === 'string') {
+      parts.push(systemCondition(state, c, op, v));
+    } else {
+      const r = userCondition(state, c, op, v);
+      if (r.excludesNull && nonNull) nonNull.add(c.name);
+      parts.push(r.sql);
+    }
+  }
+  return parts.length === 1 ? parts[0] : `(${parts.join(' AND ')})`;
+}
+
+function group(state: State, filter: Record<string, unknown>, depth: number, nonNull: Set<string> | null): string {
+  if (depth > TABLE_LIMITS.maxFilterDepth) throw bad(`filter is nested deeper than ${TABLE_LIMITS.maxFilterDepth} levels`);
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    if (key === '$and' || key === '$or') {
+      if (!Array.isArray(value) || value.length === 0) throw bad(`${key} expects a non-empty array of filters`);
+      const subs = value.map((sub) => {
+        if (!isPlainObject(sub)) throw bad(`${key} expects an array of filter objects`);
+        // Inside $and the top-level conjunction continues; inside $or nothing is implied.
+        return group(state, sub, depth + 1, key === '$and' ? nonNull : null);
+      });
+      parts.push(subs.length === 1 ? subs[0] : `(${subs.join(key === '$and' ? ' AND ' : ' OR ')})`);
+    } else if (key.startsWith('$')) {
+      throw invalidOperator(key);
+    } else {
+      parts.push(fieldCondition(state, key, value, nonNull));
+    }
+  }
+  if (parts.length === 0) return 'TRUE';
+  return parts.length === 1 ? parts[0] : `(${parts.join(' AND ')})`;
+}
+
+/** Compiles a filter object. Parameters are appended to `params`. */
+export function compileFilter(
+  filter: Record<string, unknown> | undefined,
+  columns: Column[],
+  params: SqlParams,
+  alias = '',
+): CompiledFilter {
+  const nonNull = new Set<string>();
+  if (!filter) return { sql: 'TRUE', nonNull };
+  const state: State = { params, columns: new Map(columns.map((c) => [c.name, c])), alias, conditions: 0 };
+  return { sql: group(state, filter, 1, nonNull), nonNull };
+}
+
+/**
+ * Compiles a sort object `{col: "asc"|"desc", ...}` (key order = priority) to an ORDER BY list,
+ * ending with the row position as a stable tiebreak. Nulls sort last in both directions; on
+ * columns the filter already requires to be non-null, the default null placement is used so that
+ * a descending sort can walk an index backwards.
+ */
+export function compileSort(
+  sort: Record<string, unknown> | undefined,
+  columns: Column[],
+  nonNull: Set<string> = new Set(),
+  alias = '',
+): string {
+  const a = alias ? `${alias}.` : '';
+  const keys: string[] = [];
+  if (sort) {
+    const entries = Object.entries(sort);
+    if (entries.length > TABLE_LIMITS.maxSortKeys) throw bad(`sort has more than ${TABLE_LIMITS.maxSortKeys} keys`);
+    const byName = new Map(columns.map((c) => [c.name, c]));
+    for (const [name, dirRaw] of entries) {
+      const dir = typeof dirRaw === 'string' ? dirRaw.toLowerCase() : dirRaw === 1 ? 'asc' : dirRaw === -1 ? 'desc' : undefined;
+      if (dir !== 'asc' && dir !== 'desc') {
+        throw bad(`Invalid sort direction for "${name.slice(0, 60)}": use "asc" or "desc"`);
+      }
+      if (isSystem(name)) {
+        keys.push(`${a}${SYSTEM[name].sql} ${dir.toUpperCase()}`);
+        continue;
+      }
+      if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`);
+      const c = byName.get(name);
+      if (!c) throw bad(`Unknown column "${name}" in sort`);
+      const expr = typedExpression(c, alias);
+      keys.push(dir === 'asc' ? `${expr} ASC` : nonNull.has(name) ? `${expr} DESC` : `${expr} DESC NULLS LAST`);
+    }
+  }
+  keys.push(`${a}position ASC`);
+  return keys.join(', ');
+}

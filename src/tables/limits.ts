@@ -1,0 +1,49 @@
+/** Limits of the Tables capability: fixed bounds and the per-plan table and row caps. */
+
+export interface TablePlanLimits {
+  maxTables: number;
+  maxRowsPerTable: number;
+}
+
+/** Tables per workspace and rows per table, by plan (reference service defaults at HEAD). */
+export const TABLE_PLAN_LIMITS: Record<string, TablePlanLimits> = {
+  free: { maxTables: 5, maxRowsPerTable: 50_000 },
+  pro: { maxTables: 100, maxRowsPerTable: 100_000 },
+  team: { maxTables: 1000, maxRowsPerTable: 500_000 },
+  enterprise: { maxTables: 10_000, maxRowsPerTable: 1_000_000 },
+};
+
+/** Limits of a plan; an unknown plan name gets the free plan's. */
+export function tablePlanLimits(plan: string): TablePlanLimits {
+  return Object.hasOwn(TABLE_PLAN_LIMITS, plan) ? TABLE_PLAN_LIMITS[plan] : TABLE_PLAN_LIMITS.free;
+}
+
+export const TABLE_LIMITS = {
+  maxColumns: 50,
+  /** Bytes of a row's data as stored (its JSON text). */
+  maxRowBytes: 100 * 1024,
+  /** Characters of one string cell. */
+  maxStringLength: 10_000,
+  maxTableNameLength: 128,
+  maxColumnNameLength: 50,
+  maxDescriptionLength: 500,
+  maxSelectOptions: 100,
+  maxSelectOptionLength: 100,
+  /** Rows per batch insert, ids per batch delete, updates per batch update. */
+  maxBatch: 1000,
+  maxQueryLimit: 1000,
+  defaultQueryLimit: 100,
+  /** Nesting of a json cell's value. */
+  maxJsonDepth: 64,
+  /** Characters of the JSON-encoded filter / sort query parameters. */
+  maxFilterLength: 32_768,
+  maxSortLength: 4096,
+  /** Nesting of $and / $or in a filter and conditions in one filter. */
+  maxFilterDepth: 10,
+  maxFilterConditions: 200,
+  /** Values of one $in / $nin. */
+  maxInValues: 1000,
+  maxSortKeys: 10,
+} as const;
+
+export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

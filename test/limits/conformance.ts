@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { ConcurrencySlots, RateLimiter } from '../../src/limits/rate-limiter.js';
+
+export interface FakeClock { t: number; now(): number }
+export const fakeClock = (): FakeClock => ({ t: Date.UTC(2026, 0, 1), now() { return this.t; } });
+
+/** One suite every rate limiter and slot adapter passes (memory, PostgreSQL, Redis). */
+export function limiterConformance(name: string, make: (clock: FakeClock) => Promise<RateLimiter & ConcurrencySlots>): void {
+  describe(`rate limiter conformance: ${name}`, () => {
+    it('starts full, refuses past the burst, refills by whole minutes up to the burst', async () => {
+      const clock = fakeClock();
+      const l = await make(clock);
+      const key = `k-${Math.random()}`;
+      for (let i = 0; i < 4; i++) expect((await l.take(key, 2, 4)).allowed).toBe(true);
+      const refused = await l.take(key, 2, 4);
+      expect(refused.allowed).toBe(false);
+      expect(refused.state).toMatchObject({ limit: 4, remaining: 0, ratePerMinute: 2 });
+      expect(refused.state.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.state.retryAfterMs).toBeLessThanOrEqual(60_000);
+      clock.t += 59_000;
+      expect((await l.take(key, 2, 4)).allowed).toBe(false);
+      clock.t += 1_000;
+      expect((await l.peek(key, 2, 4)).remaining).toBe(2);
+      expect((await l.take(key, 2, 4)).allowed).toBe(true);
+      expect((await l.take(key, 2, 4)).allowed).toBe(true);
+      expect((await l.take(key, 2, 4)).allowed).toBe(false);
+      clock.t += 3_600_000;
+      expect((await l.peek(key, 2, 4)).remaining).toBe(4);
+      clock.t -= 120_000; // a clock stepping back never removes tokens
+      expect((await l.peek(key, 2, 4)).remaining).toBe(4);
+      await l.close();
+    });
+
+    it('peeking does not consume', async () => {
+      const l = await make(fakeClock());
+      const key = `p-${Math.random()}`;
+      for (let i = 0; i < 5; i++) expect((await l.peek(key, 1, 2)).remaining).toBe(2);
+      await l.close();
+    });
+
+    it('hands out at most `limit` slots, frees them on release and on expiry', async () => {
+      const clock = fakeClock();
+      const l = await make(clock);
+      const acct = `a-${Math.random()}`;
+      const a = await l.acquire(acct, 2, 10_000);
+      const b = await l.acquire(acct, 2, 10_000);
+      expect(a && b).toBeTruthy();
+      expect(await l.acquire(acct, 2, 10_000)).toBeNull();
+      await l.release(acct, a!);
+      const c = await l.acquire(acct, 2, 10_000);
+      expect(c).toBeTruthy();
+      expect(await l.acquire(acct, 2, 10_000)).toBeNull();
+      clock.t += 10_001;
+      expect(await l.acquire(acct, 2, 10_000)).toBeTruthy();
+      await l.close();
+    });
+
+    it('admits exactly `limit` of many concurrent acquirers', async () => {
+      const l = await make(fakeClock());
+      const acct = `c-${Math.random()}`;
+      const got = await Promise.all(Array.from({ length: 20 }, () => l.acquire(acct, 5, 10_000)));
+      expect(got.filter(Boolean)).toHaveLength(5);
+      await l.close();
+    });
+  });
+}

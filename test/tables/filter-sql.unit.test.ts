@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import type { Column } from '../../src/tables/columns.js';
+import { SqlParams, compileFilter, compileSort, parseJsonObjectParam, typedExpression, uniqueExpression } from '../../src/tables/filter-sql.js';
+import { HttpError } from '../../src/http/errors.js';
+
+const columns: Column[] = [
+  { name: 'name', type: 'string', required: false, unique: false },
+  { name: 'age', type: 'number', required: false, unique: false },
+  { name: 'ok', type: 'boolean', required: false, unique: false },
+  { name: 'born', type: 'date', required: false, unique: false },
+  { name: 'meta', type: 'json', required: false, unique: false },
+  { name: 'tier', type: 'select', required: false, unique: false, options: ['gold', 'silver'] },
+];
+
+function compile(filter: Record<string, unknown>) {
+  const params = new SqlParams(['tbl_x']);
+  const f = compileFilter(filter, columns, params, 'r');
+  return { sql: f.sql, params: params.values, nonNull: f.nonNull };
+}
+
+function error(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(HttpError);
+    expect((err as HttpError).status).toBe(400);
+    return (err as HttpError).message;
+  }
+  throw new Error('expected a 400');
+}
+
+describe('compileFilter', () => {
+  it('compiles scalar equality to jsonb containment with the value as a parameter', () => {
+    const c = compile({ name: 'ann' });
+    expect(c.sql).toBe('r.data @> $2::jsonb');
+    expect(c.params).toEqual(['tbl_x', '{"name":"ann"}']);
+  });
+
+  it('never puts values into the SQL text', () => {
+    const evil = "x'); DROP TABLE tables; --";
+    const c = compile({ $or: [{ name: evil }, { name: { $contains: evil } }, { name: { $gt: evil } }, { meta: { a: evil } }] });
+    expect(c.sql).not.toContain('DROP');
+    expect(c.params.join(' ')).toContain('DROP');
+  });
+
+  it('coerces operands through the column type', () => {
+    expect(compile({ age: '30' }).params[1]).toBe('{"age":30}');
+    expect(compile({ ok: 'TRUE' }).params[1]).toBe('{"ok":true}');
+    expect(compile({ tier: 'GOLD' }).params[1]).toBe('{"tier":"gold"}');
+  });
+
+  it('compares numbers and dates through the indexed typed expressions', () => {
+    const n = compile({ age: { $gte: 18, $lt: '65' } });
+    expect(n.sql).toBe("(((r.data->'age')::numeric) >= $2::numeric AND ((r.data->'age')::numeric) < $3::numeric)");
+    expect(n.params.slice(1)).toEqual([18, 65]);
+    const d = compile({ born: { $gt: '2020-01-01' } });
+    expect(d.sql).toBe("weft_table_ts(r.data->>'born') > $2::timestamptz");
+    expect(d.params[1]).toBe('2020-01-01T00:00:00.000Z');
+    // The index expressions are the same without the alias.
+    expect(typedExpression(columns[1])).toBe("((data->'age')::numeric)");
+    expect(typedExpression(columns[3])).toBe("weft_table_ts(data->>'born')");
+    expect(uniqueExpression(columns[0])).toBe("(data->'name')");
+    expect(uniqueExpression(columns[3])).toBe("weft_table_ts(data->>'born')");
+  });
+
+  it('keeps $ne / $nin true for null cells', () => {
+    expect(compile({ age: { $ne: 3 } }).sql).toBe('NOT COALESCE(r.data @> $2::jsonb, FALSE)');
+    expect(compile({ age: { $nin: [1, 2] } }).sql).toBe('NOT COALESCE((r.data @> $2::jsonb OR r.data @> $3::jsonb), FALSE)');
+    expect(compile({ born: { $ne: '2020-01-01' } }).sql).toContain('NOT COALESCE(weft_table_ts');
+  });
+
+  it('escapes LIKE wildcards in $contains / $startsWith / $endsWith', () => {
+    expect(compile({ name: { $contains: '50%_off\\' } }).params[1]).toBe('%50\\%\\_off\\\\%');
+    expect(compile({ name: { $startsWith: 'a' } }).params[1]).toBe('a%');
+    expect(compile({ name: { $endsWith: 'z' } }).params[1]).toBe('%z');
+  });
+
+  it('nests $and / $or and tracks which columns the top-level conjunction makes non-null', () => {
+    const c = compile({ age: { $gt: 1 }, $and: [{ born: { $isNotNull: true } }], $or: [{ name: 'a' }, { tier: 'gold' }] });
+    expect(c.sql).toMatch(/^\(.* AND .* AND \(.* OR .*\)\)$/);
+    expect([...c.nonNull].sort()).toEqual(['age', 'born']);
+    expect([...compile({ age: { $ne: 1 } }).nonNull]).toEqual([]);
+  });
+
+  it('compiles system fields to real columns', () => {
+    expect(compile({ id: 'row_1' }).sql).toBe('r.id = $2::text');
+    expect(compile({ createdAt: { $gte: '2024-01-01' } }).sql).toBe('r.created_at >= $2::timestamptz');
+    expect(compile({ updatedAt: { $in: ['2024-01-01'] } }).sql).toBe('r.updated_at = ANY($2::timestamptz[])');
+  });
+
+  it('an empty filter is TRUE', () => {
+    expect(compile({}).sql).toBe('TRUE');
+    const p = new SqlParams();
+    expect(compileFilter(undefined, columns, p).sql).toBe('TRUE');
+  });
+
+  it('refuses unknown columns and operators, naming them', () => {
+    expect(error(() => compile({ ghost: 1 }))).toBe('Unknown column "ghost" in filter');
+    expect(error(() => compile({ age: { $between: [1, 2] } }))).toMatch(/^Invalid operator "\$between"/);
+    expect(error(() => compile({ "a'b": 1 }))).toMatch(/Invalid field name/);
+  });
+});
+
+describe('compileSort', () => {
+  it('orders by typed expressions with nulls last and ends with the position', () => {
+    expect(compileSort({ age: 'desc', name: 'asc' }, columns, new Set(), 'r'))
+      .toBe(`((r.data->'age')::numeric) DESC NULLS LAST, ((r.data->>'name') COLLATE "C") ASC, r.position ASC`);
+    expect(compileSort(undefined, columns)).toBe('position ASC');
+  });
+
+  it('uses the index-friendly null placement when the filter excludes nulls', () => {
+    expect(compileSort({ age: 'desc' }, columns, new Set(['age']), 'r')).toBe(`((r.data->'age')::numeric) DESC, r.position ASC`);
+  });
+
+  it('accepts 1 / -1 and system fields; refuses unknown columns and directions', () => {
+    expect(compileSort({ createdAt: -1, updatedAt: 1 }, columns, new Set(), 'r')).toBe('r.created_at DESC, r.updated_at ASC, r.position ASC');
+    expect(error(() => compileSort({ ghost: 'asc' }, columns))).toBe('Unknown column "ghost" in sort');
+    expect(error(() => compileSort({ age: 'sideways' }, columns))).toMatch(/Invalid sort direction for "age"/);
+  });
+});
+
+describe('parseJsonObjectParam', () => {
+  it('parses objects and refuses everything else', () => {
+    expect(parseJsonObjectParam(undefined, 'filter')).toBeUndefined();
+    expect(parseJsonObjectParam('  ', 'filter')).toBeUndefined();
+    expect(parseJsonObjectParam('{"a":1}', 'filter')).toEqual({ a: 1 });
+    expect(error(() => parseJsonObjectParam('{', 'filter'))).toMatch(/Invalid filter JSON/);
+    expect(error(() => parseJsonObjectParam('null', 'sort'))).toBe('sort must be a JSON object');
+    expect(error(() => parseJsonObjectParam('[]', 'filter'))).toBe('filter must be a JSON object');
+  });
+});
