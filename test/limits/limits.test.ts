@@ -3,7 +3,7 @@ import { connectDatabase } from '../../src/db/connect.js';
 import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
 import { dbMode, freshDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
-import { deploy, fn, start } from '../support/workflows.js';
+import { fn, start } from '../support/workflows.js';
 
 const tiny = JSON.stringify({
   free: { syncPerMinute: 2, asyncPerMinute: 3, apiPerMinute: 50, usageLimitUsd: 1 },
