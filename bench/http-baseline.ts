@@ -1,5 +1,5 @@
 import { startTestServer } from '../test/support/harness.js';
-import { helloWorld, load, machine } from './support.js';
+import { helloWorld, load, machine, runIfMain } from './support.js';
 
 /** Requests/s and latency of /healthz and an authenticated /api/v1/keys beside a bare Fastify hello-world. */
 export async function run(): Promise<Record<string, unknown>> {
@@ -27,10 +27,4 @@ export async function run(): Promise<Record<string, unknown>> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  process.env.WEFT_TEST_DB ??= 'pglite';
-  const { ensureTemplates } = await import('../test/support/global-setup.js');
-  await ensureTemplates();
-  process.stdout.write(JSON.stringify(await run()) + '\n');
-  process.exit(0);
-}
+await runIfMain(import.meta.url, 'http-baseline', run);

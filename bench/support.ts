@@ -35,3 +35,20 @@ export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
+
+/**
+ * Runs a scenario when its file is executed directly (`node --import tsx bench/<name>.ts`):
+ * prepares the test database templates, prints one JSON line and exits.
+ */
+export async function runIfMain(moduleUrl: string, scenario: string, run: () => Promise<Record<string, unknown>>): Promise<void> {
+  const { pathToFileURL } = await import('node:url');
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  process.env.WEFT_TEST_DB ??= 'pglite';
+  const { ensureTemplates } = await import('../test/support/global-setup.js');
+  await ensureTemplates();
+  const figures = await run();
+  process.stdout.write(JSON.stringify({
+    scenario, date: new Date().toISOString(), machine: machine(), database: process.env.DATABASE_URL ? 'postgres' : 'pglite', ...figures,
+  }) + '\n');
+  process.exit(0);
+}

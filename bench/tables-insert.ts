@@ -1,6 +1,5 @@
-import { pathToFileURL } from 'node:url';
 import { newHexId } from '../src/ids.js';
-import { machine, percentile } from './support.js';
+import { percentile, runIfMain } from './support.js';
 import { benchWorkspace, startBenchServer } from './tables-query.js';
 
 /**
@@ -114,14 +113,4 @@ export async function run(): Promise<Record<string, number>> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.env.WEFT_TEST_DB ??= 'pglite';
-  const { ensureTemplates } = await import('../test/support/global-setup.js');
-  await ensureTemplates();
-  const figures = await run();
-  process.stdout.write(JSON.stringify({
-    scenario: 'tables-insert', date: new Date().toISOString(), machine: machine(),
-    database: process.env.DATABASE_URL ? 'postgres' : 'pglite', ...figures,
-  }) + '\n');
-  process.exit(0);
-}
+await runIfMain(import.meta.url, 'tables-insert', run);

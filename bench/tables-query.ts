@@ -1,8 +1,7 @@
-import { pathToFileURL } from 'node:url';
 import { createWorkspace, createKey } from '../src/accounts/service.js';
 import type { Queryable } from '../src/db/database.js';
 import { startTestServer, type TestServer } from '../test/support/harness.js';
-import { machine, percentile } from './support.js';
+import { percentile, runIfMain } from './support.js';
 
 /**
  * tables-query: 100,000 rows of 8 columns. Single-flight latency (p50 / p99) of three queries
@@ -174,14 +173,4 @@ export async function run(): Promise<Record<string, number>> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.env.WEFT_TEST_DB ??= 'pglite';
-  const { ensureTemplates } = await import('../test/support/global-setup.js');
-  await ensureTemplates();
-  const figures = await run();
-  process.stdout.write(JSON.stringify({
-    scenario: 'tables-query', date: new Date().toISOString(), machine: machine(),
-    database: process.env.DATABASE_URL ? 'postgres' : 'pglite', ...figures,
-  }) + '\n');
-  process.exit(0);
-}
+await runIfMain(import.meta.url, 'tables-query', run);
