@@ -8,7 +8,9 @@ import { machine, percentile } from './support.js';
  */
 export async function run(): Promise<Record<string, unknown>> {
   const total = Number(process.env.BENCH_RUNS ?? 2000);
-  const t = await startTestServer({ env: { WEFT_LIMITS: 'off', WEFT_DEFAULT_PLAN: 'enterprise' } });
+  // REDIS_URL (with PostgreSQL) dispatches through BullMQ instead of the in-process queue.
+  const redis: Record<string, string> = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {};
+  const t = await startTestServer({ env: { WEFT_LIMITS: 'off', WEFT_DEFAULT_PLAN: 'enterprise', ...redis } });
   try {
     const id = await deploy(t, 'bench-async', { blocks: [start([{ name: 'i', type: 'number' }]), fn('f', 'return { i: <start.i> }', 'F')], edges: [{ from: 'start', to: 'f' }] });
     const began = performance.now();
@@ -35,6 +37,7 @@ export async function run(): Promise<Record<string, unknown>> {
     return {
       machine: machine(),
       database: t.server.ctx.db.mode,
+      queue: process.env.REDIS_URL && t.server.ctx.db.mode === 'postgres' ? 'bullmq' : 'in-process',
       runs: total,
       failed: waits.filter((w) => w.failed).length,
       enqueuePerSecond: Math.round(total / ((enqueued - began) / 1000)),

@@ -16,6 +16,8 @@ export interface ExecutionLimits {
 
 export interface Admission {
   state: BucketState;
+  /** The concurrency slot taken (null when limits are off); any process may free it with `releaseSlot`. */
+  slot: string | null;
   /** Frees the concurrency slot; call once the run ended. */
   release: () => Promise<void>;
 }
@@ -74,7 +76,7 @@ export class LimitsService {
    * concurrency slot (429). Throws with Retry-After on 429.
    */
   async admitExecution(account: string, plan: string, mode: ExecutionMode): Promise<Admission> {
-    if (!this.enabled) return { state: await this.limiter.peek(...this.bucket(account, plan, mode)), release: noop };
+    if (!this.enabled) return { state: await this.limiter.peek(...this.bucket(account, plan, mode)), slot: null, release: noop };
     const p = this.plans(plan);
     const cost = await this.currentCost(account);
     if (cost >= p.usageLimitUsd) {
@@ -93,12 +95,18 @@ export class LimitsService {
     let released = false;
     return {
       state,
+      slot: token,
       release: async () => {
         if (released) return;
         released = true;
         await this.slots.release(account, token);
       },
     };
+  }
+
+  /** Frees a slot taken by another process or before a restart (async runs). */
+  async releaseSlot(account: string, slot: string): Promise<void> {
+    await this.slots.release(account, slot);
   }
 
   /** Takes a token of the `api` bucket for an /api/v1 request. */

@@ -90,6 +90,7 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
         output, error: result.error?.message ?? null, errorBlock: result.error?.blockId ?? null, trace: result.trace,
         startedAt: new Date(result.startedAt), endedAt: new Date(result.endedAt), durationMs: result.durationMs,
       });
+      await executions.limits.chargeRun(paused.billed_account, entry.new_execution_id);
       return reply.code(200).send({
         success: result.status === 'completed' || result.status === 'paused',
         status: result.status === 'timed_out' ? 'failed' : result.status,

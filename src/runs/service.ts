@@ -31,8 +31,6 @@ export interface Admitted {
 /** Runs deployed workflows: sync in the request, async through the durable job rows and the queue. */
 export class ExecutionService {
   private readonly shutdown = new AbortController();
-  /** Concurrency slots held by queued async runs of this process, freed when the run ends. */
-  private readonly slotReleases = new Map<string, () => Promise<void>>();
   /** Set by the area once it exists (pauses need this service to run resumes). */
   pauses?: PauseService;
 
@@ -129,12 +127,12 @@ export class ExecutionService {
     const claimed = await store.claimExecution(this.db, {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
+      slotToken: admitted.admission.slot,
     });
     if (!claimed) {
       await admitted.admission.release();
       throw executionIdConflict(executionId);
     }
-    this.slotReleases.set(executionId, admitted.admission.release);
     await this.queue.enqueue(executionId);
     return executionId;
   }
@@ -179,10 +177,9 @@ export class ExecutionService {
       });
     } finally {
       clearInterval(heartbeat);
-      const release = this.slotReleases.get(executionId);
-      if (release && !this.shutdown.signal.aborted) {
-        this.slotReleases.delete(executionId);
-        await release().catch(() => undefined);
+      // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
+      if (row.slot_token && !this.shutdown.signal.aborted) {
+        await this.limits.releaseSlot(row.billed_account, row.slot_token).catch(() => undefined);
       }
     }
   }

@@ -9,12 +9,14 @@ export interface ExecutionRow {
   billed_account: string; api_key_id: string | null; input: Record<string, unknown>;
   output: unknown; error: string | null; error_block: string | null; trace: BlockTrace[] | null;
   created_at: Date; started_at: Date | null; ended_at: Date | null; duration_ms: number | null;
-  lease_until: Date | null; attempts: number; resume_entry_id: string | null;
+  lease_until: Date | null; attempts: number; resume_entry_id: string | null; slot_token: string | null;
 }
 
 export interface NewExecution {
   id: string; workspaceId: string; workflowId: string; versionId: string; mode: 'sync' | 'async'; trigger: string;
   status: ExecutionStatus; billedAccount: string; apiKeyId: string | null; input: Record<string, unknown>;
+  /** Concurrency slot held by an async run until it ends. */
+  slotToken?: string | null;
 }
 
 export interface FinishedExecution {
@@ -22,13 +24,13 @@ export interface FinishedExecution {
   startedAt: Date; endedAt: Date; durationMs: number;
 }
 
-const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input';
-const insertValues = (e: NewExecution) => [e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input)];
+const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input, slot_token';
+const insertValues = (e: NewExecution) => [e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input), e.slotToken ?? null];
 
 /** Claims an execution id: false when it was used before (idempotency). */
 export async function claimExecution(q: Queryable, e: NewExecution): Promise<boolean> {
   const rows = await q.query(
-    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     insertValues(e),
   );
@@ -39,7 +41,7 @@ export async function claimExecution(q: Queryable, e: NewExecution): Promise<boo
 export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedExecution): Promise<boolean> {
   const rows = await q.query(
     `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     [...insertValues({ ...e, status: f.status }), json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace),
       f.startedAt, f.endedAt, f.durationMs, f.status === 'failed' ? 'error' : 'info'],
@@ -145,7 +147,7 @@ export async function listLogs(q: Queryable, f: LogFilter): Promise<ExecutionRow
   return q.query<ExecutionRow>(
     `SELECT id, workspace_id, workflow_id, version_id, mode, trigger, status, level, billed_account, api_key_id,
             '{}'::jsonb AS input, NULL::jsonb AS output, error, error_block, NULL::jsonb AS trace,
-            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id
+            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id, slot_token
        FROM executions WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
     params,

@@ -193,6 +193,18 @@ describe('concurrency', () => {
     expect(refused.body.code).toBe('EXECUTION_CONCURRENCY_LIMIT');
     // Slots are freed when runs end.
     expect((await a.call('POST', `/api/workflows/${id}/execute`, {})).status).toBe(200);
+
+    // Async runs hold their slot from admission until the job ends.
+    const jobs = [await a.call('POST', `/api/workflows/${id}/execute`, { async: true }), await a.call('POST', `/api/workflows/${id}/execute`, { async: true })];
+    expect(jobs.map((j) => j.status)).toEqual([202, 202]);
+    expect((await a.call('POST', `/api/workflows/${id}/execute`, { async: true })).status).toBe(429);
+    for (const j of jobs) {
+      for (let i = 0; i < 100; i++) {
+        if ((await a.call('GET', `/api/jobs/${j.body.jobId}`)).body.status === 'completed') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    expect((await a.call('POST', `/api/workflows/${id}/execute`, { async: true })).status).toBe(202);
   });
 });
 
