@@ -9,6 +9,7 @@ import * as accounts from './accounts/service.js';
 import * as accountStore from './accounts/store.js';
 import { emit, fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
+import { registerCreditCommands } from './cli/credits.js';
 import { newId } from './ids.js';
 import { applyPlanToTables } from './tables/service.js';
 
@@ -222,6 +223,7 @@ keys
   });
 
 registerWorkflowCommands(program, withDatabase);
+registerCreditCommands(program, withDatabase);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`weft: ${(err as Error).message}\n`);

@@ -12,35 +12,36 @@ const INTERVAL_MS = 60_000;
 export class PostgresLimits implements RateLimiter, ConcurrencySlots {
   constructor(private readonly db: Database, private readonly clock: Clock) {}
 
-  private async step(key: string, rate: number, burst: number, take: boolean): Promise<{ allowed: boolean; state: BucketState }> {
+  /** Takes a token. The bucket row commits without waiting for the WAL flush: a lost update costs nothing. */
+  async take(key: string, rate: number, burst: number): Promise<{ allowed: boolean; state: BucketState }> {
     const now = this.clock.now();
-    // $2 now, $3 rate, $4 burst, $5 1 to take a token, 0 to look.
+    const refill = `LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate)`;
     const rows = await this.db.query<{ tokens: number; last_refill: string | number; last_allowed: boolean }>(
-      `WITH s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst, $5::int AS take)
+      `WITH a AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+            s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst FROM a)
        INSERT INTO rate_buckets AS b (key, tokens, last_refill, last_allowed)
-       SELECT $1, s.burst - s.take, s.now, true FROM s
+       SELECT $1, s.burst - 1, s.now, true FROM s
        ON CONFLICT (key) DO UPDATE SET
-         tokens = (SELECT LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate)
-                          - CASE WHEN s.take = 1 AND LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate) >= 1 THEN 1 ELSE 0 END FROM s),
-         last_refill = (SELECT b.last_refill + GREATEST(0, GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)))::bigint * ${INTERVAL_MS} FROM s),
-         last_allowed = (SELECT LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate) >= 1 FROM s)
+         tokens = (SELECT ${refill} - CASE WHEN ${refill} >= 1 THEN 1 ELSE 0 END FROM s),
+         last_refill = (SELECT b.last_refill + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0))::bigint * ${INTERVAL_MS} FROM s),
+         last_allowed = (SELECT ${refill} >= 1 FROM s)
        RETURNING tokens, last_refill, last_allowed`,
-      [key, now, rate, burst, take ? 1 : 0],
+      [key, now, rate, burst],
     );
     const r = rows[0];
-    const resetAt = Number(r.last_refill) + INTERVAL_MS;
-    return {
-      allowed: take && r.last_allowed,
-      state: { limit: burst, remaining: Math.floor(r.tokens), ratePerMinute: rate, resetAt: new Date(resetAt), retryAfterMs: Math.max(0, resetAt - now) },
-    };
+    return { allowed: r.last_allowed, state: stateOf(r.tokens, Number(r.last_refill), rate, burst, now) };
   }
 
-  take(key: string, rate: number, burst: number) {
-    return this.step(key, rate, burst, true);
-  }
-
-  async peek(key: string, rate: number, burst: number) {
-    return (await this.step(key, rate, burst, false)).state;
+  /** Reads a bucket without writing: the refill is computed here. */
+  async peek(key: string, rate: number, burst: number): Promise<BucketState> {
+    const now = this.clock.now();
+    const rows = await this.db.query<{ tokens: number; last_refill: string | number }>(
+      'SELECT tokens, last_refill FROM rate_buckets WHERE key = $1', [key],
+    );
+    if (!rows[0]) return stateOf(burst, now, rate, burst, now);
+    const last = Number(rows[0].last_refill);
+    const intervals = Math.max(0, Math.floor((now - last) / INTERVAL_MS));
+    return stateOf(Math.min(burst, rows[0].tokens + intervals * rate), last + intervals * INTERVAL_MS, rate, burst, now);
   }
 
   async acquire(account: string, limit: number, ttlMs: number): Promise<string | null> {
@@ -62,4 +63,9 @@ export class PostgresLimits implements RateLimiter, ConcurrencySlots {
   }
 
   async close(): Promise<void> {}
+}
+
+function stateOf(tokens: number, lastRefill: number, rate: number, burst: number, now: number): BucketState {
+  const resetAt = lastRefill + INTERVAL_MS;
+  return { limit: burst, remaining: Math.floor(tokens), ratePerMinute: rate, resetAt: new Date(resetAt), retryAfterMs: Math.max(0, resetAt - now) };
 }

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
@@ -122,10 +122,10 @@ export class LimitsService {
     return state;
   }
 
-  /** Records the base charge of a finished run (once per execution id). */
-  async chargeRun(account: string, executionId: string): Promise<void> {
+  /** Records the base charge of a finished run (once per execution id), in the caller's transaction when given. */
+  async chargeRun(account: string, executionId: string, q: Queryable = this.db): Promise<void> {
     const at = new Date(this.clock.now());
-    if (await recordRunCharge(this.db, account, executionId, at)) {
+    if (await recordRunCharge(q, account, executionId, at)) {
       const hit = this.costs.get(account);
       if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
     }

@@ -103,9 +103,12 @@ export class ExecutionService {
       },
     });
     const finished = finishedFrom(result);
-    if (opts.executionId) await store.finishExecution(this.db, executionId, finished);
-    else if (!(await store.insertFinished(this.db, base, finished))) throw executionIdConflict(executionId);
-    await this.limits.chargeRun(run.billedAccount, executionId);
+    // The run's log and its base charge commit together: one disk flush per run.
+    await this.db.tx(async (q) => {
+      if (opts.executionId) await store.finishExecution(q, executionId, finished);
+      else if (!(await store.insertFinished(q, base, finished))) throw executionIdConflict(executionId);
+      await this.limits.chargeRun(run.billedAccount, executionId, q);
+    });
     let output: unknown = result.response ? result.response.data : result.output;
     if (result.status === 'paused' && this.pauses) {
       output = await this.pauses.persistPause({
@@ -153,8 +156,7 @@ export class ExecutionService {
           onStep: (step) => store.recordStep(this.db, row.id, step),
         });
         if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
-        await store.finishExecution(this.db, executionId, { ...finishedFrom(result), output });
-        await this.limits.chargeRun(row.billed_account, executionId);
+        await this.finish(row, { ...finishedFrom(result), output });
         return;
       }
       const result = await this.runRow(row);
@@ -166,8 +168,7 @@ export class ExecutionService {
           mode: 'async', billedAccount: row.billed_account, input: row.input, baseUrl: this.baseUrl(),
         }, result, [...(await store.loadSteps(this.db, row.id)).values()]);
       }
-      await store.finishExecution(this.db, executionId, finished);
-      await this.limits.chargeRun(row.billed_account, executionId);
+      await this.finish(row, finished);
     } catch (err) {
       if (this.shutdown.signal.aborted) return;
       this.ctx.log.error({ err, executionId }, 'async run crashed');
@@ -182,6 +183,14 @@ export class ExecutionService {
         await this.limits.releaseSlot(row.billed_account, row.slot_token).catch(() => undefined);
       }
     }
+  }
+
+  /** Ends an async run: its final state and its base charge commit together. */
+  private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
+    await this.db.tx(async (q) => {
+      await store.finishExecution(q, row.id, finished);
+      await this.limits.chargeRun(row.billed_account, row.id, q);
+    });
   }
 
   private async runRow(row: ExecutionRow): Promise<RunResult> {

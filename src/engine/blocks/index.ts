@@ -1,6 +1,9 @@
 // The block type registry: one list. Other areas add types (table, agent, router, evaluator,
 // knowledge) with registerBlockType; they reach their port through ctx.ports[name].
 import type { AnyBlockType } from '../block-type.js';
+import { agentBlock } from './agent.js';
+import { evaluatorBlock } from './evaluator.js';
+import { routerBlock } from './router.js';
 import { conditionBlock } from './condition.js';
 import { functionBlock } from './function.js';
 import { httpBlock } from './http.js';
@@ -27,6 +30,9 @@ const builtIn: AnyBlockType[] = [
   workflowBlock,
   humanBlock,
   tableBlock,
+  agentBlock,
+  routerBlock,
+  evaluatorBlock,
 ];
 
 /** All known block types by type name. */

@@ -1,0 +1,126 @@
+import { readSse, type SseEvent } from '../sse.js';
+import { ProviderError, type ProviderName } from './types.js';
+
+/** POSTs JSON to a provider; a non-2xx answer or a network failure becomes a ProviderError. */
+export async function postJson(
+  provider: ProviderName,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    throw networkError(provider, err, signal);
+  }
+  if (!res.ok) throw await errorFromResponse(provider, res);
+  return res;
+}
+
+export async function getJson(provider: ProviderName, url: string, headers: Record<string, string>, signal: AbortSignal): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal });
+  } catch (err) {
+    throw networkError(provider, err, signal);
+  }
+  if (!res.ok) throw await errorFromResponse(provider, res);
+  return readJson(provider, res);
+}
+
+export async function readJson(provider: ProviderName, res: Response): Promise<unknown> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    throw new ProviderError(provider, 0, `Reading the ${provider} response failed: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ProviderError(provider, res.status, `The ${provider} provider answered with a body that is not JSON`);
+  }
+}
+
+export function networkError(provider: ProviderName, err: unknown, signal: AbortSignal): ProviderError {
+  if (signal.aborted) {
+    const reason = signal.reason as { name?: string } | undefined;
+    if (reason?.name === 'TimeoutError') return new ProviderError(provider, 0, `The ${provider} provider did not answer in time`, undefined, 'provider_timeout');
+    return new ProviderError(provider, 0, 'The request was cancelled', undefined, 'cancelled');
+  }
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const why = e.cause?.code ?? e.cause?.message ?? e.message ?? 'unknown error';
+  return new ProviderError(provider, 0, `Could not reach the ${provider} provider (${why})`);
+}
+
+export async function errorFromResponse(provider: ProviderName, res: Response): Promise<ProviderError> {
+  let text = '';
+  try {
+    text = await res.text();
+  } catch {
+    // keep the status alone
+  }
+  let message = '';
+  let type: string | undefined;
+  let code: string | undefined;
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
+    const e = body.error;
+    if (e && typeof e === 'object') {
+      const o = e as { message?: unknown; type?: unknown; code?: unknown; status?: unknown };
+      if (typeof o.message === 'string') message = o.message;
+      if (typeof o.type === 'string') type = o.type;
+      if (typeof o.code === 'string') code = o.code;
+      else if (typeof o.status === 'string') code = o.status;
+    } else if (typeof e === 'string') {
+      message = e;
+    } else if (typeof body.message === 'string') {
+      message = body.message;
+    }
+  } catch {
+    message = text.slice(0, 300);
+  }
+  return new ProviderError(provider, res.status, message || `The ${provider} provider answered ${res.status}`, type, code);
+}
+
+/** SSE events of a streaming answer; a broken connection becomes a ProviderError. */
+export async function* upstreamEvents(provider: ProviderName, res: Response, signal: AbortSignal): AsyncGenerator<SseEvent> {
+  if (!res.body) throw new ProviderError(provider, res.status, `The ${provider} provider sent an empty stream`);
+  try {
+    for await (const ev of readSse(res.body)) yield ev;
+  } catch (err) {
+    if (err instanceof ProviderError) throw err;
+    throw networkError(provider, err, signal);
+  }
+}
+
+export function parseEventJson(provider: ProviderName, data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    throw new ProviderError(provider, 502, `The ${provider} provider sent a stream event that is not JSON`);
+  }
+}
+
+/** Message text: a string, or the text parts of a content array joined. */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let out = '';
+  for (const part of content) {
+    if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text') {
+      const t = (part as { text?: unknown }).text;
+      if (typeof t === 'string') out += (out ? '\n' : '') + t;
+    }
+  }
+  return out;
+}
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);

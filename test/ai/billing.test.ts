@@ -1,0 +1,297 @@
+import OpenAI from 'openai';
+import { countTokens } from 'gpt-tokenizer';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
+import * as ledger from '../../src/ai/credit-ledger.js';
+import { costNano } from '../../src/ai/catalog.js';
+import { estimatePromptTokens } from '../../src/ai/gateway.js';
+
+let t: TestServer;
+let fake: FakeProviders;
+let account: string;
+
+beforeAll(async () => {
+  fake = await startFakeProviders();
+  t = await startTestServer({ env: { ...fake.env } });
+  account = `workspace:${t.workspaceId}`;
+});
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+beforeEach(() => {
+  fake.handler = () => ({ text: 'ok', usage: { prompt: 100, completion: 50 } });
+});
+
+const db = () => t.server.ctx.db;
+const hi = [{ role: 'user' as const, content: 'hi' }];
+const balance = async () => (await ledger.getBalance(db(), account)) ?? { balanceNano: 0, reservedNano: 0 };
+async function setBalance(usd: number) {
+  await ledger.ensureAccount(db(), account, 0);
+  const diff = ledger.usdToNano(usd) - (await balance()).balanceNano;
+  if (diff !== 0) await ledger.grant(db(), account, diff, 'test');
+}
+const gpt4o = { inputPerMillion: 2.5, outputPerMillion: 10 };
+
+async function waitFor<T>(fn: () => Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function ledgerSum(): Promise<number> {
+  const r = await db().query<{ s: number | null }>('SELECT COALESCE(sum(amount_nano), 0)::int8 AS s FROM ai_credit_ledger WHERE account = $1', [account]);
+  return Number(r[0].s);
+}
+
+describe('concurrency', () => {
+  it('50 parallel requests never spend beyond the balance, and the ledger adds up', async () => {
+    await setBalance(0.1);
+    const start = await balance();
+    const startUsage = await ledger.periodCost(db(), account, new Date(0));
+    fake.handler = () => ({ text: 'ok', delayMs: 80, usage: { prompt: 100, completion: 500 } });
+    const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
+    const results = await Promise.all(Array.from({ length: 50 }, () => t.call('POST', '/api/v1/ai/chat/completions', body)));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 402);
+    expect(ok.length + refused.length).toBe(50);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) expect(r.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_credits' });
+
+    const cost = costNano(gpt4o, 100, 500); // $0.00525 each
+    const deposit = Math.max(...(await db().query<{ d: number }>("SELECT deposit_nano::int8 AS d FROM ai_requests WHERE account = $1 AND model = 'gpt-4o'", [account])).map((r) => Number(r.d)));
+    // The deposit is about $0.01: at most 10 fit into $0.10 at once.
+    expect(deposit).toBeGreaterThan(10_000_000);
+    const end = await balance();
+    expect(end.reservedNano).toBe(0);
+    expect(end.balanceNano).toBeGreaterThanOrEqual(-deposit);
+    expect(end.balanceNano).toBe(start.balanceNano - ok.length * cost);
+    expect(await ledgerSum()).toBe(end.balanceNano);
+    for (const r of ok) expect(r.headers.get('x-credits-used')).toBe('0.005250');
+
+    // Every success has exactly one reserve and one settle entry; a refusal has none.
+    const entries = await db().query<{ request_id: string; kinds: string }>(
+      "SELECT request_id, string_agg(kind, ',' ORDER BY id) AS kinds FROM ai_credit_ledger WHERE account = $1 AND request_id IS NOT NULL GROUP BY request_id",
+      [account],
+    );
+    const byId = new Map(entries.map((e) => [e.request_id, e.kinds]));
+    for (const r of ok) expect(byId.get(r.body.id)).toBe('reserve,settle');
+    const usage = await ledger.periodCost(db(), account, new Date(0));
+    expect(usage - startUsage).toBeCloseTo((ok.length * cost) / 1e9, 9);
+  });
+
+  it('a balance covering one deposit admits one of two simultaneous requests', async () => {
+    const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
+    const deposit = costNano(gpt4o, Math.ceil(estimatePromptTokens(body) * 1.1), 1000);
+    await setBalance((deposit + 1000) / 1e9);
+    fake.handler = () => ({ text: 'ok', delayMs: 100, usage: { prompt: 10, completion: 10 } });
+    const [a, b] = await Promise.all([t.call('POST', '/api/v1/ai/chat/completions', body), t.call('POST', '/api/v1/ai/chat/completions', body)]);
+    expect([a.status, b.status].sort()).toEqual([200, 402]);
+  });
+});
+
+describe('batched ledger writes', () => {
+  it('reservations and settlements issued together keep every account within its balance and the ledger chained', async () => {
+    const accounts = ['workspace:00000000-0000-4000-8000-0000000000b1', 'user:00000000-0000-4000-8000-0000000000b2'];
+    await ledger.grant(db(), accounts[0], 1_000_000, 'test');
+    await ledger.grant(db(), accounts[1], 350_000, 'test');
+    const deposits = Array.from({ length: 40 }, (_, i) => ({ account: accounts[i % 2], deposit: 50_000 + (i % 5) * 20_000, id: `chatcmpl-batch-${i}` }));
+    const results = await Promise.all(deposits.map((d) => ledger.reserve(db(), {
+      id: d.id, account: d.account, depositNano: d.deposit, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api',
+    })));
+    for (const [ai, acct] of accounts.entries()) {
+      const admitted = deposits.filter((d, i) => d.account === acct && results[i].ok).reduce((n, d) => n + d.deposit, 0);
+      const b = (await ledger.getBalance(db(), acct))!;
+      expect(b.reservedNano).toBe(admitted);
+      expect(b.balanceNano).toBe([1_000_000, 350_000][ai] - admitted);
+      expect(b.balanceNano).toBeGreaterThanOrEqual(0);
+      for (const [i, r] of results.entries()) if (!r.ok && deposits[i].account === acct) expect(r.balanceNano).toBeLessThan(deposits[i].deposit);
+    }
+    const admittedIds = deposits.filter((_, i) => results[i].ok);
+    const settled = await Promise.all(admittedIds.map((d, i) => ledger.settle(db(), d.id, {
+      costNano: i * 1000, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed',
+    })));
+    expect(settled.every((x) => x !== undefined)).toBe(true);
+    for (const acct of accounts) {
+      const rows = await db().query<{ amount_nano: number; balance_after_nano: number }>(
+        'SELECT amount_nano::int8 AS amount_nano, balance_after_nano::int8 AS balance_after_nano FROM ai_credit_ledger WHERE account = $1 ORDER BY id', [acct]);
+      let running = 0;
+      for (const r of rows) {
+        running += Number(r.amount_nano);
+        expect(Number(r.balance_after_nano)).toBe(running);
+      }
+      const b = (await ledger.getBalance(db(), acct))!;
+      expect(b.reservedNano).toBe(0);
+      expect(b.balanceNano).toBe(running);
+    }
+  });
+});
+
+describe('streaming and disconnects', () => {
+  beforeAll(async () => setBalance(5));
+
+  it('a client that disconnects mid-stream is charged for what was generated; nothing stays reserved', async () => {
+    const words = Array.from({ length: 20 }, (_, i) => `w${String.fromCharCode(97 + i)} `); // 3 characters each: one word a piece
+    fake.handler = () => ({ text: words.join(''), pieces: 20, hangAfterPieces: 5, usage: { prompt: 100, completion: 50 } });
+    const body = { model: 'gpt-4o', messages: [{ role: 'user' as const, content: 'Count slowly.' }], stream: true, max_tokens: 500 };
+    const before = await balance();
+    const aborted = fake.abortedStreams;
+    const ctrl = new AbortController();
+    const res = await fetch(`${t.url}/api/v1/ai/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': t.apiKey }, body: JSON.stringify(body), signal: ctrl.signal,
+    });
+    expect(res.status).toBe(200);
+    // The headers carry the deposit taken so far.
+    const deposit = ledger.usdToNano(Number(res.headers.get('x-credits-used')));
+    expect(deposit).toBeGreaterThan(0);
+    const reader = res.body!.getReader();
+    let received = '';
+    while ((received.match(/"content":"w/g) ?? []).length < 5) {
+      const { value } = await reader.read();
+      received += new TextDecoder().decode(value);
+    }
+    ctrl.abort();
+    await reader.cancel().catch(() => undefined);
+
+    const row = await waitFor(async () => {
+      const r = await db().query<{ status: string; outcome: string; cost_nano: number; prompt_tokens: number; completion_tokens: number; usage_estimated: boolean }>(
+        "SELECT status, outcome, cost_nano::int8 AS cost_nano, prompt_tokens, completion_tokens, usage_estimated FROM ai_requests WHERE account = $1 AND stream ORDER BY created_at DESC LIMIT 1",
+        [account],
+      );
+      return r[0]?.status !== 'reserved' ? r[0] : undefined;
+    }, 'the stream to settle');
+    expect(row.status).toBe('settled');
+    expect(row.outcome).toBe('aborted');
+    expect(row.usage_estimated).toBe(true);
+    const generated = words.slice(0, 5).join('');
+    expect(row.completion_tokens).toBe(countTokens(generated));
+    expect(row.prompt_tokens).toBe(estimatePromptTokens(body));
+    expect(Number(row.cost_nano)).toBe(costNano(gpt4o, row.prompt_tokens, row.completion_tokens));
+    const after = await balance();
+    expect(after.reservedNano).toBe(0);
+    expect(after.balanceNano).toBe(before.balanceNano - Number(row.cost_nano));
+    expect(await ledgerSum()).toBe(after.balanceNano);
+    // The upstream call was cancelled too.
+    await waitFor(async () => (fake.abortedStreams > aborted ? true : undefined), 'the upstream stream to close');
+  });
+
+  it('a stream that completes settles the reported usage and sends the figures as trailers', async () => {
+    fake.handler = () => ({ text: 'alpha beta gamma', pieces: 3, usage: { prompt: 1000, completion: 500 } });
+    const before = await balance();
+    const http = await import('node:http');
+    const { trailers, status, body } = await new Promise<{ trailers: NodeJS.Dict<string>; status: number; body: string }>((resolve, reject) => {
+      const req = http.request(`${t.url}/api/v1/ai/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` } }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ trailers: res.trailers, status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ model: 'gpt-4o', messages: hi, stream: true, max_tokens: 600 }));
+    });
+    expect(status).toBe(200);
+    expect(body.trim().endsWith('data: [DONE]')).toBe(true);
+    expect(trailers['x-credits-used']).toBe('0.007500');
+    const after = await balance();
+    expect(trailers['x-credits-remaining']).toBe(ledger.formatUsd(after.balanceNano));
+    expect(before.balanceNano - after.balanceNano).toBe(7_500_000);
+    expect(after.reservedNano).toBe(0);
+  });
+
+  it('a provider failing mid-stream ends the stream with an error event and settles the partial output', async () => {
+    fake.handler = () => ({ text: 'one two three four', pieces: 4, failAfterPieces: 2 });
+    const client = new OpenAI({ baseURL: `${t.url}/api/v1/ai`, apiKey: t.apiKey, maxRetries: 0 });
+    const s = await client.chat.completions.create({ model: 'gpt-4o', messages: hi, stream: true, max_tokens: 100 });
+    let text = '';
+    await expect((async () => {
+      for await (const c of s) text += c.choices[0]?.delta?.content ?? '';
+    })()).rejects.toThrow(/error while processing/);
+    expect(text).toBe('one two th'); // pieces of 5 characters, two of them
+    const row = await waitFor(async () => {
+      const r = await db().query<{ status: string; outcome: string; completion_tokens: number }>(
+        "SELECT status, outcome, completion_tokens FROM ai_requests WHERE account = $1 AND stream ORDER BY created_at DESC LIMIT 1", [account]);
+      return r[0]?.status !== 'reserved' ? r[0] : undefined;
+    }, 'settle');
+    expect(row).toMatchObject({ status: 'settled', outcome: 'failed', completion_tokens: countTokens('one two th') });
+    expect((await balance()).reservedNano).toBe(0);
+  });
+
+  it('a provider failing before any output releases the whole deposit', async () => {
+    for (const model of ['gpt-4o', 'claude-sonnet-4-5', 'gemini-2.5-flash']) {
+      fake.handler = () => ({ text: 'never sent', failAfterPieces: 0 });
+      const before = await balance();
+      const res = await fetch(`${t.url}/api/v1/ai/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': t.apiKey },
+        body: JSON.stringify({ model, messages: hi, stream: true, max_tokens: 100 }),
+      });
+      const text = await res.text();
+      expect(text).toMatch(/"error":\{"message":/);
+      const row = await waitFor(async () => {
+        const r = await db().query<{ status: string }>('SELECT status FROM ai_requests WHERE account = $1 AND model = $2 ORDER BY created_at DESC LIMIT 1', [account, model]);
+        return r[0]?.status !== 'reserved' ? r[0] : undefined;
+      }, 'release');
+      expect(row.status).toBe('released');
+      expect((await balance()).balanceNano).toBe(before.balanceNano);
+    }
+  });
+});
+
+describe('timeouts, abandoned deposits and usage events', () => {
+  it('a provider slower than WEFT_AI_TIMEOUT_MS gives 504 and the deposit back', async () => {
+    const slow = await startTestServer({ env: { ...fake.env, WEFT_AI_TIMEOUT_MS: '1000', WEFT_AI_STARTING_CREDITS_USD: '1' } });
+    try {
+      fake.handler = () => ({ text: 'late', delayMs: 1500 });
+      const r = await slow.call('POST', '/api/v1/ai/chat/completions', { model: 'gpt-4o', messages: hi });
+      expect(r.status).toBe(504);
+      expect(r.body.error).toMatchObject({ type: 'server_error', code: 'provider_timeout' });
+      const c = await slow.call('GET', '/api/v1/ai/credits');
+      expect(c.body).toMatchObject({ balanceUsd: 1, reservedUsd: 0 });
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('releases reservations a dead process left behind', async () => {
+    await setBalance(1);
+    const r = await ledger.reserve(db(), { id: 'chatcmpl-orphan', account, depositNano: 5_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' });
+    expect(r.ok).toBe(true);
+    expect((await balance()).reservedNano).toBe(5_000_000);
+    expect(await ledger.releaseAbandoned(db(), 60_000)).toBe(0);
+    await db().query("UPDATE ai_requests SET created_at = now() - interval '1 hour' WHERE id = 'chatcmpl-orphan'");
+    expect(await ledger.releaseAbandoned(db(), 60_000)).toBe(1);
+    const b = await balance();
+    expect(b.reservedNano).toBe(0);
+    expect(b.balanceNano).toBe(ledger.usdToNano(1));
+    expect(await ledger.settle(db(), 'chatcmpl-orphan', { costNano: 1, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed' })).toBeUndefined();
+  });
+
+  it('periodCost sums usage events since a date; a repeated idempotency key is ignored', async () => {
+    const acct = `workspace:00000000-0000-4000-8000-00000000cafe`;
+    const since = new Date(Date.now() - 1000);
+    expect(await ledger.periodCost(db(), acct, since)).toBe(0);
+    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1' })).toBe(true);
+    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1' })).toBe(false);
+    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.125, source: 'test', idempotencyKey: 'k2' })).toBe(true);
+    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 9, source: 'test', idempotencyKey: 'old', at: new Date('2020-01-15T00:00:00Z') })).toBe(true);
+    expect(await ledger.periodCost(db(), acct, since)).toBeCloseTo(0.375, 9);
+    expect(await ledger.periodCost(db(), acct, new Date('2019-01-01'))).toBeCloseTo(9.375, 9);
+    expect(await ledger.periodCost(db(), acct, new Date(Date.now() + 60_000))).toBe(0);
+    const period = await db().query<{ p: string }>("SELECT period::text AS p FROM usage_events WHERE idempotency_key = 'old'");
+    expect(period[0].p).toBe('2020-01-01');
+  });
+
+  it('formats USD with 6 decimals on integers', () => {
+    expect(ledger.formatUsd(0)).toBe('0.000000');
+    expect(ledger.formatUsd(2850)).toBe('0.000003');
+    expect(ledger.formatUsd(2499)).toBe('0.000002');
+    expect(ledger.formatUsd(7_500_000)).toBe('0.007500');
+    expect(ledger.formatUsd(12_345_678_901)).toBe('12.345679');
+    expect(ledger.formatUsd(-1_500_000)).toBe('-0.001500');
+  });
+});
