@@ -333,7 +333,7 @@ export class PauseService {
     for (const [k, v] of opts.recorded ?? []) recorded.set(k, v);
     recorded.set(point.key, { key: point.key, blockId: point.blockId, output: entry.resume_input });
     const steps: StepRecord[] = [{ key: point.key, blockId: point.blockId, output: entry.resume_input }];
-    const plan = (await this.db.query<{ plan: string }>('SELECT plan FROM workspaces WHERE id = $1', [paused.workspace_id]))[0]?.plan ?? 'free';
+    const plan = await this.executions.workspacePlan(paused.workspace_id);
     const run: RunContext = { workspaceId: paused.workspace_id, billedAccount: paused.billed_account, plan };
     const result = await runWorkflow(compileVersion(version), {
       input: paused.input,

@@ -152,7 +152,7 @@ export class ExecutionService {
       if (row.resume_entry_id && this.pauses) {
         const { result, output } = await this.pauses.runEntry(row.resume_entry_id, {
           signal: this.shutdown.signal,
-          recorded: await store.loadSteps(this.db, row.id),
+          recorded: await this.recordedSteps(row),
           onStep: (step) => store.recordStep(this.db, row.id, step),
         });
         if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
@@ -185,6 +185,23 @@ export class ExecutionService {
     }
   }
 
+  /** Steps an earlier attempt recorded; a first attempt has none, so it skips the read. */
+  private async recordedSteps(row: ExecutionRow): Promise<Map<string, StepRecord>> {
+    return row.attempts > 1 ? store.loadSteps(this.db, row.id) : new Map();
+  }
+
+  private readonly plans = new Map<string, { plan: string; until: number }>();
+
+  /** A workspace's plan, reused for a few seconds (it only sets timeouts and limits of runs). */
+  async workspacePlan(workspaceId: string): Promise<string> {
+    const hit = this.plans.get(workspaceId);
+    if (hit && hit.until > Date.now()) return hit.plan;
+    const plan = (await this.db.query<{ plan: string }>('SELECT plan FROM workspaces WHERE id = $1', [workspaceId]))[0]?.plan ?? 'free';
+    if (this.plans.size > 10_000) this.plans.clear();
+    this.plans.set(workspaceId, { plan, until: Date.now() + 5_000 });
+    return plan;
+  }
+
   /** Ends an async run: its final state and its base charge commit together. */
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
     await this.db.tx(async (q) => {
@@ -197,8 +214,8 @@ export class ExecutionService {
     const version = row.version_id ? await loadVersion(this.db, row.version_id) : undefined;
     if (!version) throw new Error('The deployed version of this run no longer exists');
     const graph = compileVersion(version);
-    const recorded = await store.loadSteps(this.db, row.id);
-    const plan = (await this.db.query<{ plan: string }>('SELECT plan FROM workspaces WHERE id = $1', [row.workspace_id]))[0]?.plan ?? 'free';
+    const recorded = await this.recordedSteps(row);
+    const plan = await this.workspacePlan(row.workspace_id);
     const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
     return runWorkflow(graph, {
       input: row.input,
