@@ -5,7 +5,6 @@ import type { AppContext } from './context.js';
 import { createKey, ensureBootstrap } from './accounts/service.js';
 import { createContext, createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
-import { startAreas } from './start-areas.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -47,7 +46,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       );
     }
     app = await buildApp(ctx);
-    await startAreas(ctx);
     if (role === 'worker') await app.ready();
     else await app.listen({ port: config.port, host: config.host });
   } catch (err) {

@@ -13,7 +13,3 @@ export const errorResponses = {
   403: errorSchema,
   404: errorSchema,
 } as const;
-
-export const uuidParam = (what: string) => z.string().min(1).max(128).describe(`${what} id`);
-export const workspaceIdQuery = z.object({ workspaceId: z.string().min(1).max(128) });
-export const limitParam = (def: number, max: number) => z.coerce.number().int().min(1).max(max).default(def);
