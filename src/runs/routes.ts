@@ -103,7 +103,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
         throw new HttpError(400, 'Invalid execution ID header', { details: [{ path: 'x-execution-id', message: 'Use 1 to 128 characters of A-Z a-z 0-9 . _ : -' }] });
       }
       const isAsync = body.async === true || headerValue(request.headers['x-execution-mode'])?.toLowerCase() === 'async';
-      const { access, workflow } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
+      const { access, workflow } = await accessWorkflow(ctx, request, request.params.workflowId, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
       for (const [k, v] of Object.entries(rateHeaders(admitted.admission.state))) reply.header(k, v);

@@ -42,8 +42,10 @@ export async function accessWorkflow(
   request: FastifyRequest,
   id: string,
   role: Role,
+  opts: { forRun?: boolean } = {},
 ): Promise<{ access: WorkspaceAccess; workflow: WorkflowRow }> {
-  const workflow = isUuid(id) ? await findWorkflowAnyWorkspace(ctx.db, id) : undefined;
+  const lookup = opts.forRun ? service.findWorkflowForRun : findWorkflowAnyWorkspace;
+  const workflow = isUuid(id) ? await lookup(ctx.db, id) : undefined;
   if (!workflow) throw new HttpError(404, 'Workflow not found');
   const access = await authorizeWorkspace(ctx.db, request, workflow.workspace_id, role, { conceal: true, notFoundMessage: 'Workflow not found' });
   return { access, workflow };

@@ -94,6 +94,7 @@ export async function updateWorkflow(
     if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
     throw err;
   }
+  forget(id);
   return getWorkflow(db, workspaceId, id);
 }
 
@@ -109,6 +110,7 @@ export async function deleteWorkflow(db: Database, workspaceId: string, id: stri
     }
     return rows[0];
   });
+  forget(id);
   if (!deleted) throw new HttpError(404, 'Workflow not found');
 }
 
@@ -126,6 +128,7 @@ export async function deployWorkflow(db: Database, workspaceId: string, id: stri
       resourceType: 'workflow', resourceId: id, resourceName: w.name, metadata: { version: version.version },
     });
   });
+  forget(id);
   return getWorkflow(db, workspaceId, id);
 }
 
@@ -140,6 +143,7 @@ export async function undeployWorkflow(db: Database, workspaceId: string, id: st
       resourceType: 'workflow', resourceId: id, resourceName: locked.name,
     });
   });
+  forget(id);
   return getWorkflow(db, workspaceId, id);
 }
 
@@ -165,7 +169,32 @@ export async function rollbackWorkflow(db: Database, workspaceId: string, id: st
       metadata: { fromVersion: active?.version ?? null, toVersion: target.version },
     });
   });
+  forget(id);
   return getWorkflow(db, workspaceId, id);
+}
+
+/**
+ * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
+ * (the entry is dropped), one in another process within a second.
+ */
+const recent = new Map<string, { row: WorkflowRow; until: number }>();
+const RECENT_MS = 1000;
+
+export async function findWorkflowForRun(db: Database, id: string): Promise<WorkflowRow | undefined> {
+  const hit = recent.get(id);
+  if (hit && hit.until > Date.now()) return hit.row;
+  const row = await store.findWorkflowAnyWorkspace(db, id);
+  if (row) {
+    if (recent.size > 10_000) recent.clear();
+    recent.set(id, { row, until: Date.now() + RECENT_MS });
+  } else {
+    recent.delete(id);
+  }
+  return row;
+}
+
+function forget(id: string): void {
+  recent.delete(id);
 }
 
 /** Compiled graphs of deployed versions; versions are immutable, so entries never go stale. */
