@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { countTokens } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
 import type { AiConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { Database } from '../db/database.js';
@@ -70,10 +70,18 @@ const IMAGE_TOKENS = 1_100;
 /** Texts longer than this are estimated by length (3 characters a token, generous) instead of tokenized. */
 const TOKENIZE_LIMIT = 200_000;
 
+// The tokenizer's ranks take about 75 MB: load them on the first request that needs them, so an
+// instance that never uses the gateway does not carry them.
+let countTokens: ((text: string) => number) | undefined;
+function tokenCounter(): (text: string) => number {
+  countTokens ??= (createRequire(import.meta.url)('gpt-tokenizer') as typeof import('gpt-tokenizer')).countTokens;
+  return countTokens;
+}
+
 function estimateTextTokens(text: string): number {
   if (!text) return 0;
   if (text.length > TOKENIZE_LIMIT) return Math.ceil(text.length / 3);
-  return countTokens(text);
+  return tokenCounter()(text);
 }
 
 function contentTokens(content: ChatMessage['content']): number {
