@@ -61,6 +61,13 @@ function logRecord(r: ExecutionRow) {
   };
 }
 
+/** The reference's `limits` envelope on logs responses: the caller's execution buckets and usage. */
+const bucketSchema = z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() });
+export const limitsSchema = z.object({
+  workflowExecutionRateLimit: z.object({ sync: bucketSchema, async: bucketSchema }),
+  usage: z.object({ currentPeriodCost: z.number(), limit: z.number(), plan: z.string(), isExceeded: z.boolean() }),
+});
+
 const logSchema = z.object({
   id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),
   status: z.string(), level: z.string(), trigger: z.string(), mode: z.string(), createdAt: z.string(), startedAt: z.string(),
@@ -212,7 +219,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
           limit: z.coerce.number().int().min(1).max(1000).default(100),
           cursor: z.string().max(512).optional(),
         }),
-        response: { 200: z.object({ data: z.array(logSchema), nextCursor: z.string().optional() }), ...errorResponses },
+        response: { 200: z.object({ data: z.array(logSchema), nextCursor: z.string().optional(), limits: limitsSchema }), ...errorResponses },
       },
     }, async (request) => {
       const q = request.query;
@@ -231,7 +238,11 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
         after,
       });
       const p = page(rows, q.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
-      return { data: p.data.map(logRecord), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
+      return {
+        data: p.data.map(logRecord),
+        ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
+        limits: await service.limits.snapshot(access.billedAccount, access.plan),
+      };
     });
 
     app.get('/api/v1/logs/:id', {
@@ -240,6 +251,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
         params: z.object({ id: z.string().min(1).max(128) }),
         response: {
           200: z.object({
+            limits: limitsSchema,
             data: logSchema.extend({
               input: z.unknown(), output: z.unknown(),
               trace: z.array(z.object({
@@ -255,8 +267,11 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
     }, async (request) => {
       const row = await store.findExecution(db, request.params.id);
       if (!row) throw new HttpError(404, 'Log not found');
-      await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
-      return { data: { ...logRecord(row), input: row.input, output: row.output ?? null, trace: row.trace ?? [] } };
+      const access = await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
+      return {
+        data: { ...logRecord(row), input: row.input, output: row.output ?? null, trace: row.trace ?? [] },
+        limits: await service.limits.snapshot(access.billedAccount, access.plan),
+      };
     });
 
   };

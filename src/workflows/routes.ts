@@ -85,7 +85,10 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
         limit: z.coerce.number().int().min(1).max(100).default(50),
         cursor: z.string().max(512).optional(),
       }),
-      response: { 200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional() }), ...errorResponses },
+      response: {
+        200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: z.unknown().optional() }),
+        ...errorResponses,
+      },
     },
   }, async (request) => {
     const after = decodeCursor(request.query.cursor);
@@ -99,6 +102,8 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
         return rest;
       }),
       ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
+      // The reference adds the caller's execution limits to v1 list responses.
+      ...(ctx.services.limits ? { limits: await ctx.services.limits.snapshot(access.billedAccount, access.plan) } : {}),
     };
   });
 

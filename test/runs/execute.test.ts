@@ -203,6 +203,8 @@ describe('logs', () => {
     expect(all.status).toBe(200);
     expect(all.body.data).toHaveLength(3);
     expect(all.body.nextCursor).toBeUndefined();
+    expect(all.body.limits.workflowExecutionRateLimit.sync).toMatchObject({ requestsPerMinute: 600, maxBurst: 1200 });
+    expect(all.body.limits.usage).toMatchObject({ plan: 'enterprise', isExceeded: false });
     const errors = await t.call('GET', `/api/v1/logs?workspaceId=${t.workspaceId}&workflowId=${id}&level=error`);
     expect(errors.body.data).toHaveLength(1);
     expect(errors.body.data[0].status).toBe('failed');
