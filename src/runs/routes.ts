@@ -8,6 +8,7 @@ import { errorResponses, errorSchema } from '../http/schemas.js';
 import { accessWorkflow } from '../workflows/routes.js';
 import type { ExecutionService } from './service.js';
 import { rateHeaders } from '../limits/service.js';
+import { limitsSchema } from '../limits/schemas.js';
 import * as store from './store.js';
 import type { ExecutionRow } from './store.js';
 
@@ -60,13 +61,6 @@ function logRecord(r: ExecutionRow) {
     errorBlockId: r.error_block,
   };
 }
-
-/** The reference's `limits` envelope on logs responses: the caller's execution buckets and usage. */
-const bucketSchema = z.object({ requestsPerMinute: z.number(), maxBurst: z.number(), remaining: z.number(), resetAt: z.string() });
-export const limitsSchema = z.object({
-  workflowExecutionRateLimit: z.object({ sync: bucketSchema, async: bucketSchema }),
-  usage: z.object({ currentPeriodCost: z.number(), limit: z.number(), plan: z.string(), isExceeded: z.boolean() }),
-});
 
 const logSchema = z.object({
   id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),

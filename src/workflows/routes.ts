@@ -7,6 +7,7 @@ import { authorizeWorkspace, type WorkspaceAccess } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
+import { limitsSchema } from '../limits/schemas.js';
 import { isUuid } from '../ids.js';
 import * as service from './service.js';
 import { findWorkflowAnyWorkspace, listWorkflows, type WorkflowRow } from './store.js';
@@ -86,7 +87,7 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
         cursor: z.string().max(512).optional(),
       }),
       response: {
-        200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: z.unknown().optional() }),
+        200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
         ...errorResponses,
       },
     },
