@@ -86,7 +86,31 @@ export class ExecutionService {
       mode: 'sync', trigger: opts.trigger, status: 'processing', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
     };
     // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
-    if (opts.executionId && !(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
+    // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep.
+    let heartbeat: NodeJS.Timeout | undefined;
+    if (opts.executionId) {
+      if (!(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
+      const leaseMs = this.ctx.config.jobLeaseMs;
+      await store.renewLease(this.db, executionId, leaseMs);
+      heartbeat = setInterval(() => {
+        store.renewLease(this.db, executionId, leaseMs).catch(() => undefined);
+      }, leaseMs / 3);
+    }
+    try {
+      return await this.runClaimed(admitted, run, input, executionId, base, opts);
+    } finally {
+      if (heartbeat) clearInterval(heartbeat);
+    }
+  }
+
+  private async runClaimed(
+    admitted: Admitted,
+    run: RunContext,
+    input: Record<string, unknown>,
+    executionId: string,
+    base: NewExecution,
+    opts: { executionId?: string; signal: AbortSignal; baseUrl: string },
+  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
     const version = await loadVersion(this.db, admitted.versionId);
     if (!version) throw new HttpError(404, 'Workflow not found');
     const graph = compileVersion(version);
@@ -242,8 +266,10 @@ export class ExecutionService {
 
   /** Re-enqueues jobs left behind: all unfinished ones at embedded start-up, expired leases otherwise. */
   async recover(includeAllProcessing: boolean): Promise<number> {
-    // Embedded mode: this process holds the data directory, so every lease left behind is a dead one.
+    // Embedded mode: this process holds the data directory, so every lease left behind is a dead one,
+    // and so is every sync run still marked running. Shared databases go by the leases.
     if (includeAllProcessing) await store.releaseLeases(this.db);
+    await store.failInterruptedSyncRuns(this.db, includeAllProcessing);
     const ids = await store.pendingJobs(this.db, includeAllProcessing, 10_000);
     for (const id of ids) await this.queue.enqueue(id);
     return ids.length;

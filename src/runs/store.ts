@@ -85,6 +85,21 @@ export async function renewLease(q: Queryable, id: string, leaseMs: number): Pro
   );
 }
 
+/**
+ * Sync runs whose process died mid-run (only a caller-chosen execution id writes their row first):
+ * closed as failed so logs never show them running forever.
+ */
+export async function failInterruptedSyncRuns(q: Queryable, all: boolean): Promise<number> {
+  const rows = await q.query(
+    `UPDATE executions SET status = 'failed', level = 'error', ended_at = clock_timestamp(), lease_until = NULL,
+            error = 'Interrupted: the server stopped during the run'
+      WHERE mode = 'sync' AND status = 'processing' AND ($1 OR lease_until IS NULL OR lease_until < clock_timestamp())
+      RETURNING id`,
+    [all],
+  );
+  return rows.length;
+}
+
 export async function releaseLeases(q: Queryable): Promise<void> {
   await q.query("UPDATE executions SET lease_until = NULL WHERE status = 'processing' AND mode = 'async'");
 }

@@ -58,13 +58,18 @@ describe('durable async runs', () => {
     const id = created.body.data.workflow.id;
     expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
 
-    const slowReached = new Promise<void>((r) => (onSlow = r));
+    let slowCalls = 0;
+    const bothSlow = new Promise<void>((r) => (onSlow = () => ++slowCalls === 2 && r()));
     const queued = await request(`${server.url}/api/workflows/${id}/execute`, 'POST', { async: true }, headers);
     expect(queued.status).toBe(202);
-    await slowReached;
+    // A sync run with a caller-chosen id is in flight too when the process dies.
+    const syncId = `sync-crash-${Date.now()}`;
+    const sync = request(`${server.url}/api/workflows/${id}/execute`, 'POST', {}, { ...headers, 'x-execution-id': syncId }).catch(() => undefined);
+    await bothSlow;
     server.child.kill('SIGKILL');
     await new Promise((r) => server.child.once('exit', r));
-    expect(hits['/first']).toBe(1);
+    await sync;
+    expect(hits['/first']).toBe(2); // once for each run
     expect(hits['/last']).toBeUndefined();
 
     holdSlow = false;
@@ -78,12 +83,16 @@ describe('durable async runs', () => {
       } while (job.status !== 'completed' && job.status !== 'failed' && Date.now() < deadline);
       expect(job.status).toBe('completed');
       expect(job.output.output).toMatchObject({ data: { path: '/last' } });
-      expect(hits['/first']).toBe(1); // replayed from the recorded step, not run again
-      expect(hits['/slow']).toBe(2); // it never completed, so it ran again
+      expect(hits['/first']).toBe(2); // the async run replayed its recorded step instead of running it again
+      expect(hits['/slow']).toBe(3); // it never completed in the async run, so it ran again
       expect(hits['/last']).toBe(1);
       const log = await request(`${server.url}/api/v1/logs/${queued.body.executionId}`, 'GET', undefined, headers);
       const first = log.body.data.trace.find((s: { blockId: string }) => s.blockId === 'first');
       expect(first.status).toBe('replayed');
+      // The interrupted sync run is closed as failed, not left running.
+      const syncLog = await request(`${server.url}/api/v1/logs/${syncId}`, 'GET', undefined, headers);
+      expect(syncLog.body.data.status).toBe('failed');
+      expect(syncLog.body.data.error).toMatch(/Interrupted/);
     } finally {
       server.child.kill('SIGTERM');
       await new Promise((r) => server.child.once('exit', r));
