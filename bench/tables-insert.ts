@@ -1,6 +1,6 @@
 import { newHexId } from '../src/ids.js';
 import { percentile, runIfMain } from './support.js';
-import { benchWorkspace, startBenchServer } from './tables-query.js';
+import { benchWorkspace, COLUMNS, startBenchServer } from './tables-query.js';
 
 /**
  * tables-insert: rows/s of batch inserts of 1,000 rows (8 columns, one unique, typed indexes on the
@@ -11,17 +11,6 @@ import { benchWorkspace, startBenchServer } from './tables-query.js';
  */
 
 const BATCH = 1000;
-const COLUMNS = [
-  { name: 'name', type: 'string' },
-  { name: 'email', type: 'string', unique: true },
-  { name: 'age', type: 'number' },
-  { name: 'score', type: 'number' },
-  { name: 'city', type: 'string' },
-  { name: 'active', type: 'boolean' },
-  { name: 'joined', type: 'date' },
-  { name: 'tags', type: 'json' },
-];
-
 let seq = 0;
 function batch(): Record<string, unknown>[] {
   return Array.from({ length: BATCH }, () => {

@@ -17,7 +17,7 @@ import { percentile, runIfMain } from './support.js';
  */
 
 const ROWS = 100_000;
-const COLUMNS = [
+export const COLUMNS = [
   { name: 'name', type: 'string' },
   { name: 'email', type: 'string', unique: true },
   { name: 'age', type: 'number' },

@@ -67,81 +67,64 @@ export class ExecutionService {
     input: Record<string, unknown>,
     opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal; baseUrl: string },
   ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
-    try {
-      return await this.runSyncAdmitted(admitted, run, input, opts);
-    } finally {
-      await admitted.admission.release();
-    }
-  }
-
-  private async runSyncAdmitted(
-    admitted: Admitted,
-    run: RunContext,
-    input: Record<string, unknown>,
-    opts: { executionId?: string; apiKeyId: string | null; trigger: string; signal: AbortSignal; baseUrl: string },
-  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
     const executionId = opts.executionId ?? newId();
     const base: NewExecution = {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'sync', trigger: opts.trigger, status: 'processing', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
     };
-    // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
-    // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep.
-    let heartbeat: NodeJS.Timeout | undefined;
-    if (opts.executionId) {
-      if (!(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
-      const leaseMs = this.ctx.config.jobLeaseMs;
-      await store.renewLease(this.db, executionId, leaseMs);
-      heartbeat = setInterval(() => {
-        store.renewLease(this.db, executionId, leaseMs).catch(() => undefined);
-      }, leaseMs / 3);
-    }
+    let stopLease = () => {};
     try {
-      return await this.runClaimed(admitted, run, input, executionId, base, opts);
+      // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
+      // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep.
+      if (opts.executionId) {
+        if (!(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
+        stopLease = await this.holdLease(executionId);
+      }
+      const version = await loadVersion(this.db, admitted.versionId);
+      if (!version) throw new HttpError(404, 'Workflow not found');
+      const graph = compileVersion(version);
+      const steps: StepRecord[] = [];
+      const result = await runWorkflow(graph, {
+        input,
+        ports: this.ports(run, this),
+        signal: opts.signal,
+        timeoutMs: this.limits.plan(run.plan).syncTimeoutSeconds * 1000,
+        depth: 0,
+        // Kept in memory: only a pause needs them (its snapshot).
+        onStep: async (s) => {
+          steps.push(s);
+        },
+      });
+      const finished = finishedFrom(result);
+      // The run's log and its base charge commit together: one disk flush per run.
+      await this.db.tx(async (q) => {
+        if (opts.executionId) await store.finishExecution(q, executionId, finished);
+        else if (!(await store.insertFinished(q, base, finished))) throw executionIdConflict(executionId);
+        await this.limits.chargeRun(run.billedAccount, executionId, q);
+      });
+      let output: unknown = result.response ? result.response.data : result.output;
+      if (result.status === 'paused' && this.pauses) {
+        output = await this.pauses.persistPause({
+          executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
+          mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
+        }, result, steps);
+        await store.setOutput(this.db, executionId, output);
+      }
+      return { executionId, result, output };
     } finally {
-      if (heartbeat) clearInterval(heartbeat);
+      stopLease();
+      await admitted.admission.release();
     }
   }
 
-  private async runClaimed(
-    admitted: Admitted,
-    run: RunContext,
-    input: Record<string, unknown>,
-    executionId: string,
-    base: NewExecution,
-    opts: { executionId?: string; signal: AbortSignal; baseUrl: string },
-  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
-    const version = await loadVersion(this.db, admitted.versionId);
-    if (!version) throw new HttpError(404, 'Workflow not found');
-    const graph = compileVersion(version);
-    const steps: StepRecord[] = [];
-    const result = await runWorkflow(graph, {
-      input,
-      ports: this.ports(run, this),
-      signal: opts.signal,
-      timeoutMs: this.limits.plan(run.plan).syncTimeoutSeconds * 1000,
-      depth: 0,
-      // Kept in memory: only a pause needs them (its snapshot).
-      onStep: async (s) => {
-        steps.push(s);
-      },
-    });
-    const finished = finishedFrom(result);
-    // The run's log and its base charge commit together: one disk flush per run.
-    await this.db.tx(async (q) => {
-      if (opts.executionId) await store.finishExecution(q, executionId, finished);
-      else if (!(await store.insertFinished(q, base, finished))) throw executionIdConflict(executionId);
-      await this.limits.chargeRun(run.billedAccount, executionId, q);
-    });
-    let output: unknown = result.response ? result.response.data : result.output;
-    if (result.status === 'paused' && this.pauses) {
-      output = await this.pauses.persistPause({
-        executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
-        mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
-      }, result, steps);
-      await store.setOutput(this.db, executionId, output);
-    }
-    return { executionId, result, output };
+  /** Takes the row's lease (unless already held) and renews it until the returned function is called. */
+  private async holdLease(executionId: string, alreadyHeld = false): Promise<() => void> {
+    const leaseMs = this.ctx.config.jobLeaseMs;
+    if (!alreadyHeld) await store.renewLease(this.db, executionId, leaseMs);
+    const timer = setInterval(() => {
+      store.renewLease(this.db, executionId, leaseMs).catch((err: unknown) => this.ctx.log.warn({ err, executionId }, 'lease renewal failed'));
+    }, leaseMs / 3);
+    return () => clearInterval(timer);
   }
 
   async enqueue(
@@ -169,9 +152,7 @@ export class ExecutionService {
     if (this.shutdown.signal.aborted) return;
     const row = await store.leaseJob(this.db, executionId, this.ctx.config.jobLeaseMs);
     if (!row) return; // finished, or another worker holds it
-    const heartbeat = setInterval(() => {
-      store.renewLease(this.db, executionId, this.ctx.config.jobLeaseMs).catch((err: unknown) => this.ctx.log.warn({ err, executionId }, 'lease renewal failed'));
-    }, this.ctx.config.jobLeaseMs / 3);
+    const stopLease = await this.holdLease(executionId, true); // leaseJob took it
     try {
       if (row.resume_entry_id && this.pauses) {
         const { result, output } = await this.pauses.runEntry(row.resume_entry_id, {
@@ -201,7 +182,7 @@ export class ExecutionService {
         startedAt: row.started_at ?? new Date(), endedAt: new Date(), durationMs: 0,
       });
     } finally {
-      clearInterval(heartbeat);
+      stopLease();
       // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
       if (row.slot_token && !this.shutdown.signal.aborted) {
         await this.limits.releaseSlot(row.billed_account, row.slot_token).catch(() => undefined);
@@ -275,6 +256,7 @@ export class ExecutionService {
     return ids.length;
   }
 
+  /** Lets running jobs finish for 5 s, then aborts the rest (they resume after a restart) and waits for them. */
   async close(): Promise<void> {
     await this.queue.close(5_000);
     this.shutdown.abort();
