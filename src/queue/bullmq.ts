@@ -11,53 +11,65 @@ const QUEUE_NAME = 'weft-runs';
 export class BullMqQueue implements JobQueue {
   private readonly queue: Queue;
   private worker?: Worker;
-  private running = 0;
-  private closing?: Promise<void>;
+  /** Handlers in flight in this process; every `close` call waits for them again. */
+  private readonly running = new Set<Promise<void>>();
+  private closed = false;
+  /** Graceful worker close then queue close, started once by the first `close`. */
+  private shutdown?: Promise<void>;
 
   constructor(private readonly redisUrl: string, private readonly concurrency: number, private readonly prefix = 'weft') {
     this.queue = new Queue(QUEUE_NAME, { connection: { url: redisUrl }, prefix });
+    this.queue.on('error', () => undefined); // reported by the failing call; the client reconnects
   }
 
   async enqueue(jobId: string): Promise<void> {
-    // BullMQ job ids may not contain ':'; caller-chosen execution ids may.
+    if (this.closed) return;
+    // BullMQ job ids may not contain ':'; caller-chosen execution ids may. Finished jobs are removed
+    // at once: BullMQ ignores an add whose id it still holds, and a finished job may be enqueued
+    // again (recovery, resume).
     await this.queue.add('run', { executionId: jobId }, {
       jobId: Buffer.from(jobId).toString('base64url'),
-      removeOnComplete: { count: 1000 },
-      removeOnFail: { count: 1000 },
+      removeOnComplete: true,
+      removeOnFail: true,
     });
   }
 
   work(handler: (jobId: string) => Promise<void>): void {
+    if (this.worker || this.closed) return;
     this.worker = new Worker(QUEUE_NAME, async (job) => {
-      this.running++;
+      const p = handler(String((job.data as { executionId: string }).executionId));
+      const tracked = p.then(() => undefined, () => undefined);
+      this.running.add(tracked);
       try {
-        await handler(String((job.data as { executionId: string }).executionId));
+        await p;
       } finally {
-        this.running--;
+        this.running.delete(tracked);
       }
     }, { connection: { url: this.redisUrl, maxRetriesPerRequest: null }, concurrency: this.concurrency, prefix: this.prefix });
     this.worker.on('error', () => undefined); // connection errors are retried by the client
   }
 
-  size(): number {
-    return this.running;
-  }
-
-  close(graceMs = 10_000): Promise<void> {
-    this.closing ??= this.shutdown(graceMs);
-    return this.closing;
-  }
-
-  private async shutdown(graceMs: number): Promise<void> {
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    // BullMQ's Worker.close memoizes its first call (a later `close(true)` does not force it), so
+    // it is called once, gracefully: it stops fetching, keeps the locks of running jobs renewed and
+    // resolves when they are done. Each call of ours waits for that, up to its own grace.
+    const worker = this.worker;
+    this.shutdown ??= (async () => {
+      try {
+        await worker?.close();
+      } finally {
+        await this.queue.close();
+      }
+    })();
+    this.shutdown.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
-    const forced = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        void this.worker?.close(true);
-        resolve();
-      }, graceMs);
-    });
-    await Promise.race([this.worker?.close() ?? Promise.resolve(), forced]);
+    await Promise.race([
+      Promise.allSettled([this.shutdown, ...this.running]),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
     clearTimeout(timer);
-    await this.queue.close();
   }
 }

@@ -6,7 +6,8 @@ import type { JobQueue } from './port.js';
  */
 export class InProcessQueue implements JobQueue {
   private readonly waiting: string[] = [];
-  private readonly queued = new Set<string>();
+  /** Ids waiting or running: a repeated enqueue of one of them is ignored. */
+  private readonly pending = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private handler?: (jobId: string) => Promise<void>;
   private closed = false;
@@ -14,8 +15,8 @@ export class InProcessQueue implements JobQueue {
   constructor(private readonly concurrency: number, private readonly onError: (err: unknown, jobId: string) => void = () => undefined) {}
 
   async enqueue(jobId: string): Promise<void> {
-    if (this.closed || this.queued.has(jobId)) return;
-    this.queued.add(jobId);
+    if (this.closed || this.pending.has(jobId)) return;
+    this.pending.add(jobId);
     this.waiting.push(jobId);
     this.pump();
   }
@@ -25,29 +26,29 @@ export class InProcessQueue implements JobQueue {
     this.pump();
   }
 
-  size(): number {
-    return this.waiting.length + this.running.size;
-  }
-
   private pump(): void {
     const handler = this.handler;
     if (!handler) return;
     while (!this.closed && this.running.size < this.concurrency && this.waiting.length > 0) {
       const jobId = this.waiting.shift() as string;
-      const p: Promise<void> = handler(jobId)
+      const p: Promise<void> = Promise.resolve()
+        .then(() => handler(jobId))
         .catch((err: unknown) => this.onError(err, jobId))
         .finally(() => {
           this.running.delete(p);
-          this.queued.delete(jobId);
+          this.pending.delete(jobId);
           this.pump();
         });
       this.running.add(p);
     }
   }
 
+  /** Every call waits again (up to its grace) for the jobs still running. */
   async close(graceMs = 10_000): Promise<void> {
-    this.closed = true;
-    this.waiting.length = 0;
+    if (!this.closed) {
+      this.closed = true;
+      for (const id of this.waiting.splice(0)) this.pending.delete(id);
+    }
     if (this.running.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([

@@ -1,11 +1,26 @@
-/** Dispatches durable jobs (their state lives in the database) to a worker handler. */
+/**
+ * Dispatches durable jobs (their state lives in the database) to a worker handler. The queue is a
+ * wake-up mechanism, not the record: a job it loses is found again by recovery (start-up) or the
+ * sweeper (scaled mode), and a duplicate delivery is harmless because the worker leases the row.
+ */
 export interface JobQueue {
-  /** Schedules a job whose database row is already committed. */
+  /**
+   * Schedules a job whose database row is already committed. Enqueueing a job that is still
+   * pending (waiting or running) does nothing; once it has finished, the same id can be enqueued
+   * (and runs) again. After `close` it does nothing: the committed row is recovered later.
+   */
   enqueue(jobId: string): Promise<void>;
-  /** Starts delivering jobs to `handler`, at most `concurrency` at a time. */
+  /**
+   * Starts delivering jobs to `handler`, at most the adapter's `concurrency` at a time. A handler
+   * that throws is not retried by the queue (the row says what happens next).
+   */
   work(handler: (jobId: string) => Promise<void>): void;
-  /** Stops taking jobs and waits up to `graceMs` for the running ones. */
+  /**
+   * Stops taking jobs, then waits up to `graceMs` (default 10 s) for the running ones; resolves
+   * early when none is left. Safe to call again: every call waits again for the jobs still
+   * running, up to its own grace (the service closes with a grace, aborts its runs, then closes
+   * again to let them finish). Jobs still running when a grace expires keep running; the
+   * adapter's connections are released once they are done.
+   */
   close(graceMs?: number): Promise<void>;
-  /** Jobs waiting plus running, for back-pressure and tests. */
-  size(): number;
 }
