@@ -1,7 +1,7 @@
 // The contract every block type implements. One file per type in ./blocks, registered in one
 // list (./blocks/index.ts); the engine never switches on type names.
 import type { z } from 'zod';
-import type { ClockPort, EnginePorts, SandboxLogEntry, SandboxResult } from './types.js';
+import type { ClockPort, EnginePorts, SandboxLogEntry, SandboxResult } from './ports.js';
 
 /** Values a loop iteration or parallel branch exposes as <loop.*> / <parallel.*>. */
 export interface ScopeFrame {
@@ -88,6 +88,13 @@ export interface BlockType<C = unknown> {
   rawFields?: readonly string[];
   /** Config keys evaluated inside the container's own scope (may use <loop.*>, children). */
   innerFields?: readonly string[];
+  /** Config keys holding JavaScript (an async function body); syntax-checked when saved. */
+  codeFields?: readonly string[];
+  /**
+   * Top-level fields of the output when the config fixes them (null: any field may appear).
+   * References to other fields of this block are reported when the definition is saved.
+   */
+  outputFields?(config: C): readonly string[] | null;
   /** Retries allowed (default true). */
   retryable?: boolean;
   /** A completed block of this type ends the run; its output is `{data, status, headers}`. */

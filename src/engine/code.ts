@@ -11,9 +11,30 @@ export interface CodeBinding {
   mode: 'value' | 'string';
 }
 
+/** A stretch of the bound code that replaced a stretch of the source of another length. */
+export interface RewrittenRegion {
+  outStart: number;
+  outEnd: number;
+  srcStart: number;
+  srcEnd: number;
+}
+
 export interface BoundCode {
   code: string;
   bindings: CodeBinding[];
+  /** Rewritten stretches in order; everything between them is copied from the source as written. */
+  regions: RewrittenRegion[];
+}
+
+/** The source offset that produced offset `outOffset` of the bound code. */
+export function sourceOffset(bound: BoundCode, outOffset: number): number {
+  let delta = 0;
+  for (const r of bound.regions) {
+    if (outOffset < r.outStart) break;
+    if (outOffset < r.outEnd) return r.srcStart;
+    delta = r.srcEnd - r.outEnd;
+  }
+  return outOffset + delta;
 }
 
 const REGEX_PRECEDING_WORDS = new Set([
@@ -48,11 +69,19 @@ export function bindCode(
   const tokensIn = (text: string) =>
     scanTokens(text, isKnownHead).filter(({ token }) => token.kind === 'ref' || isSecret(token.name));
 
-  if (tokensIn(source).length === 0) return { code: source, bindings: [] };
+  if (tokensIn(source).length === 0) return { code: source, bindings: [], regions: [] };
 
   let i = 0;
   const n = source.length;
   let out = '';
+  const regions: RewrittenRegion[] = [];
+  /** Appends `text` produced from source[srcStart, srcEnd), noting it when it differs. */
+  const emit = (text: string, srcStart: number, srcEnd: number): void => {
+    if (text.length !== srcEnd - srcStart || text !== source.slice(srcStart, srcEnd)) {
+      regions.push({ outStart: out.length, outEnd: out.length + text.length, srcStart, srcEnd });
+    }
+    out += text;
+  };
   // Last significant character/word in code position, for regex-vs-division detection.
   let lastSignificant = '';
 
@@ -104,9 +133,10 @@ export function bindCode(
       else j += 1;
     }
     const body = source.slice(start, Math.min(j, n));
-    out += rewriteQuoted(body, quote);
+    const open = i;
     i = j < n && source[j] === quote ? j + 1 : j;
     if (i > n) i = n;
+    emit(rewriteQuoted(body, quote), open, i);
     lastSignificant = 'a'; // a string literal ends an expression
   };
 
@@ -157,7 +187,7 @@ export function bindCode(
       }
       const tok = codeTokenAt(i);
       if (tok) {
-        out += tok.text;
+        emit(tok.text, i, i + tok.length);
         i += tok.length;
         lastSignificant = 'a';
         continue;
@@ -191,13 +221,15 @@ export function bindCode(
       const ch = source[i];
       if (ch === '\\') { i += 2; continue; }
       if (ch === '`') {
-        out += rewriteTemplateText(source.slice(textStart, i)) + '`';
+        emit(rewriteTemplateText(source.slice(textStart, i)), textStart, i);
+        out += '`';
         i += 1;
         lastSignificant = 'a';
         return;
       }
       if (ch === '$' && source[i + 1] === '{') {
-        out += rewriteTemplateText(source.slice(textStart, i)) + '${';
+        emit(rewriteTemplateText(source.slice(textStart, i)), textStart, i);
+        out += '${';
         i += 2;
         lastSignificant = '';
         scanCode(true);
@@ -207,9 +239,9 @@ export function bindCode(
       }
       i += 1;
     }
-    out += rewriteTemplateText(source.slice(textStart, Math.min(i, n)));
+    emit(rewriteTemplateText(source.slice(textStart, Math.min(i, n))), textStart, Math.min(i, n));
   };
 
   scanCode(false);
-  return { code: out, bindings: binder.bindings };
+  return { code: out, bindings: binder.bindings, regions };
 }

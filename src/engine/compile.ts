@@ -3,6 +3,7 @@
 import type { AnyBlockType } from './block-type.js';
 import { bindCode, type BoundCode } from './code.js';
 import { analyzeDefinition } from './definition.js';
+import { getOrThrow } from './lookup.js';
 import { collectTokens, compileValue, type HeadPredicate, type ValueResolver } from './references.js';
 import type { BlockDefinition, DefinitionIssue, RetryPolicy, WorkflowDefinition } from './types.js';
 
@@ -74,14 +75,19 @@ export interface CompiledGraph {
 
 const CODE_CACHE_LIMIT = 2000;
 
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 export function compile(def: WorkflowDefinition): CompiledGraph {
-  const { issues, analysis } = analyzeDefinition(def);
+  // Save-time-only checks (block cap, output fields, code syntax) are left out: see analyzeDefinition.
+  const { issues, analysis } = analyzeDefinition(def, {}, 'compile');
   if (issues.length > 0 || !analysis) throw new DefinitionError(issues);
 
   const blocks = new Map<string, CompiledBlock>();
   for (const [id, a] of analysis.blocks) {
     const type = a.type;
-    const config = (a.config ?? {}) as Record<string, unknown>;
+    const config = isRecord(a.config) ? a.config : {};
     const raw = new Set(type.rawFields ?? []);
     const rawConfig: Record<string, unknown> = {};
     const resolvable: Record<string, unknown> = {};
@@ -123,8 +129,8 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
       kind: e.on === 'error' ? 'error' : e.branch !== undefined ? 'branch' : 'default',
       branch: e.branch,
     };
-    const from = blocks.get(e.from) as CompiledBlock;
-    const to = blocks.get(e.to) as CompiledBlock;
+    const from = getOrThrow(blocks, e.from, 'block');
+    const to = getOrThrow(blocks, e.to, 'block');
     from.outgoing.push(edge);
     to.incoming.push(edge);
     if (edge.kind === 'error') from.hasErrorEdge = true;
@@ -134,7 +140,7 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
   for (const b of blocks.values()) {
     let p = b.parentId;
     while (p !== null) {
-      const c = blocks.get(p) as CompiledBlock;
+      const c = getOrThrow(blocks, p, 'block');
       if (c.hasErrorEdge) {
         b.errorContained = true;
         break;
@@ -154,9 +160,8 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
   // Top level: only blocks reachable from the start block take part.
   const reachable = new Set<string>([analysis.startId]);
   const stack = [analysis.startId];
-  while (stack.length) {
-    const id = stack.pop() as string;
-    for (const e of (blocks.get(id) as CompiledBlock).outgoing) {
+  for (let id = stack.pop(); id !== undefined; id = stack.pop()) {
+    for (const e of getOrThrow(blocks, id, 'block').outgoing) {
       if (!reachable.has(e.to)) {
         reachable.add(e.to);
         stack.push(e.to);
@@ -167,7 +172,7 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
     if (!reachable.has(b.id)) {
       // Drop edges from unreachable blocks so joins do not wait for them.
       for (const e of b.outgoing) {
-        const t = blocks.get(e.to) as CompiledBlock;
+        const t = getOrThrow(blocks, e.to, 'block');
         t.incoming = t.incoming.filter((x) => x !== e);
       }
     }

@@ -1,45 +1,42 @@
-// The workflow definition: its zod schema (structure only, published in OpenAPI) and the full
-// validation run on save (per-type config, ids, names, edges, cycles, references).
-import { z } from 'zod';
+// Validation of a workflow definition, run when it is saved (and by compile): the block cap, the
+// schema, then one named check per concern (blocks and their configs, names, the start block,
+// edges, cycles, references, code syntax). Every issue names its block and field.
 import type { AnyBlockType } from './block-type.js';
 import { blockTypes } from './blocks/index.js';
-import { collectTokens, normalizeName, RESERVED_HEADS, type HeadPredicate } from './references.js';
+import { bindCode, sourceOffset } from './code.js';
+import { countBlocks, formatPath, jsonPath, label, schemaIssues, workflowDefinitionSchema } from './definition-schema.js';
+import { getOrThrow } from './lookup.js';
+import { collectTokens, normalizeName, RESERVED_HEADS, type HeadPredicate, type RefToken } from './references.js';
 import type { BlockDefinition, DefinitionIssue, EdgeDefinition, WorkflowDefinition } from './types.js';
 
+export { blockDefinitionSchema, edgeDefinitionSchema, retryPolicySchema, workflowDefinitionSchema } from './definition-schema.js';
+
 // ---------------------------------------------------------------------------------------------
-// Schema (structure)
+// Options and results
 // ---------------------------------------------------------------------------------------------
 
-export const retryPolicySchema = z.object({
-  maxAttempts: z.number().int().min(1).max(5),
-  backoffMs: z.number().int().min(0).max(10_000).default(1000),
-});
+/** A syntax error in a piece of code; line and column are 1-based. */
+export interface CodeSyntaxError {
+  message: string;
+  line: number;
+  column: number;
+}
 
-export const blockDefinitionSchema = z.looseObject({
-  id: z.string().min(1).max(200),
-  type: z.string().min(1).max(100),
-  name: z.string().min(1).max(200),
-  config: z.record(z.string(), z.unknown()).default({}),
-  retry: retryPolicySchema.optional(),
-  get blocks(): z.ZodOptional<z.ZodArray<typeof blockDefinitionSchema>> {
-    return z.array(blockDefinitionSchema).optional();
-  },
-});
+/** Checks JavaScript (an async function body); undefined when it parses. */
+export type CodeChecker = (source: string) => CodeSyntaxError | undefined;
 
-export const edgeDefinitionSchema = z.looseObject({
-  from: z.string().min(1),
-  to: z.string().min(1),
-  branch: z.string().min(1).optional(),
-  on: z.literal('error').optional(),
-});
+export interface ValidateOptions {
+  /** Blocks per definition, nested ones included (default 1,000). */
+  maxBlocks?: number;
+  /** Syntax checker for code fields (function blocks); without it code is not checked. */
+  checkCode?: CodeChecker;
+}
 
-export const workflowDefinitionSchema = z.looseObject({
-  name: z.string().max(200).optional(),
-  description: z.string().optional(),
-  variables: z.record(z.string(), z.unknown()).default({}),
-  blocks: z.array(blockDefinitionSchema).min(1),
-  edges: z.array(edgeDefinitionSchema).default([]),
-});
+export const DEFINITION_DEFAULTS = { maxBlocks: 1000 } as const;
+
+export type ValidationResult =
+  | { ok: true; definition: WorkflowDefinition }
+  | { ok: false; errors: DefinitionIssue[] };
 
 // ---------------------------------------------------------------------------------------------
 // Analysis (shared with compile)
@@ -47,9 +44,11 @@ export const workflowDefinitionSchema = z.looseObject({
 
 export interface AnalyzedBlock {
   def: BlockDefinition;
-  type: AnyBlockType;
-  /** Parsed config (defaults applied). */
+  /** Undefined when the type is unknown (reported). */
+  type: AnyBlockType | undefined;
+  /** Parsed config (defaults applied); the raw config when it did not parse. */
   config: unknown;
+  configOk: boolean;
   parentId: string | null;
   /** Containers enclosing the block, outermost first. */
   ancestors: string[];
@@ -59,286 +58,345 @@ export interface AnalyzedBlock {
   normName: string;
 }
 
+/** A valid definition's analysis: every block has a known type. */
 export interface Analysis {
   definition: WorkflowDefinition;
-  blocks: Map<string, AnalyzedBlock>;
+  blocks: Map<string, AnalyzedBlock & { type: AnyBlockType }>;
   nameToId: Map<string, string>;
   startId: string;
   edges: EdgeDefinition[];
   isKnownHead: HeadPredicate;
 }
 
-export type ValidationResult =
-  | { ok: true; definition: WorkflowDefinition }
-  | { ok: false; errors: DefinitionIssue[] };
-
-function label(def: { id?: unknown; name?: unknown }): string {
-  const name = typeof def.name === 'string' ? def.name : String(def.id ?? '?');
-  return `Block "${name}" (${String(def.id ?? '?')})`;
+interface Collected {
+  /** By id (the first block of a duplicated id). */
+  byId: Map<string, AnalyzedBlock>;
+  /** Every block in definition order. */
+  all: AnalyzedBlock[];
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else out += out ? `.${String(seg)}` : String(seg);
-  }
-  return out;
+type Issues = DefinitionIssue[];
+
+function blockIssue(b: AnalyzedBlock, message: string, field: string, path: (string | number)[]): DefinitionIssue {
+  return { message: `${label(b.def)}: ${message}`, blockId: b.def.id, field, path };
 }
 
-/** Maps a zod issue path inside the whole definition to the block it belongs to, if any. */
-function blockAt(input: unknown, path: readonly PropertyKey[]): { block: Record<string, unknown>; rest: PropertyKey[] } | null {
-  let cur: unknown = input;
-  let found: { block: Record<string, unknown>; rest: PropertyKey[] } | null = null;
-  for (let i = 0; i < path.length; i++) {
-    if (cur === null || typeof cur !== 'object') break;
-    cur = (cur as Record<PropertyKey, unknown>)[path[i] as never];
-    if ((path[i - 1] === 'blocks') && typeof path[i] === 'number' && cur !== null && typeof cur === 'object') {
-      found = { block: cur as Record<string, unknown>, rest: path.slice(i + 1) };
-    }
-  }
-  return found;
-}
+// ---------------------------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------------------------
 
-export function analyzeDefinition(input: unknown): { issues: DefinitionIssue[]; analysis?: Analysis; definition?: WorkflowDefinition } {
-  const issues: DefinitionIssue[] = [];
-  const parsed = workflowDefinitionSchema.safeParse(input);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
-      const owner = blockAt(input, issue.path);
-      if (owner) {
-        const field = owner.rest.length ? formatPath(owner.rest) : undefined;
-        issues.push({
-          message: `${label(owner.block)}: ${field ? `${field}: ` : ''}${issue.message}`,
-          blockId: typeof owner.block.id === 'string' ? owner.block.id : undefined,
-          field,
-          path,
-        });
-      } else {
-        issues.push({ message: `${path.length ? `${formatPath(path)}: ` : ''}${issue.message}`, path });
-      }
-    }
-    return { issues };
-  }
-  const definition = parsed.data as WorkflowDefinition;
-
-  // Flatten blocks.
-  const blocks = new Map<string, AnalyzedBlock>();
+/** Blocks with their types and parsed configs; unknown types, bad configs, misplaced children. */
+function collectBlocks(definition: WorkflowDefinition, issues: Issues): Collected {
+  const byId = new Map<string, AnalyzedBlock>();
   const all: AnalyzedBlock[] = [];
   const walk = (list: BlockDefinition[], parentId: string | null, ancestors: string[], basePath: (string | number)[]) => {
     list.forEach((def, index) => {
-      const jsonPath = [...basePath, 'blocks', index];
-      const type = blockTypes.get(def.type);
-      const lbl = label(def);
-      if (!type) {
-        issues.push({ message: `${lbl}: unknown block type "${def.type}"`, blockId: def.id, field: 'type', path: [...jsonPath, 'type'] });
-      }
-      let config: unknown = def.config;
-      if (type) {
-        const res = type.config.safeParse(def.config);
-        if (res.success) config = res.data;
-        else {
-          for (const issue of res.error.issues) {
-            const sub = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
-            const field = formatPath(['config', ...sub]);
-            issues.push({ message: `${lbl}: ${field}: ${issue.message}`, blockId: def.id, field, path: [...jsonPath, 'config', ...sub] });
-          }
-        }
-        if (def.retry && type.retryable === false) {
-          issues.push({ message: `${lbl}: retry is not supported for ${def.type} blocks`, blockId: def.id, field: 'retry', path: [...jsonPath, 'retry'] });
-        }
-      }
-      const entry: AnalyzedBlock = {
+      const b: AnalyzedBlock = {
         def,
-        type: type ?? (undefined as unknown as AnyBlockType),
-        config,
+        type: blockTypes.get(def.type),
+        config: def.config,
+        configOk: false,
         parentId,
         ancestors,
         order: all.length,
-        jsonPath,
+        jsonPath: [...basePath, 'blocks', index],
         normName: normalizeName(def.name),
       };
-      if (blocks.has(def.id)) {
-        issues.push({ message: `${lbl}: duplicate block id "${def.id}"`, blockId: def.id, field: 'id', path: [...jsonPath, 'id'] });
-      } else {
-        blocks.set(def.id, entry);
-      }
-      all.push(entry);
+      checkBlockConfig(b, issues);
+      if (byId.has(def.id)) issues.push(blockIssue(b, `duplicate block id "${def.id}"`, 'id', [...b.jsonPath, 'id']));
+      else byId.set(def.id, b);
+      all.push(b);
       if (def.blocks && def.blocks.length > 0) {
-        if (type && !type.container) {
-          issues.push({ message: `${lbl}: only loop and parallel blocks can contain blocks`, blockId: def.id, field: 'blocks', path: [...jsonPath, 'blocks'] });
+        if (b.type && !b.type.container) {
+          issues.push(blockIssue(b, 'only loop and parallel blocks can contain blocks', 'blocks', [...b.jsonPath, 'blocks']));
         }
-        walk(def.blocks, def.id, [...ancestors, def.id], jsonPath);
+        walk(def.blocks, def.id, [...ancestors, def.id], b.jsonPath);
       }
     });
   };
   walk(definition.blocks, null, [], []);
+  return { byId, all };
+}
 
-  // Names.
+/** The block's type exists, its config parses, retry is allowed. Sets `config`/`configOk`. */
+function checkBlockConfig(b: AnalyzedBlock, issues: Issues): void {
+  const { def, type } = b;
+  if (!type) {
+    issues.push(blockIssue(b, `unknown block type "${def.type}"`, 'type', [...b.jsonPath, 'type']));
+    return;
+  }
+  const res = type.config.safeParse(def.config);
+  if (res.success) {
+    b.config = res.data;
+    b.configOk = true;
+  } else {
+    for (const issue of res.error.issues) {
+      const sub = jsonPath(issue.path);
+      const field = formatPath(['config', ...sub]);
+      issues.push(blockIssue(b, `${field}: ${issue.message}`, field, [...b.jsonPath, 'config', ...sub]));
+    }
+  }
+  if (def.retry && type.retryable === false) {
+    issues.push(blockIssue(b, `retry is not supported for ${def.type} blocks`, 'retry', [...b.jsonPath, 'retry']));
+  }
+}
+
+/** Names are non-empty, not reserved and unique after normalization. Returns name -> id. */
+function checkNames(all: AnalyzedBlock[], issues: Issues): Map<string, string> {
   const nameToId = new Map<string, string>();
   for (const b of all) {
-    const lbl = label(b.def);
-    const field = 'name';
     const path = [...b.jsonPath, 'name'];
     if (b.normName === '') {
-      issues.push({ message: `${lbl}: name is empty after normalization`, blockId: b.def.id, field, path });
+      issues.push(blockIssue(b, 'name is empty after normalization', 'name', path));
       continue;
     }
     const isEntry = b.type?.entry === true;
     if ((RESERVED_HEADS as readonly string[]).includes(b.normName) && !(b.normName === 'start' && isEntry)) {
-      issues.push({ message: `${lbl}: name "${b.def.name}" is reserved`, blockId: b.def.id, field, path });
+      issues.push(blockIssue(b, `name "${b.def.name}" is reserved`, 'name', path));
       continue;
     }
     const other = nameToId.get(b.normName);
     if (other !== undefined) {
-      issues.push({
-        message: `${lbl}: name "${b.def.name}" duplicates the name of block "${other}" (names are compared lower-case without spaces and dots)`,
-        blockId: b.def.id, field, path,
-      });
+      issues.push(blockIssue(b, `name "${b.def.name}" duplicates the name of block "${other}" (names are compared lower-case without spaces and dots)`, 'name', path));
       continue;
     }
     nameToId.set(b.normName, b.def.id);
   }
+  return nameToId;
+}
 
-  // Start block.
+/** Exactly one entry (start) block, at the top level. Returns its id ('' when missing). */
+function checkStart(all: AnalyzedBlock[], issues: Issues): string {
   const entries = all.filter((b) => b.type?.entry === true);
   const topEntries = entries.filter((b) => b.parentId === null);
   for (const b of entries) {
-    if (b.parentId !== null) {
-      issues.push({ message: `${label(b.def)}: a ${b.def.type} block must be at the top level`, blockId: b.def.id, field: 'type', path: [...b.jsonPath, 'type'] });
-    }
+    if (b.parentId !== null) issues.push(blockIssue(b, `a ${b.def.type} block must be at the top level`, 'type', [...b.jsonPath, 'type']));
   }
   if (topEntries.length === 0) {
     issues.push({ message: 'The workflow needs exactly one start block at the top level; found none', path: ['blocks'] });
-  } else if (topEntries.length > 1) {
-    for (const b of topEntries.slice(1)) {
-      issues.push({ message: `${label(b.def)}: the workflow needs exactly one start block; found ${topEntries.length}`, blockId: b.def.id, field: 'type', path: [...b.jsonPath, 'type'] });
+  }
+  for (const b of topEntries.slice(1)) {
+    issues.push(blockIssue(b, `the workflow needs exactly one start block; found ${topEntries.length}`, 'type', [...b.jsonPath, 'type']));
+  }
+  return topEntries[0]?.def.id ?? '';
+}
+
+/** Checks one edge; true when it is usable. */
+function checkEdge(edge: EdgeDefinition, index: number, byId: Map<string, AnalyzedBlock>, issues: Issues): boolean {
+  const path: (string | number)[] = ['edges', index];
+  const from = byId.get(edge.from);
+  const to = byId.get(edge.to);
+  const name = `Edge ${index} (${edge.from} -> ${edge.to})`;
+  if (!from) issues.push({ message: `${name}: unknown source block "${edge.from}"`, field: 'from', path: [...path, 'from'] });
+  if (!to) issues.push({ message: `${name}: unknown target block "${edge.to}"`, field: 'to', path: [...path, 'to'] });
+  if (!from || !to) return false;
+  let ok = true;
+  const report = (issue: DefinitionIssue) => {
+    issues.push(issue);
+    ok = false;
+  };
+  if (from.parentId !== to.parentId) {
+    report(blockIssue(from, `edge to block "${to.def.name}" (${to.def.id}) crosses a container boundary (edges only join blocks in the same container)`, 'edges', path));
+  }
+  if (edge.from === edge.to) report(blockIssue(from, 'edge from the block to itself forms a cycle', 'edges', path));
+  if (to.type?.entry) report(blockIssue(to, `a ${to.def.type} block cannot have incoming edges`, 'edges', [...path, 'to']));
+  if (edge.branch !== undefined && edge.on === 'error') {
+    report(blockIssue(from, 'an edge cannot have both a branch and on: "error"', 'branch', [...path, 'branch']));
+  } else if (edge.branch !== undefined && from.type) {
+    const handles = from.type.handles && from.configOk ? from.type.handles(from.config as never) : [];
+    if (!handles.includes(edge.branch)) {
+      report(blockIssue(from, `has no branch "${edge.branch}"${handles.length ? ` (branches: ${handles.join(', ')})` : ''}`, 'branch', [...path, 'branch']));
     }
   }
-  const startId = topEntries[0]?.def.id ?? '';
+  return ok;
+}
 
-  // Edges.
-  const validEdges: EdgeDefinition[] = [];
-  const seenEdges = new Set<string>();
-  definition.edges.forEach((edge, index) => {
-    const path = ['edges', index];
-    const from = blocks.get(edge.from);
-    const to = blocks.get(edge.to);
-    let ok = true;
-    if (!from) {
-      issues.push({ message: `Edge ${index} (${edge.from} -> ${edge.to}): unknown source block "${edge.from}"`, field: 'from', path: [...path, 'from'] });
-      ok = false;
-    }
-    if (!to) {
-      issues.push({ message: `Edge ${index} (${edge.from} -> ${edge.to}): unknown target block "${edge.to}"`, field: 'to', path: [...path, 'to'] });
-      ok = false;
-    }
-    if (!from || !to) return;
-    const lbl = label(from.def);
-    if (from.parentId !== to.parentId) {
-      issues.push({
-        message: `${lbl}: edge to block "${to.def.name}" (${to.def.id}) crosses a container boundary (edges only join blocks in the same container)`,
-        blockId: from.def.id, field: 'edges', path,
-      });
-      ok = false;
-    }
-    if (edge.from === edge.to) {
-      issues.push({ message: `${lbl}: edge from the block to itself forms a cycle`, blockId: from.def.id, field: 'edges', path });
-      ok = false;
-    }
-    if (to.type?.entry) {
-      issues.push({ message: `${label(to.def)}: a ${to.def.type} block cannot have incoming edges`, blockId: to.def.id, field: 'edges', path: [...path, 'to'] });
-      ok = false;
-    }
-    if (edge.branch !== undefined && edge.on === 'error') {
-      issues.push({ message: `${lbl}: an edge cannot have both a branch and on: "error"`, blockId: from.def.id, field: 'branch', path: [...path, 'branch'] });
-      ok = false;
-    } else if (edge.branch !== undefined && from.type) {
-      const handles = from.type.handles ? from.type.handles(from.config as never) : [];
-      if (!handles.includes(edge.branch)) {
-        issues.push({
-          message: `${lbl}: has no branch "${edge.branch}"${handles.length ? ` (branches: ${handles.join(', ')})` : ''}`,
-          blockId: from.def.id, field: 'branch', path: [...path, 'branch'],
-        });
-        ok = false;
-      }
-    }
+/** Usable edges, duplicates dropped. */
+function checkEdges(edges: EdgeDefinition[], byId: Map<string, AnalyzedBlock>, issues: Issues): EdgeDefinition[] {
+  const valid: EdgeDefinition[] = [];
+  const seen = new Set<string>();
+  edges.forEach((edge, index) => {
+    if (!checkEdge(edge, index, byId, issues)) return;
     const key = `${edge.from}\u0000${edge.to}\u0000${edge.branch ?? ''}\u0000${edge.on ?? ''}`;
-    if (ok && !seenEdges.has(key)) {
-      seenEdges.add(key);
-      validEdges.push(edge);
-    }
+    if (seen.has(key)) return;
+    seen.add(key);
+    valid.push(edge);
   });
+  return valid;
+}
 
-  // Cycles (edges never cross containers, so one topological sort over everything suffices).
-  {
-    const indeg = new Map<string, number>();
-    const out = new Map<string, string[]>();
-    for (const id of blocks.keys()) { indeg.set(id, 0); out.set(id, []); }
-    for (const e of validEdges) {
-      indeg.set(e.to, (indeg.get(e.to) ?? 0) + 1);
-      out.get(e.from)?.push(e.to);
-    }
-    const queue = [...indeg.entries()].filter(([, d]) => d === 0).map(([id]) => id);
-    let seen = 0;
-    while (queue.length) {
-      const id = queue.pop() as string;
-      seen++;
-      for (const t of out.get(id) ?? []) {
-        const d = (indeg.get(t) ?? 0) - 1;
-        indeg.set(t, d);
-        if (d === 0) queue.push(t);
-      }
-    }
-    if (seen < blocks.size) {
-      const inCycle = [...indeg.entries()].filter(([, d]) => d > 0).map(([id]) => blocks.get(id) as AnalyzedBlock);
-      inCycle.sort((a, b) => a.order - b.order);
-      const first = inCycle[0];
-      issues.push({
-        message: `${label(first.def)}: part of a cycle through blocks ${inCycle.map((b) => `"${b.def.name}"`).join(', ')} (loops are containers, not back edges)`,
-        blockId: first.def.id, field: 'edges', path: ['edges'],
-      });
+/** No cycles (edges never cross containers, so one topological sort over everything suffices). */
+function checkCycles(byId: Map<string, AnalyzedBlock>, edges: EdgeDefinition[], issues: Issues): void {
+  const indeg = new Map<string, number>();
+  const out = new Map<string, string[]>();
+  for (const id of byId.keys()) {
+    indeg.set(id, 0);
+    out.set(id, []);
+  }
+  for (const e of edges) {
+    indeg.set(e.to, (indeg.get(e.to) ?? 0) + 1);
+    out.get(e.from)?.push(e.to);
+  }
+  const queue = [...indeg.entries()].filter(([, d]) => d === 0).map(([id]) => id);
+  let seen = 0;
+  for (let id = queue.pop(); id !== undefined; id = queue.pop()) {
+    seen++;
+    for (const t of out.get(id) ?? []) {
+      const d = (indeg.get(t) ?? 0) - 1;
+      indeg.set(t, d);
+      if (d === 0) queue.push(t);
     }
   }
+  if (seen >= byId.size) return;
+  const inCycle = [...indeg.entries()].filter(([, d]) => d > 0).map(([id]) => getOrThrow(byId, id, 'block'));
+  inCycle.sort((a, b) => a.order - b.order);
+  const first = inCycle[0];
+  issues.push(blockIssue(first, `part of a cycle through blocks ${inCycle.map((b) => `"${b.def.name}"`).join(', ')} (loops are containers, not back edges)`, 'edges', ['edges']));
+}
 
-  // References.
-  const isKnownHead: HeadPredicate = (head) => nameToId.has(head) || (RESERVED_HEADS as readonly string[]).includes(head);
+/** Why a reference from `b` (config key `key`) cannot resolve; null when it is fine. */
+function referenceProblem(b: AnalyzedBlock, key: string, token: RefToken, ctx: RefContext): string | null {
+  const type = b.type;
+  const chain = type?.container && (type.innerFields ?? []).includes(key) ? [...b.ancestors, b.def.id] : b.ancestors;
+  if (token.head === 'loop' || token.head === 'parallel') {
+    const kind = token.head;
+    return chain.some((id) => ctx.byId.get(id)?.type?.container === kind) ? null : `<${kind}.*> used outside a ${kind}:`;
+  }
+  if (token.head === 'variable') return null;
+  const targetId = token.head === 'start' ? ctx.startId : ctx.nameToId.get(token.head);
+  if (targetId === undefined || targetId === '') return token.head === 'start' ? null : 'unknown reference';
+  const target = getOrThrow(ctx.byId, targetId, 'block');
+  if (target.parentId !== null && !chain.includes(target.parentId)) {
+    const container = ctx.byId.get(target.parentId);
+    return `reference to a block inside ${container ? `"${container.def.name}"` : 'a container'} is not visible here (use <${container?.normName ?? 'container'}.results> after it):`;
+  }
+  const field = token.path[0];
+  if (ctx.checkFields && typeof field === 'string' && target.configOk && target.type?.outputFields) {
+    const fields = target.type.outputFields(target.config as never);
+    if (fields !== null && !fields.includes(field)) {
+      return `unknown field "${field}" of block "${target.def.name}" (its fields: ${fields.join(', ')}):`;
+    }
+  }
+  return null;
+}
+
+interface RefContext {
+  byId: Map<string, AnalyzedBlock>;
+  nameToId: Map<string, string>;
+  startId: string;
+  isKnownHead: HeadPredicate;
+  /** Report references to fields a block's output cannot have. */
+  checkFields: boolean;
+}
+
+/** Every reference names a known, visible block (and a declared field where fields are fixed). */
+function checkReferences(all: AnalyzedBlock[], ctx: RefContext, issues: Issues): void {
   for (const b of all) {
     if (!b.type) continue;
-    const inner = new Set(b.type.innerFields ?? []);
-    const config = (b.def.config ?? {}) as Record<string, unknown>;
-    for (const [key, value] of Object.entries(config)) {
-      const chain = inner.has(key) && b.type.container ? [...b.ancestors, b.def.id] : b.ancestors;
-      for (const { path: sub, token } of collectTokens(value, isKnownHead, [key])) {
+    for (const [key, value] of Object.entries(b.def.config ?? {})) {
+      for (const { path: sub, token } of collectTokens(value, ctx.isKnownHead, [key])) {
         if (token.kind !== 'ref') continue;
+        const why = referenceProblem(b, key, token, ctx);
+        if (why === null) continue;
         const field = formatPath(['config', ...sub]);
-        const report = (why: string) =>
-          issues.push({ message: `${label(b.def)}: ${why} ${token.raw} in ${field}`, blockId: b.def.id, field, path: [...b.jsonPath, 'config', ...sub] });
-        if (token.head === 'loop' || token.head === 'parallel') {
-          const kind = token.head;
-          if (!chain.some((id) => blocks.get(id)?.type?.container === kind)) report(`<${kind}.*> used outside a ${kind}:`);
-          continue;
-        }
-        if (token.head === 'variable' || token.head === 'start') continue;
-        const targetId = nameToId.get(token.head);
-        if (targetId === undefined) { report('unknown reference'); continue; }
-        const target = blocks.get(targetId) as AnalyzedBlock;
-        if (target.parentId !== null && !chain.includes(target.parentId)) {
-          const container = blocks.get(target.parentId);
-          report(`reference to a block inside ${container ? `"${container.def.name}"` : 'a container'} is not visible here (use <${container?.normName ?? 'container'}.results> after it):`);
-        }
+        issues.push(blockIssue(b, `${why} ${token.raw} in ${field}`, field, [...b.jsonPath, 'config', ...sub]));
       }
     }
   }
+}
 
-  if (issues.length > 0) return { issues, definition };
-  return { issues, definition, analysis: { definition, blocks, nameToId, startId, edges: validEdges, isKnownHead } };
+/** Code fields parse, checked as the sandbox will run them (references bound), positions in the user's code. */
+function checkCodeSyntax(all: AnalyzedBlock[], isKnownHead: HeadPredicate, checkCode: CodeChecker, issues: Issues): void {
+  for (const b of all) {
+    if (!b.type?.codeFields || !b.configOk) continue;
+    const config = b.def.config ?? {};
+    for (const key of b.type.codeFields) {
+      const source = config[key];
+      if (typeof source !== 'string') continue;
+      // Secrets are bound as variables when the run has them; assume it will.
+      const bound = bindCode(source, isKnownHead, () => true);
+      const err = checkCode(bound.code);
+      if (err === undefined) continue;
+      const at = lineColumn(source, sourceOffset(bound, offsetOf(bound.code, err.line, err.column)));
+      const field = `config.${key}`;
+      issues.push(blockIssue(b, `syntax error at line ${at.line}, column ${at.column}: ${err.message}`, field, [...b.jsonPath, 'config', key]));
+    }
+  }
+}
+
+const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
+
+/** Offset of a 1-based line and column. */
+function offsetOf(text: string, line: number, column: number): number {
+  let start = 0;
+  LINE_BREAK.lastIndex = 0;
+  for (let l = 1; l < line; l++) {
+    const m = LINE_BREAK.exec(text);
+    if (m === null) break;
+    start = m.index + m[0].length;
+  }
+  return Math.min(text.length, start + Math.max(0, column - 1));
+}
+
+/** 1-based line and column of an offset. */
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let start = 0;
+  LINE_BREAK.lastIndex = 0;
+  for (let m = LINE_BREAK.exec(text); m !== null && m.index < offset; m = LINE_BREAK.exec(text)) {
+    line++;
+    start = m.index + m[0].length;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------
+
+function hasTypes(blocks: Map<string, AnalyzedBlock>): blocks is Map<string, AnalyzedBlock & { type: AnyBlockType }> {
+  for (const b of blocks.values()) if (!b.type) return false;
+  return true;
+}
+
+/**
+ * `save` runs every check; `compile` (a stored definition about to run) leaves out the checks
+ * added after definitions were first stored (block cap, output fields, code syntax), so a saved
+ * workflow keeps running.
+ */
+export function analyzeDefinition(
+  input: unknown,
+  opts: ValidateOptions = {},
+  mode: 'save' | 'compile' = 'save',
+): { issues: DefinitionIssue[]; analysis?: Analysis; definition?: WorkflowDefinition } {
+  const save = mode === 'save';
+  const maxBlocks = opts.maxBlocks ?? DEFINITION_DEFAULTS.maxBlocks;
+  const count = save ? countBlocks(input) : 0;
+  if (count > maxBlocks) {
+    return { issues: [{ message: `The definition has ${count} blocks; at most ${maxBlocks} are allowed (maxBlocks)`, field: 'blocks', path: ['blocks'] }] };
+  }
+
+  const parsed = workflowDefinitionSchema.safeParse(input);
+  if (!parsed.success) return { issues: schemaIssues(input, parsed.error) };
+  const definition: WorkflowDefinition = parsed.data;
+
+  const issues: Issues = [];
+  const { byId, all } = collectBlocks(definition, issues);
+  const nameToId = checkNames(all, issues);
+  const startId = checkStart(all, issues);
+  const edges = checkEdges(definition.edges, byId, issues);
+  checkCycles(byId, edges, issues);
+  const isKnownHead: HeadPredicate = (head) => nameToId.has(head) || (RESERVED_HEADS as readonly string[]).includes(head);
+  checkReferences(all, { byId, nameToId, startId, isKnownHead, checkFields: save }, issues);
+  if (save && opts.checkCode) checkCodeSyntax(all, isKnownHead, opts.checkCode, issues);
+
+  if (issues.length > 0 || !hasTypes(byId)) return { issues, definition };
+  return { issues, definition, analysis: { definition, blocks: byId, nameToId, startId, edges, isKnownHead } };
 }
 
 /** Validates a definition (as received on save). */
-export function validateDefinition(input: unknown): ValidationResult {
-  const { issues, definition } = analyzeDefinition(input);
+export function validateDefinition(input: unknown, opts?: ValidateOptions): ValidationResult {
+  const { issues, definition } = analyzeDefinition(input, opts);
   if (issues.length > 0 || !definition) return { ok: false, errors: issues };
   return { ok: true, definition };
 }

@@ -9,6 +9,9 @@ export type {
   StepRecord,
   BlockTrace,
   PausePoint,
+  RetryPolicy,
+} from './types.js';
+export type {
   EnginePorts,
   HttpPort,
   HttpRequest,
@@ -17,15 +20,29 @@ export type {
   SandboxRequest,
   SandboxResult,
   SandboxLogEntry,
-  ChildWorkflowPort,
   ClockPort,
-  RetryPolicy,
-} from './types.js';
-export { workflowDefinitionSchema, validateDefinition } from './definition.js';
+  ChildWorkflowPort,
+  TablesPort,
+  TableRowValue,
+  AiPort,
+  AiMessage,
+  AiTool,
+  AiToolCall,
+  ChatRequest,
+  ChatResponse,
+  ChatUsage,
+  KnowledgePort,
+  KnowledgeSearchArgs,
+  KnowledgeSearchHit,
+} from './ports.js';
+export { realClock } from './ports.js';
+export { workflowDefinitionSchema, validateDefinition, DEFINITION_DEFAULTS } from './definition.js';
+export type { ValidateOptions, ValidationResult, CodeChecker, CodeSyntaxError } from './definition.js';
 export { compile, DefinitionError } from './compile.js';
 export type { CompiledGraph } from './compile.js';
 export { runWorkflow } from './run.js';
-export { blockTypes, registerBlockType } from './blocks/index.js';
+export { RUN_DEFAULTS } from './run-state.js';
+export { blockTypes } from './blocks/index.js';
 export { defineBlockType, ChildBlockError, RunStoppedError } from './block-type.js';
 export type {
   BlockType,
@@ -37,4 +54,3 @@ export type {
   ScopeOutcome,
 } from './block-type.js';
 export { normalizeName } from './references.js';
-export { realClock } from './ports.js';

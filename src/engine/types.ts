@@ -1,5 +1,32 @@
-// Public types of the workflow engine. The engine is pure: everything outside (HTTP, sandbox,
-// child workflows, clock, and later AI/tables/knowledge) reaches it through the ports below.
+// Public types of the workflow engine: definitions, run options and results. The engine is pure:
+// everything outside reaches it through the ports declared in ./ports.ts (re-exported here so
+// existing imports of port types from this file keep working).
+import type { EnginePorts, SandboxLogEntry } from './ports.js';
+
+export type {
+  AiMessage,
+  AiPort,
+  AiTool,
+  AiToolCall,
+  ChatRequest,
+  ChatResponse,
+  ChatUsage,
+  ChildWorkflowPort,
+  ClockPort,
+  EnginePorts,
+  HttpPort,
+  HttpRequest,
+  HttpResponse,
+  KnowledgePort,
+  KnowledgeSearchArgs,
+  KnowledgeSearchHit,
+  SandboxLogEntry,
+  SandboxPort,
+  SandboxRequest,
+  SandboxResult,
+  TableRowValue,
+  TablesPort,
+} from './ports.js';
 
 // ---------------------------------------------------------------------------------------------
 // Definition
@@ -46,78 +73,6 @@ export interface DefinitionIssue {
   blockId?: string;
   field?: string;
   path: (string | number)[];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ports
-// ---------------------------------------------------------------------------------------------
-
-export interface HttpRequest {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body?: string;
-  timeoutMs: number;
-  signal?: AbortSignal;
-}
-
-export interface HttpResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Throws an Error with a clear message on refusal, timeout or abort. */
-export interface HttpPort {
-  request(req: HttpRequest): Promise<HttpResponse>;
-}
-
-export interface SandboxRequest {
-  /** Body of an async function; `return` gives the value. */
-  code: string;
-  /** Each key becomes a variable visible to the code (values cross as JSON). */
-  bindings: Record<string, unknown>;
-  timeoutMs: number;
-  signal?: AbortSignal;
-  /** When given, the code can call `fetch(url, {method, headers, body})` through this port. */
-  http?: HttpPort;
-}
-
-export interface SandboxLogEntry {
-  level: 'log' | 'info' | 'warn' | 'error';
-  message: string;
-}
-
-export interface SandboxResult {
-  value: unknown;
-  logs: SandboxLogEntry[];
-}
-
-/** Throws Error(message) on a user error, timeout or memory limit. */
-export interface SandboxPort {
-  run(req: SandboxRequest): Promise<SandboxResult>;
-}
-
-export interface ChildWorkflowPort {
-  run(
-    workflowId: string,
-    input: Record<string, unknown>,
-    opts: { depth: number; signal: AbortSignal },
-  ): Promise<{ success: boolean; output: unknown; error?: string }>;
-}
-
-export interface ClockPort {
-  now(): number;
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
-}
-
-export interface EnginePorts {
-  http: HttpPort;
-  sandbox: SandboxPort;
-  workflows?: ChildWorkflowPort;
-  clock?: ClockPort;
-  /** Ports of block types added by other areas (agent, table, knowledge, ...), keyed by name. */
-  [extra: string]: unknown;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -184,6 +139,15 @@ export interface RunOptions {
   recorded?: ReadonlyMap<string, StepRecord>;
   /** Awaited after each block completes and before its dependants start. */
   onStep?: (step: StepRecord) => Promise<void>;
+  /**
+   * Block executions per run (default 100,000): every block, container, loop iteration's
+   * children, retry attempt and replayed step counts. Past it the run fails.
+   */
+  maxSteps?: number;
+  /** Trace entries kept (default 2,000); later ones are dropped and counted in `traceTruncated`. */
+  maxTraceEntries?: number;
+  /** Largest block output, as the length in bytes of its JSON (default 4 MiB); larger fails the block. */
+  maxBlockOutputBytes?: number;
 }
 
 export interface RunResult {
@@ -192,6 +156,10 @@ export interface RunResult {
   response?: { data: unknown; status: number; headers: Record<string, string> };
   error?: { message: string; blockId?: string; blockName?: string };
   trace: BlockTrace[];
+  /** Trace entries dropped past `maxTraceEntries` (absent when none were). */
+  traceTruncated?: number;
+  /** Blocks executed (the step budget's count). */
+  steps: number;
   pausePoints?: PausePoint[];
   variables: Record<string, unknown>;
   startedAt: string;

@@ -2,7 +2,7 @@
 // local test server) and a local node:http server that counts requests per path.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { compile, runWorkflow, type BlockDefinition, type EdgeDefinition, type EnginePorts, type RunOptions, type RunResult, type WorkflowDefinition } from '../../src/engine/index.js';
+import { compile, realClock, runWorkflow, type BlockDefinition, type EdgeDefinition, type EnginePorts, type RunOptions, type RunResult, type WorkflowDefinition } from '../../src/engine/index.js';
 import { GuardedHttp } from '../../src/net/guarded-http.js';
 import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
 
@@ -10,7 +10,7 @@ export const sandbox = new IsolatedVmSandbox();
 export const httpPort = new GuardedHttp({ allowPrivateNetwork: true });
 
 export function ports(extra: Partial<EnginePorts> = {}): EnginePorts {
-  return { http: httpPort, sandbox, ...extra };
+  return { http: httpPort, sandbox, clock: realClock, ...extra };
 }
 
 export function start(inputFormat: unknown[] = []): BlockDefinition {

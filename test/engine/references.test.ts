@@ -22,7 +22,7 @@ describe('references in config fields', () => {
   });
 
   it('references inside longer strings are interpolated (objects as JSON), also in nested values', async () => {
-    const r = await run(assign({ s: 'Hi <start.name>, n=<start.n>, obj=<start.obj.a>, none=[<start.zzz>]', nested: { list: ['<start.n>', 'x<start.n>'] } }), { input });
+    const r = await run(assign({ s: 'Hi <start.name>, n=<start.n>, obj=<start.obj.a>, none=[<start.obj.zzz>]', nested: { list: ['<start.n>', 'x<start.n>'] } }), { input });
     expect(r.output).toEqual({ s: 'Hi Ada, n=7, obj={"b":[10,20]}, none=[]', nested: { list: [7, 'x7'] } });
   });
 

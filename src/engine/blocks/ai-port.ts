@@ -1,64 +1,15 @@
-// The AI port: how the agent, router and evaluator blocks reach a language model. The engine
-// stays pure; the AI gateway supplies the adapter (it routes to the provider and bills the run's
-// account through the credit ledger) as ctx.ports.ai.
+// Helpers of the blocks that reach a language model (agent, router, evaluator) through the AI
+// port (ctx.ports.ai, declared in ../ports.ts). The engine stays pure; the AI gateway supplies the
+// adapter (it routes to the provider and bills the run's account through the credit ledger).
 import type { BlockContext } from '../block-type.js';
+import type { AiPort, ChatResponse, ChatUsage } from '../ports.js';
 
-export interface AiToolCall {
-  id: string;
-  name: string;
-  /** JSON text of the arguments, as the model wrote it. */
-  arguments: string;
-}
-
-export type AiMessage =
-  | { role: 'system' | 'user'; content: string }
-  | { role: 'assistant'; content: string | null; toolCalls?: AiToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string };
-
-export interface AiTool {
-  name: string;
-  description?: string;
-  /** JSON schema of the arguments (an object schema). */
-  parameters: Record<string, unknown>;
-}
-
-export interface ChatRequest {
-  model: string;
-  messages: AiMessage[];
-  temperature?: number;
-  maxTokens?: number;
-  tools?: AiTool[];
-  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
-  /** Structured output: the answer is JSON matching this schema. */
-  responseSchema?: { name: string; schema: Record<string, unknown> };
-  signal?: AbortSignal;
-}
-
-export interface ChatUsage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-}
-
-export interface ChatResponse {
-  /** The model's text (the JSON text with responseSchema); null when it only called tools. */
-  content: string | null;
-  toolCalls: AiToolCall[];
-  finishReason: string;
-  usage: ChatUsage;
-  /** What the call cost, USD. */
-  costUsd: number;
-  model: string;
-}
-
-/** Throws Error(message) on refusal (unknown model, credits, provider failure). */
-export interface AiPort {
-  chat(request: ChatRequest): Promise<ChatResponse>;
-}
+// The port types live in ../ports.ts; re-exported here for existing importers.
+export type { AiMessage, AiPort, AiTool, AiToolCall, ChatRequest, ChatResponse, ChatUsage } from '../ports.js';
 
 export function aiPortOf(ctx: BlockContext): AiPort {
-  const port = ctx.ports.ai as AiPort | undefined;
-  if (!port || typeof port.chat !== 'function') throw new Error('AI models are not available in this context');
+  const port = ctx.ports.ai;
+  if (!port) throw new Error('AI models are not available in this context');
   return port;
 }
 

@@ -14,6 +14,7 @@ export const functionBlock = defineBlockType<FunctionConfig>({
   type: 'function',
   config: functionConfigSchema,
   rawFields: ['code'],
+  codeFields: ['code'],
   async run(ctx, config) {
     const timeoutMs = Math.max(1, Math.min(config.timeoutMs, ctx.remainingMs()));
     const result = await ctx.runCode(config.code, { timeoutMs, http: true });

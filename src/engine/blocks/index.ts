@@ -1,5 +1,5 @@
-// The block type registry: one list. Other areas add types (table, agent, router, evaluator,
-// knowledge) with registerBlockType; they reach their port through ctx.ports[name].
+// The block type registry: one list. Every type is a file in this folder; a type that needs a
+// capability outside the engine reaches it through its typed port (ctx.ports.ai, .tables, ...).
 import type { AnyBlockType } from '../block-type.js';
 import { agentBlock } from './agent.js';
 import { evaluatorBlock } from './evaluator.js';
@@ -38,7 +38,3 @@ const builtIn: AnyBlockType[] = [
 /** All known block types by type name. */
 export const blockTypes: ReadonlyMap<string, AnyBlockType> = new Map(builtIn.map((t) => [t.type, t]));
 
-/** Adds (or replaces) a block type. Definitions compiled afterwards can use it. */
-export function registerBlockType(type: AnyBlockType): void {
-  (blockTypes as Map<string, AnyBlockType>).set(type.type, type);
-}

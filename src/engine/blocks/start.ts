@@ -95,6 +95,8 @@ export const startBlock = defineBlockType<StartConfig>({
   config: startConfigSchema,
   entry: true,
   retryable: false,
+  // Declared fields plus the raw input; without declared fields the raw input is the output.
+  outputFields: (config) => (config.inputFormat.length > 0 ? [...config.inputFormat.map((f) => f.name), 'input'] : null),
   async run(ctx, config) {
     const raw = ctx.input;
     const fields = Array.isArray(config.inputFormat) ? config.inputFormat : [];

@@ -4,33 +4,10 @@
 import { z } from 'zod';
 import { defineBlockType } from '../block-type.js';
 
-/** A row as the tables port returns it. */
-export interface TableRowValue {
-  id: string;
-  data: Record<string, unknown>;
-  position: number;
-  createdAt: string;
-  updatedAt: string;
-}
+// The port types live in ../ports.ts; re-exported here for existing importers.
+export type { TableRowValue, TablesPort } from '../ports.js';
 
 type JsonObject = Record<string, unknown>;
-
-/** What the block needs from the Tables capability, already scoped to the run's workspace. */
-export interface TablesPort {
-  query(args: { tableId: string; filter?: JsonObject; sort?: JsonObject; limit?: number; offset?: number }): Promise<{
-    rows: TableRowValue[];
-    totalCount: number;
-    limit: number;
-    offset: number;
-  }>;
-  get(args: { tableId: string; rowId: string }): Promise<TableRowValue>;
-  insert(args: { tableId: string; data?: JsonObject; rows?: JsonObject[] }): Promise<{ rows: TableRowValue[] }>;
-  upsert(args: { tableId: string; data: JsonObject; conflictTarget?: string }): Promise<{ row: TableRowValue; operation: 'insert' | 'update' }>;
-  /** By `rowId`, or every row matching `filter` (the first `limit` in table order when given). */
-  update(args: { tableId: string; rowId?: string; filter?: JsonObject; data: JsonObject; limit?: number }): Promise<{ updatedRowIds: string[] }>;
-  /** By `rowId` / `rowIds`, or every row matching `filter` (the first `limit` when given). */
-  delete(args: { tableId: string; rowId?: string; rowIds?: string[]; filter?: JsonObject; limit?: number }): Promise<{ deletedRowIds: string[] }>;
-}
 
 const OPERATIONS = ['query', 'get', 'insert', 'upsert', 'update', 'delete'] as const;
 
@@ -140,7 +117,7 @@ export const tableBlock = defineBlockType<TableConfig>({
   type: 'table',
   config: tableConfigSchema,
   async run(ctx, config) {
-    const port = ctx.ports.tables as TablesPort | undefined;
+    const port = ctx.ports.tables;
     if (!port) throw new Error('tables are not available in this context');
     const tableId = asId(config.tableId, 'tableId');
     if (!tableId) throw new Error('tableId is required');

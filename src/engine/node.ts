@@ -1,0 +1,288 @@
+// Executing one node of a scope: a replayed step, a leaf block (with its retries) or a container
+// (loop, parallel) running its children as nested scopes. Leaf and container end in the same
+// `finishNode`: output cap, trace entry, error routing, pause points, step record.
+import {
+  ChildBlockError,
+  RunStoppedError,
+  type BlockContext,
+  type BlockResult,
+  type ContainerControl,
+} from './block-type.js';
+import type { CompiledBlock } from './compile.js';
+import type { SandboxLogEntry } from './ports.js';
+import { BlockLimitError } from './run-state.js';
+import { findUp, type HaltFlag, type ScopeInfo, type ScopeRun } from './scope.js';
+import { appendLog, appendLogs, errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
+import type { PausePoint, StepRecord } from './types.js';
+
+export type NodeResult =
+  | { kind: 'success'; output: unknown }
+  | { kind: 'routed'; message: string }
+  | { kind: 'failed'; error: ChildBlockError }
+  | { kind: 'paused' }
+  | { kind: 'stopped' };
+
+/** What one execution of a block (all its attempts) produced, handed to finishNode. */
+interface Execution {
+  startedAt: number;
+  config: Record<string, unknown> | undefined;
+  result: BlockResult | undefined;
+  error: unknown;
+  logs: SandboxLogEntry[];
+  attempts: number;
+  /** The block (or a child of the container) changed run variables. */
+  variablesChanged: boolean;
+}
+
+function blockFailure(b: CompiledBlock, error: unknown): ChildBlockError {
+  if (error instanceof ChildBlockError) return error;
+  const message = errorMessage(error);
+  const full = error instanceof BlockLimitError ? message : `Block "${b.name}" failed: ${message}`;
+  return new ChildBlockError(full, b.id, b.name, message);
+}
+
+export async function executeNode(scope: ScopeRun, b: CompiledBlock): Promise<NodeResult> {
+  const run = scope.run;
+  const key = b.id + scope.suffix;
+
+  const overBudget = run.takeStep(b.id, b.name);
+  if (overBudget !== null) return { kind: 'failed', error: blockFailure(b, overBudget) };
+  if (run.shouldYield()) {
+    await run.pause();
+    if (scope.isHalted()) return { kind: 'stopped' };
+  }
+
+  const rec = run.opts.recorded?.get(key);
+  if (rec !== undefined) return replay(scope, b, key, rec);
+
+  if (b.type.container) return runContainer(scope, b, key, b.type.container);
+
+  const wait = run.semaphore.acquire();
+  if (wait !== null) await wait;
+  try {
+    if (scope.isHalted()) return { kind: 'stopped' };
+    return await runLeaf(scope, b, key);
+  } finally {
+    run.semaphore.release();
+  }
+}
+
+function replay(scope: ScopeRun, b: CompiledBlock, key: string, rec: StepRecord): NodeResult {
+  const run = scope.run;
+  if (rec.variables) run.setVariables(rec.variables);
+  run.trace.add({
+    key, blockId: b.id, name: b.name, type: b.typeName, status: 'replayed',
+    startedAt: isoTime(run.clock.now()), durationMs: 0, output: rec.output,
+    ...(rec.error !== undefined ? { error: rec.error } : {}),
+  });
+  if (rec.error !== undefined) {
+    if (b.hasErrorEdge) return { kind: 'routed', message: rec.error };
+    return { kind: 'failed', error: blockFailure(b, new Error(rec.error)) };
+  }
+  if (b.type.endsRun) run.respond(rec.output);
+  return { kind: 'success', output: rec.output };
+}
+
+function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execution, container?: ContainerControl): BlockContext {
+  const run = scope.run;
+  return {
+    blockId: b.id,
+    name: b.name,
+    type: b.typeName,
+    key,
+    ports: run.opts.ports,
+    signal: run.signal,
+    clock: run.clock,
+    depth: run.depth,
+    input: run.opts.input,
+    variables: run.variables,
+    limits: run.limits,
+    remainingMs: () => run.remainingMs(),
+    setVariables: (values) => {
+      run.setVariables(values);
+      exec.variablesChanged = true;
+    },
+    resolve: (value) => scope.resolveLoose(value),
+    runCode: (source, opts) => scope.runCode(source, opts),
+    log: (level, message) => appendLog(exec.logs, { level, message }),
+    container,
+  };
+}
+
+function newExecution(scope: ScopeRun): Execution {
+  return {
+    startedAt: scope.run.clock.now(),
+    config: undefined,
+    result: undefined,
+    error: undefined,
+    logs: [],
+    attempts: 0,
+    variablesChanged: false,
+  };
+}
+
+/** A leaf block: its attempts (retry with backoff when configured), then finishNode. */
+async function runLeaf(scope: ScopeRun, b: CompiledBlock, key: string): Promise<NodeResult> {
+  const run = scope.run;
+  const exec = newExecution(scope);
+  const maxAttempts = b.type.retryable === false ? 1 : b.retry?.maxAttempts ?? 1;
+  try {
+    exec.config = scope.resolveConfig(b);
+    const ctx = makeContext(scope, b, key, exec);
+    for (;;) {
+      exec.attempts++;
+      try {
+        exec.result = await b.type.run(ctx, exec.config as never);
+        exec.error = undefined;
+        break;
+      } catch (err) {
+        exec.error = err;
+        const logs = errorLogs(err);
+        if (logs) appendLogs(exec.logs, logs);
+        if (exec.attempts >= maxAttempts || run.signal.aborted || err instanceof RunStoppedError) break;
+        const backoff = (b.retry?.backoffMs ?? 0) * 2 ** (exec.attempts - 1);
+        if (backoff > 0) {
+          try {
+            await run.clock.sleep(Math.min(backoff, run.remainingMs()), run.signal);
+          } catch {
+            break;
+          }
+        }
+        if (scope.isHalted()) break;
+        // A retry is one more block execution.
+        const overBudget = run.takeStep(b.id, b.name);
+        if (overBudget !== null) {
+          exec.error = overBudget;
+          break;
+        }
+      }
+    }
+  } catch (err) {
+    exec.error = err;
+  }
+  return finishNode(scope, b, key, exec);
+}
+
+/** A loop or parallel: the block runs its children through a ContainerControl, then finishNode. */
+async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind: 'loop' | 'parallel'): Promise<NodeResult> {
+  const run = scope.run;
+  if (scope.isHalted()) return { kind: 'stopped' };
+  const exec = newExecution(scope);
+  exec.attempts = 1;
+  const versionBefore = run.variablesVersion;
+  const halt: HaltFlag = { halted: false };
+  const control: ContainerControl = {
+    kind,
+    runScope: async (frame) => {
+      const outcome = await scope.child(b, kind, frame, halt).execute();
+      if (outcome.status === 'failed') halt.halted = true;
+      return outcome;
+    },
+    evaluate: async (source, frame, previous) => {
+      const outputs = previous !== null && 'outputs' in previous && previous.outputs instanceof Map ? previous.outputs : new Map<string, unknown>();
+      const view = scope.child(b, kind, frame, halt, outputs);
+      const timeoutMs = Math.max(1, Math.min(5000, run.remainingMs()));
+      const res = await view.runCode(source, { timeoutMs });
+      appendLogs(exec.logs, res.logs);
+      return res.value;
+    },
+    stopped: () => halt.halted || scope.isHalted(),
+  };
+  try {
+    exec.config = scope.resolveConfig(b);
+    exec.result = await b.type.run(makeContext(scope, b, key, exec, control), exec.config as never);
+  } catch (err) {
+    exec.error = err;
+  }
+  if (run.variablesVersion !== versionBefore) exec.variablesChanged = true;
+  return finishNode(scope, b, key, exec);
+}
+
+/** The one tail of every executed block: trace entry, error routing, pause, output cap, record. */
+async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execution): Promise<NodeResult> {
+  const run = scope.run;
+  if (run.finished || (run.stopping && run.stopReason !== 'failed')) return { kind: 'stopped' };
+  if (exec.error instanceof RunStoppedError) return { kind: 'stopped' };
+
+  let { result, error } = exec;
+  let output: unknown = null;
+  if (error === undefined && result !== undefined && !('pause' in result)) {
+    output = result.output === undefined ? null : result.output;
+    if (result.logs) appendLogs(exec.logs, result.logs);
+    const tooLarge = run.checkOutputSize(b.name, output);
+    if (tooLarge !== null) {
+      error = tooLarge;
+      result = undefined;
+    }
+  }
+
+  const base = {
+    key, blockId: b.id, name: b.name, type: b.typeName,
+    startedAt: isoTime(exec.startedAt), durationMs: run.clock.now() - exec.startedAt,
+    ...(exec.config !== undefined ? { input: summarizeInput(exec.config, b.secretNames, (n) => run.secret(n)) } : {}),
+    ...(exec.logs.length ? { logs: exec.logs } : {}),
+    ...(exec.attempts > 1 ? { attempts: exec.attempts } : {}),
+  };
+
+  if (error !== undefined || result === undefined) {
+    const failure = blockFailure(b, error);
+    const message = error instanceof ChildBlockError ? error.message : errorMessage(error);
+    run.trace.add({ ...base, status: 'error', error: message });
+    if (b.hasErrorEdge && !run.stopping) {
+      const recorded = await record(scope, b, { key, blockId: b.id, output: { error: message }, error: message });
+      return recorded ?? { kind: 'routed', message };
+    }
+    return { kind: 'failed', error: failure };
+  }
+
+  if ('pause' in result) {
+    run.trace.add({ ...base, status: 'paused' });
+    if (result.pause !== null) run.pausePoints.push(pausePoint(scope, b, key, result.pause.response));
+    return { kind: 'paused' };
+  }
+
+  run.trace.add({ ...base, status: 'success', output });
+  const step: StepRecord = { key, blockId: b.id, output };
+  if (exec.variablesChanged) step.variables = { ...run.variables };
+  const recorded = await record(scope, b, step);
+  if (recorded !== null) return recorded;
+  if (b.type.endsRun) run.respond(output);
+  return { kind: 'success', output };
+}
+
+/** Awaits onStep; a failure to record fails the block. Returns null when recorded. */
+async function record(scope: ScopeRun, b: CompiledBlock, step: StepRecord): Promise<NodeResult | null> {
+  const onStep = scope.run.opts.onStep;
+  if (!onStep) return null;
+  try {
+    await onStep(step);
+    return null;
+  } catch (err) {
+    return { kind: 'failed', error: blockFailure(b, new Error(`could not record the step: ${errorMessage(err)}`)) };
+  }
+}
+
+function pausePoint(scope: ScopeRun, b: CompiledBlock, key: string, response: unknown): PausePoint {
+  let contextId = b.id;
+  const frames: ScopeInfo[] = [];
+  findUp(scope, (s) => {
+    if (s.info) frames.unshift(s.info);
+    return false;
+  });
+  let parallelScope: PausePoint['parallelScope'];
+  let loopScope: PausePoint['loopScope'];
+  for (const f of frames) {
+    if (f.kind === 'parallel') {
+      contextId += `_p${f.frame.index}`;
+      parallelScope = { parallelId: f.containerId, branchIndex: f.frame.index, branchTotal: f.frame.total ?? 0 };
+    } else {
+      contextId += `_loop${f.frame.index}`;
+      loopScope = { loopId: f.containerId, iteration: f.frame.index };
+    }
+  }
+  return {
+    contextId, blockId: b.id, key, response,
+    ...(parallelScope ? { parallelScope } : {}),
+    ...(loopScope ? { loopScope } : {}),
+  };
+}

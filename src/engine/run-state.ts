@@ -1,0 +1,247 @@
+// State of one run shared by all its scopes: options with their defaults, variables, concurrency,
+// the step budget and event-loop pacing, how and why the run stops, pause points and the trace.
+import type { BlockContext } from './block-type.js';
+import type { CompiledGraph } from './compile.js';
+import type { ClockPort } from './ports.js';
+import { TraceLog } from './trace.js';
+import type { PausePoint, RunOptions, RunResult } from './types.js';
+
+export const RUN_DEFAULTS = {
+  maxConcurrency: 32,
+  loopCap: 1000,
+  parallelFanOut: 20,
+  maxParallelBranches: 1000,
+  maxSteps: 100_000,
+  maxTraceEntries: 2_000,
+  maxBlockOutputBytes: 4 * 1024 * 1024,
+} as const;
+
+/** The scheduler lets the event loop run after this many steps ... */
+const YIELD_EVERY_STEPS = 200;
+/** ... or after this many milliseconds without yielding, whichever comes first. */
+const YIELD_EVERY_MS = 10;
+
+export interface Failure {
+  message: string;
+  blockId?: string;
+  blockName?: string;
+}
+
+/** A block error whose message already names the block (limits): not prefixed again. */
+export class BlockLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BlockLimitError';
+  }
+}
+
+class Semaphore {
+  private free: number;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = Math.max(1, size);
+  }
+
+  acquire(): Promise<void> | null {
+    if (this.free > 0) {
+      this.free--;
+      return null;
+    }
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+export class RunState {
+  readonly clock: ClockPort;
+  readonly controller = new AbortController();
+  readonly trace: TraceLog;
+  readonly pausePoints: PausePoint[] = [];
+  readonly variables: Record<string, unknown>;
+  variablesVersion = 0;
+  readonly semaphore: Semaphore;
+  readonly limits: BlockContext['limits'];
+  readonly maxSteps: number;
+  readonly maxBlockOutputBytes: number;
+  readonly secrets: Record<string, string>;
+  readonly secretNames: ReadonlySet<string>;
+  readonly secretsKey: string;
+  readonly depth: number;
+  readonly deadline: number;
+  readonly startedAt: number;
+
+  /** Block executions so far (the step budget's count). */
+  steps = 0;
+  private stepsSinceYield = 0;
+  private lastYieldAt: number;
+
+  stopping = false;
+  finished = false;
+  stopReason: 'failed' | 'response' | 'cancelled' | 'timed_out' | null = null;
+  failure: Failure | null = null;
+  response: RunResult['response'];
+  responseOutput: unknown;
+
+  private stopResolve: () => void = () => undefined;
+  /** Resolves when the run must return without waiting (response, cancellation, timeout). */
+  readonly stopped: Promise<void> = new Promise<void>((resolve) => {
+    this.stopResolve = resolve;
+  });
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly onExternalAbort = () => this.cancel('cancelled', 'Run cancelled');
+
+  constructor(readonly graph: CompiledGraph, readonly opts: RunOptions) {
+    this.clock = opts.ports.clock;
+    this.startedAt = this.clock.now();
+    this.lastYieldAt = this.startedAt;
+    this.variables = { ...(graph.definition.variables ?? {}), ...(opts.variables ?? {}) };
+    this.semaphore = new Semaphore(opts.maxConcurrency ?? RUN_DEFAULTS.maxConcurrency);
+    this.limits = {
+      loopCap: opts.loopCap ?? RUN_DEFAULTS.loopCap,
+      parallelFanOut: Math.max(1, opts.parallelFanOut ?? RUN_DEFAULTS.parallelFanOut),
+      maxParallelBranches: opts.maxParallelBranches ?? RUN_DEFAULTS.maxParallelBranches,
+    };
+    this.maxSteps = opts.maxSteps ?? RUN_DEFAULTS.maxSteps;
+    this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
+    this.trace = new TraceLog(Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries));
+    this.secrets = opts.secrets ?? {};
+    const names = Object.keys(this.secrets).sort();
+    this.secretNames = new Set(names);
+    this.secretsKey = names.join(',');
+    this.depth = opts.depth ?? 0;
+    this.deadline = opts.timeoutMs !== undefined ? this.startedAt + opts.timeoutMs : Infinity;
+
+    if (opts.signal) {
+      if (opts.signal.aborted) this.cancel('cancelled', 'Run cancelled');
+      else opts.signal.addEventListener('abort', this.onExternalAbort, { once: true });
+    }
+    if (opts.timeoutMs !== undefined && !this.stopping) {
+      const ms = opts.timeoutMs;
+      this.timer = setTimeout(() => this.cancel('timed_out', `Run timed out after ${ms} ms`), Math.max(0, ms));
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  remainingMs(): number {
+    return this.deadline === Infinity ? Infinity : Math.max(0, this.deadline - this.clock.now());
+  }
+
+  secret(name: string): string | undefined {
+    return Object.prototype.hasOwnProperty.call(this.secrets, name) ? this.secrets[name] : undefined;
+  }
+
+  setVariables(values: Record<string, unknown>): void {
+    Object.assign(this.variables, values);
+    this.variablesVersion++;
+  }
+
+  // -- step budget and pacing -------------------------------------------------------------------
+
+  /**
+   * Counts one block execution (a block, a container, a retry attempt or a replayed step).
+   * When the budget is spent the run fails and the error is returned; null otherwise.
+   */
+  takeStep(blockId: string, blockName: string): BlockLimitError | null {
+    if (this.steps >= this.maxSteps) {
+      const message = `Step budget exceeded: the run executed ${this.steps} blocks (limit ${this.maxSteps}); stopped at block "${blockName}"`;
+      this.fail({ message, blockId, blockName });
+      return new BlockLimitError(message);
+    }
+    this.steps++;
+    this.stepsSinceYield++;
+    return null;
+  }
+
+  /** True when the scheduler has kept the event loop long enough; then it awaits `pause()`. */
+  shouldYield(): boolean {
+    if (this.clock.yield === undefined) return false;
+    return this.stepsSinceYield >= YIELD_EVERY_STEPS || this.clock.now() - this.lastYieldAt >= YIELD_EVERY_MS;
+  }
+
+  async pause(): Promise<void> {
+    this.stepsSinceYield = 0;
+    await this.clock.yield?.();
+    this.lastYieldAt = this.clock.now();
+  }
+
+  /** Output size check: the error when `output` is over the limit, null otherwise. */
+  checkOutputSize(blockName: string, output: unknown): BlockLimitError | null {
+    const limit = this.maxBlockOutputBytes;
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(output);
+    } catch {
+      return null; // not JSON (a port's value); the stored result is checked where it is written
+    }
+    if (json === undefined || json.length * 3 <= limit) return null;
+    const bytes = utf8Length(json);
+    if (bytes <= limit) return null;
+    return new BlockLimitError(`Block "${blockName}" output is ${bytes} bytes, over the limit of ${limit} bytes (maxBlockOutputBytes)`);
+  }
+
+  // -- stopping ---------------------------------------------------------------------------------
+
+  cancel(reason: 'cancelled' | 'timed_out', message: string): void {
+    if (this.finished || this.stopReason === 'cancelled' || this.stopReason === 'timed_out' || this.stopReason === 'response') return;
+    this.stopping = true;
+    this.stopReason = reason;
+    this.failure = { message };
+    this.controller.abort(new Error(message));
+    this.stopResolve();
+  }
+
+  fail(failure: Failure): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.stopReason = 'failed';
+    this.failure = failure;
+  }
+
+  respond(output: unknown): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.stopReason = 'response';
+    const o = isRecord(output) ? output : {};
+    const headers: Record<string, string> = {};
+    if (isRecord(o.headers)) for (const [k, v] of Object.entries(o.headers)) headers[k] = typeof v === 'string' ? v : String(v);
+    this.response = { data: o.data === undefined ? null : o.data, status: typeof o.status === 'number' ? o.status : 200, headers };
+    this.responseOutput = output;
+    this.controller.abort(new Error('Run ended by a Response block'));
+    this.stopResolve();
+  }
+
+  dispose(): void {
+    this.finished = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.opts.signal?.removeEventListener('abort', this.onExternalAbort);
+    if (!this.controller.signal.aborted) this.controller.abort(new Error('Run finished'));
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object';
+}
+
+/** UTF-8 length of a string without encoding it. */
+function utf8Length(s: string): number {
+  let bytes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
