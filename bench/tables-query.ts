@@ -1,4 +1,4 @@
-import { createWorkspace, createKey } from '../src/accounts/service.js';
+import { createWorkspace, createKey } from '../test/support/accounts.js';
 import type { Queryable } from '../src/db/database.js';
 import { startTestServer, type TestServer } from '../test/support/harness.js';
 import { percentile, runIfMain } from './support.js';

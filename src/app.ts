@@ -4,24 +4,25 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Services } from './compose.js';
 import type { AppContext } from './context.js';
 import { registerErrorHandling } from './http/errors.js';
-import { configureAccessCache, registerAuth } from './http/auth.js';
+import { registerAuth } from './http/auth.js';
 import { registerJsonParser } from './http/json-body.js';
 import { accountRoutes } from './accounts/routes.js';
+import { aiRoutes } from './ai/routes.js';
 import { auditRoutes } from './audit/routes.js';
-import { areas as extraAreas } from './areas.js';
+import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
+import { resumeRoutes } from './runs/resume-routes.js';
+import { runRoutes } from './runs/routes.js';
+import { tableRoutes } from './tables/routes.js';
+import { workflowRoutes } from './workflows/routes.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    ctx: AppContext;
-  }
-}
-
-/** Builds the HTTP app from the area plugins. No business logic here. */
-export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+/** Builds the HTTP app from the area plugins, each given its services. No business logic here. */
+export async function buildApp(ctx: AppContext, services: Services): Promise<FastifyInstance> {
+  const { accounts, limits, plans, workflows, tables, ai, runs } = services;
   const app = Fastify({
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
@@ -37,9 +38,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: false,
     return503OnClosing: true,
+    connectionTimeout: ctx.config.connectionTimeoutMs,
+    requestTimeout: ctx.config.requestTimeoutMs,
+    keepAliveTimeout: ctx.config.keepAliveTimeoutMs,
   }).withTypeProvider<ZodTypeProvider>();
 
-  app.decorate('ctx', ctx);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
@@ -68,8 +71,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/api/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
 
-  configureAccessCache(ctx.config.keyCacheMs);
-  registerAuth(app, ctx.keys);
+  registerAuth(app, accounts.verifyKey);
+  registerApiRateLimit(app, limits, accounts);
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());
 
@@ -93,9 +96,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     }
   });
 
-  await app.register(accountRoutes, { ctx });
-  await app.register(auditRoutes, { ctx });
-  for (const area of extraAreas) await app.register(area, { ctx });
+  await app.register(accountRoutes(accounts));
+  await app.register(auditRoutes(accounts, ctx.db));
+  await app.register(limitRoutes(limits, accounts, plans));
+  await app.register(workflowRoutes(workflows, accounts, limits));
+  await app.register(runRoutes(runs, workflows, accounts), { ctx });
+  await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
+  await app.register(tableRoutes(tables, accounts), { ctx });
+  await app.register(aiRoutes(ai, accounts, limits), { ctx });
   return app;
 }
 

@@ -23,6 +23,17 @@ const envSchema = z.object({
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
   WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  // Limits that keep one run or request from hurting the others (DESIGN section 5).
+  WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
+  WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  WEFT_MAX_RUN_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  WEFT_MAX_TRACE_ENTRIES: z.coerce.number().int().min(10).max(1_000_000).default(2_000),
+  WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
+  WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  WEFT_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(3_300_000),
+  WEFT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  WEFT_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(72_000),
   // AI gateway providers (a provider is offered only when its key or base URL is set).
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
@@ -63,6 +74,27 @@ export interface Config {
   planLimitsJson?: string;
   /** How long a worker owns an async job without renewing; a crashed worker's job is taken over after it. */
   jobLeaseMs: number;
+  /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
+  maxRunSteps: number;
+  /** JSON size of one block's output; over it the block fails. */
+  maxBlockOutputBytes: number;
+  /** JSON size of a run's stored and returned result. */
+  maxRunResultBytes: number;
+  /** Trace entries kept per run. */
+  maxTraceEntries: number;
+  /** Blocks in one workflow definition, nested ones included. */
+  maxBlocksPerWorkflow: number;
+  /** Crashes an async run may be interrupted by before it is failed instead of retried. */
+  maxJobInterruptions: number;
+  /** Row data one tables page may carry; a page stops early past it. */
+  tablePageMaxBytes: number;
+  /**
+   * HTTP server timeouts: a socket silent for `connectionTimeoutMs` is closed (longer than the longest sync
+   * run, 3,000 s); a request must arrive whole within `requestTimeoutMs` (slow senders); idle keep-alive.
+   */
+  connectionTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
   ai: AiConfig;
 }
 
@@ -107,6 +139,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     limitsEnabled: e.WEFT_LIMITS === 'on',
     planLimitsJson: e.WEFT_PLAN_LIMITS,
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
+    maxRunSteps: e.WEFT_MAX_RUN_STEPS,
+    maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
+    maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,
+    maxTraceEntries: e.WEFT_MAX_TRACE_ENTRIES,
+    maxBlocksPerWorkflow: e.WEFT_MAX_BLOCKS_PER_WORKFLOW,
+    maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
+    tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,
+    connectionTimeoutMs: e.WEFT_CONNECTION_TIMEOUT_MS,
+    requestTimeoutMs: e.WEFT_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.WEFT_KEEP_ALIVE_TIMEOUT_MS,
     ai: {
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL.replace(/\/+$/, '') },
       anthropic: { apiKey: e.ANTHROPIC_API_KEY, baseUrl: e.ANTHROPIC_BASE_URL.replace(/\/+$/, '') },

@@ -1,23 +1,21 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
 import { loadConfig, type Config } from './config.js';
-import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createLogger, openDatabase } from './runtime.js';
 import { startServer } from './server.js';
-import * as accounts from './accounts/service.js';
-import * as accountStore from './accounts/store.js';
+import { publicKey, type Role } from './accounts/service.js';
 import { emit, fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
 import { registerCreditCommands } from './cli/credits.js';
-import { newId } from './ids.js';
-import { applyPlanToTables } from './tables/service.js';
+import { composeCore, type CoreServices } from './compose.js';
+import type { AppContext } from './context.js';
 
 const program = new Command();
 program.name('weft').description('Weft: self-hostable workflow automation service').showHelpAfterError();
 
-/** Runs a command body against the database; the embedded database must not be open elsewhere. */
-export async function withDatabase<T>(json: boolean, fn: (db: Database, config: Config) => Promise<T>): Promise<T> {
+/** Runs a command body against the services; the embedded database must not be open elsewhere. */
+export async function withServices<T>(json: boolean, fn: (services: CoreServices, ctx: AppContext) => Promise<T>): Promise<T> {
   let config: Config;
   try {
     config = loadConfig();
@@ -25,18 +23,21 @@ export async function withDatabase<T>(json: boolean, fn: (db: Database, config: 
     return fail((err as Error).message, json);
   }
   let opened: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  const onClose: (() => Promise<void>)[] = [];
   try {
     opened = await openDatabase(config);
-    return await fn(opened.db, config);
+    const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api', onClose };
+    return await fn(composeCore(ctx), ctx);
   } catch (err) {
     return fail((err as Error).message, json);
   } finally {
+    for (const hook of onClose.reverse()) await hook().catch(() => undefined);
     await opened?.release();
   }
 }
 
-async function requireWorkspace(db: Database, ref: string, json: boolean) {
-  const ws = await accounts.resolveWorkspace(db, ref);
+async function requireWorkspace(s: CoreServices, ref: string, json: boolean) {
+  const ws = await s.accounts.resolveWorkspace(ref);
   if (!ws) fail(`No workspace with id or name "${ref}"`, json);
   return ws;
 }
@@ -89,7 +90,7 @@ program
   .description('Apply pending database migrations')
   .option('--json', 'machine-readable output')
   .action(async (o: { json?: boolean }) => {
-    await withDatabase(Boolean(o.json), async (db) => {
+    await withServices(Boolean(o.json), async (_s, { db }) => {
       const applied = await migrate(db); // openDatabase already migrated; this reports none pending then
       emit(Boolean(o.json), { applied, database: db.mode }, () => `Database (${db.mode}) is up to date.`);
     });
@@ -100,9 +101,9 @@ program
   .description('Ensure the database, the admin user and the "default" workspace; print a new workspace key')
   .option('--json', 'machine-readable output')
   .action(async (o: { json?: boolean }) => {
-    await withDatabase(Boolean(o.json), async (db, config) => {
-      const boot = await accounts.ensureBootstrap(db, config.defaultPlan);
-      const { key, secret } = await accounts.createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Setup key' });
+    await withServices(Boolean(o.json), async ({ accounts }) => {
+      const boot = await accounts.ensureBootstrap();
+      const { key, secret } = await accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Setup key' });
       emit(Boolean(o.json), { userId: boot.userId, workspaceId: boot.workspaceId, apiKey: secret, keyId: key.id }, () =>
         `Admin user ${boot.userId}\nWorkspace "default" ${boot.workspaceId}\nWorkspace API key (shown once): ${secret}`);
     });
@@ -119,12 +120,11 @@ users
   .action(async (o: { email: string; name?: string; workspace?: string; role: string; json?: boolean }) => {
     const json = Boolean(o.json);
     if (!['admin', 'write', 'read'].includes(o.role)) fail('--role must be admin, write or read', json);
-    await withDatabase(json, async (db, config) => {
-      const user = await accountStore.insertUser(db, { id: newId(), email: o.email, name: o.name ?? o.email, isAdmin: false, plan: config.defaultPlan })
-        .catch((err: unknown) => fail((err as { code?: string }).code === '23505' ? `A user with email ${o.email} exists` : String(err), json));
+    await withServices(json, async (s) => {
+      const user = await s.accounts.createUser({ email: o.email, name: o.name });
       if (o.workspace) {
-        const ws = await requireWorkspace(db, o.workspace, json);
-        await accounts.addMember(db, ws.id, user.id, o.role as accounts.Role);
+        const ws = await requireWorkspace(s, o.workspace, json);
+        await s.accounts.addMember(ws.id, user.id, o.role as Role);
       }
       emit(json, { id: user.id, email: user.email }, () => `User ${user.id} <${user.email}>`);
     });
@@ -136,9 +136,9 @@ workspaces
   .requiredOption('--name <name>')
   .option('--json', 'machine-readable output')
   .action(async (o: { name: string; json?: boolean }) => {
-    await withDatabase(Boolean(o.json), async (db, config) => {
-      const boot = await accounts.ensureBootstrap(db, config.defaultPlan);
-      const ws = await accounts.createWorkspace(db, o.name, boot.userId, config.defaultPlan);
+    await withServices(Boolean(o.json), async ({ accounts }) => {
+      const boot = await accounts.ensureBootstrap();
+      const ws = await accounts.createWorkspace(o.name, boot.userId);
       emit(Boolean(o.json), { id: ws.id, name: ws.name }, () => `Workspace "${ws.name}" ${ws.id}`);
     });
   });
@@ -146,8 +146,8 @@ workspaces
   .command('list')
   .option('--json', 'machine-readable output')
   .action(async (o: { json?: boolean }) => {
-    await withDatabase(Boolean(o.json), async (db) => {
-      const rows = await accountStore.listWorkspaces(db);
+    await withServices(Boolean(o.json), async ({ accounts }) => {
+      const rows = await accounts.listWorkspaces();
       const list = rows.map((w) => ({ id: w.id, name: w.name, plan: w.plan, allowPersonalKeys: w.allow_personal_keys, createdAt: w.created_at.toISOString() }));
       emit(Boolean(o.json), list, () => list.map((w) => `${w.id}  ${w.name}  (${w.plan})`).join('\n') || 'No workspaces.');
     });
@@ -160,11 +160,10 @@ workspaces
   .action(async (ref: string, plan: string, o: { json?: boolean }) => {
     const json = Boolean(o.json);
     if (!['free', 'pro', 'team', 'enterprise'].includes(plan)) fail('plan must be free, pro, team or enterprise', json);
-    await withDatabase(json, async (db) => {
-      const ws = await requireWorkspace(db, ref, json);
-      const updated = await accountStore.setWorkspacePlan(db, ws.id, plan);
-      await applyPlanToTables(db, ws.id, plan);
-      emit(json, { id: updated.id, plan: updated.plan }, () => `Workspace "${updated.name}" is on plan ${updated.plan}`);
+    await withServices(json, async (s) => {
+      const ws = await requireWorkspace(s, ref, json);
+      await s.plans.setPlan(ws.id, plan);
+      emit(json, { id: ws.id, plan }, () => `Workspace "${ws.name}" is on plan ${plan}`);
     });
   });
 
@@ -178,15 +177,15 @@ keys
   .option('--json', 'machine-readable output')
   .action(async (o: { workspace: string; personal?: boolean; user?: string; name?: string; json?: boolean }) => {
     const json = Boolean(o.json);
-    await withDatabase(json, async (db, config) => {
-      const ws = await requireWorkspace(db, o.workspace, json);
-      const boot = await accounts.ensureBootstrap(db, config.defaultPlan);
+    await withServices(json, async (s) => {
+      const ws = await requireWorkspace(s, o.workspace, json);
+      const boot = await s.accounts.ensureBootstrap();
       const userId = o.user ?? boot.userId;
       const type = o.personal ? 'personal' : 'workspace';
-      if (o.personal && !(await accountStore.findRole(db, ws.id, userId))) {
+      if (o.personal && !(await s.accounts.roleOf(ws.id, userId))) {
         fail(`User ${userId} is not a member of workspace "${ws.name}"`, json);
       }
-      const { key, secret } = await accounts.createKey(db, { workspaceId: ws.id, userId, type, name: o.name });
+      const { key, secret } = await s.accounts.createKey({ workspaceId: ws.id, userId, type, name: o.name });
       emit(json, { id: key.id, key: secret, type: key.type, workspaceId: ws.id }, () =>
         `Created ${type} key ${key.id} in "${ws.name}".\nSecret (shown once): ${secret}`);
     });
@@ -197,11 +196,9 @@ keys
   .option('--json', 'machine-readable output')
   .action(async (o: { workspace?: string; json?: boolean }) => {
     const json = Boolean(o.json);
-    await withDatabase(json, async (db) => {
-      const rows = o.workspace
-        ? await accountStore.listKeysForWorkspace(db, (await requireWorkspace(db, o.workspace, json)).id)
-        : await accountStore.listAllKeys(db);
-      const list = rows.map(accounts.publicKey);
+    await withServices(json, async (s) => {
+      const rows = await s.accounts.listKeys(o.workspace ? (await requireWorkspace(s, o.workspace, json)).id : undefined);
+      const list = rows.map(publicKey);
       emit(json, list, () => list.map((k) => `${k.id}  ${k.type.padEnd(9)}  ${k.displayKey}  ${k.name}`).join('\n') || 'No keys.');
     });
   });
@@ -211,19 +208,17 @@ keys
   .option('--json', 'machine-readable output')
   .action(async (id: string, o: { json?: boolean }) => {
     const json = Boolean(o.json);
-    await withDatabase(json, async (db) => {
-      const key = await accountStore.findKey(db, id).catch(() => undefined);
-      if (!key || key.revoked_at) fail(`No active key with id ${id}`, json);
-      const home = key.workspace_id
-        ?? (await db.query<{ workspace_id: string }>('SELECT workspace_id FROM memberships WHERE user_id = $1 ORDER BY created_at LIMIT 1', [key.user_id]))[0]?.workspace_id;
-      if (home) await accounts.revokeKey(db, key.id, home);
-      else await accountStore.revokeKey(db, key.id);
+    await withServices(json, async ({ accounts }) => {
+      const key = await accounts.findKey(id);
+      if (!key || key.revoked_at) return fail(`No active key with id ${id}`, json);
+      const home = key.workspace_id ?? (await accounts.homeWorkspaceOf(key.user_id));
+      await accounts.revokeKey(key.id, home);
       emit(json, { id: key.id, revoked: true }, () => `Revoked key ${key.id}`);
     });
   });
 
-registerWorkflowCommands(program, withDatabase);
-registerCreditCommands(program, withDatabase);
+registerWorkflowCommands(program, withServices);
+registerCreditCommands(program, withServices);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`weft: ${(err as Error).message}\n`);

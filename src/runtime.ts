@@ -2,11 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { AppContext } from './context.js';
 import { connectDatabase, type ConnectOptions } from './db/connect.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
-import { KeyAuthenticator } from './http/auth.js';
 
 /** Logs go to stderr so that `--json` output on stdout stays a clean document. */
 export function createLogger(config: Config): Logger {
@@ -72,16 +70,4 @@ export async function openDatabase(config: Config, extra: Partial<ConnectOptions
     unlock();
     throw err;
   }
-}
-
-export function createContext(config: Config, db: Database, log: Logger, role: AppContext['role'] = 'all'): AppContext {
-  return {
-    role,
-    config,
-    db,
-    log,
-    keys: new KeyAuthenticator(db, config.keyCacheMs),
-    onClose: [],
-    services: {},
-  };
 }

@@ -1,14 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
+import { composeServices, type Services } from './compose.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import { createKey, ensureBootstrap } from './accounts/service.js';
-import { createContext, createLogger, openDatabase } from './runtime.js';
+import { createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   ctx: AppContext;
+  services: Services;
   url: string;
   /** Stops accepting, finishes in-flight requests and background work, closes the database. */
   close(): Promise<void>;
@@ -22,53 +23,69 @@ export interface StartOptions {
   role?: AppContext['role'];
 }
 
+function printBanner(workspaceId: string, secret: string): void {
+  process.stdout.write(
+    [
+      '',
+      '================================================================',
+      ' Weft first start: created the admin user and workspace "default"',
+      ` Workspace id:           ${workspaceId}`,
+      ` Workspace API key:      ${secret}`,
+      ' This key is shown once. Send it as the X-API-Key header.',
+      '================================================================',
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+/**
+ * Opens the database, builds the services and the app, and listens. Interrupted async runs are
+ * recovered only after the listener is up, in the background: a run that hurt the last process cannot
+ * keep the next one from answering.
+ */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const log = createLogger(config);
   const { db, release } = await openDatabase(config, opts.connect);
   const role = opts.role ?? 'all';
-  const ctx = createContext(config, db, log, role);
+  const ctx: AppContext = { config, db, log, role, onClose: [] };
   let app: FastifyInstance | undefined;
+  let services: Services;
+  const shutdown = async () => {
+    for (const hook of [...ctx.onClose].reverse()) await hook().catch((err: unknown) => log.error({ err }, 'shutdown hook failed'));
+    await release();
+  };
   try {
-    const boot = await ensureBootstrap(db, config.defaultPlan);
+    services = composeServices(ctx);
+    const boot = await services.accounts.ensureBootstrap();
     if (boot.created && opts.announce) {
-      const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' });
-      process.stdout.write(
-        [
-          '',
-          '================================================================',
-          ' Weft first start: created the admin user and workspace "default"',
-          ` Workspace id:           ${boot.workspaceId}`,
-          ` Workspace API key:      ${secret}`,
-          ' This key is shown once. Send it as the X-API-Key header.',
-          '================================================================',
-          '',
-        ].join('\n') + '\n',
-      );
+      const { secret } = await services.accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' });
+      printBanner(boot.workspaceId, secret);
     }
-    app = await buildApp(ctx);
+    app = await buildApp(ctx, services);
     if (role === 'worker') await app.ready();
     else await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app?.close().catch(() => undefined);
-    for (const hook of ctx.onClose.reverse()) await hook().catch(() => undefined);
-    await release();
+    await shutdown();
     throw err;
   }
   const address = role === 'worker' ? null : app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  ctx.publicUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  services.runs.setFallbackBaseUrl(url);
+  if (role !== 'api') services.runs.startWorkers();
   let closing: Promise<void> | undefined;
   const started = app;
   return {
     app: started,
     ctx,
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    services,
+    url,
     close: () => {
       closing ??= (async () => {
         await started.close();
-        for (const hook of [...ctx.onClose].reverse()) await hook().catch((err) => log.error({ err }, 'shutdown hook failed'));
-        await release();
+        await shutdown();
       })();
       return closing;
     },

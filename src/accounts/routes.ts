@@ -1,12 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
-import { authorizeWorkspace, requireAuth } from '../http/auth.js';
+import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponses } from '../http/schemas.js';
-import { isUuid } from '../ids.js';
-import * as service from './service.js';
-import * as store from './store.js';
+import { actorOf, publicKey, type AccountsService, type WorkspaceRow } from './service.js';
 
 const keySchema = z.object({
   id: z.string(),
@@ -28,7 +25,7 @@ const workspaceSchema = z.object({
   updatedAt: z.string(),
 });
 
-const publicWorkspace = (w: store.WorkspaceRow) => ({
+const publicWorkspace = (w: WorkspaceRow) => ({
   id: w.id,
   name: w.name,
   allowPersonalKeys: w.allow_personal_keys,
@@ -37,8 +34,9 @@ const publicWorkspace = (w: store.WorkspaceRow) => ({
   updatedAt: w.updated_at.toISOString(),
 });
 
-export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { db } = ctx;
+/** Keys, workspaces and memberships. A workspace key acts as its workspace: it never mints personal keys or manages members. */
+export function accountRoutes(accounts: AccountsService): FastifyPluginAsyncZod {
+  return async (app) => {
 
   app.get('/api/v1/keys', {
     schema: {
@@ -47,9 +45,9 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
       response: { 200: z.object({ success: z.literal(true), data: z.object({ keys: z.array(keySchema) }) }), ...errorResponses },
     },
   }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'admin');
-    const rows = await store.listKeysForWorkspace(db, access.workspaceId);
-    return { success: true as const, data: { keys: rows.map(service.publicKey) } };
+    const access = await accounts.authorize(request.auth, request.query.workspaceId, 'admin');
+    const rows = await accounts.listKeys(access.workspaceId);
+    return { success: true as const, data: { keys: rows.map(publicKey) } };
   });
 
   app.post('/api/v1/keys', {
@@ -69,11 +67,15 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
       },
     },
   }, async (request, reply) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'admin');
-    const created = await service.createKey(
-      db,
-      { workspaceId: access.workspaceId, userId: access.userId, type: request.body.type, name: request.body.name },
-      { userId: access.userId, keyId: access.keyId },
+    const { type } = request.body;
+    // A personal key is its owner's to make, with their own personal key; workspace keys are for workspace admins.
+    const access = await accounts.authorize(request.auth, request.body.workspaceId, type === 'personal' ? 'read' : 'admin');
+    if (type === 'personal' && access.keyType !== 'personal') {
+      throw new HttpError(403, 'Workspace API keys cannot create personal keys; use a personal key of the user or the CLI');
+    }
+    const created = await accounts.createKey(
+      { workspaceId: access.workspaceId, userId: access.userId, type, name: request.body.name },
+      actorOf(access),
     );
     return reply.code(201).send({ success: true as const, data: { ...created.key, key: created.secret } });
   });
@@ -86,21 +88,17 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
     },
   }, async (request) => {
     const auth = requireAuth(request);
-    const key = isUuid(request.params.id) ? await store.findKey(db, request.params.id) : undefined;
+    const key = await accounts.findKey(request.params.id);
     if (!key || key.revoked_at) throw new HttpError(404, 'API key not found');
-    let auditWorkspace: string;
     if (key.type === 'workspace' && key.workspace_id) {
-      await authorizeWorkspace(db, request, key.workspace_id, 'admin', { conceal: true, notFoundMessage: 'API key not found' });
-      auditWorkspace = key.workspace_id;
+      const access = await accounts.authorize(auth, key.workspace_id, 'admin', { conceal: true, notFoundMessage: 'API key not found' });
+      await accounts.revokeKey(key.id, key.workspace_id, actorOf(access));
     } else {
-      if (key.user_id !== auth.userId) throw new HttpError(404, 'API key not found');
-      const home = auth.keyWorkspaceId
-        ?? (await db.query<{ workspace_id: string }>('SELECT workspace_id FROM memberships WHERE user_id = $1 ORDER BY created_at LIMIT 1', [auth.userId]))[0]?.workspace_id;
-      if (!home) throw new HttpError(404, 'API key not found');
-      auditWorkspace = home;
+      // Personal keys are their owner's: only the owner's own personal keys reach them.
+      if (auth.keyType !== 'personal' || key.user_id !== auth.userId) throw new HttpError(404, 'API key not found');
+      const home = await accounts.homeWorkspaceOf(auth.userId);
+      await accounts.revokeKey(key.id, home, { userId: auth.userId, keyId: auth.keyId, type: 'personal_key' });
     }
-    await service.revokeKey(db, key.id, auditWorkspace, { userId: auth.userId, keyId: auth.keyId });
-    ctx.keys.forget(key.id);
     return { success: true as const, data: { id: key.id, revoked: true as const } };
   });
 
@@ -111,8 +109,8 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
       response: { 200: z.object({ success: z.literal(true), data: z.object({ workspace: workspaceSchema }) }), ...errorResponses },
     },
   }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.params.id, 'read', { conceal: true });
-    const ws = await store.findWorkspace(db, access.workspaceId);
+    const access = await accounts.authorize(request.auth, request.params.id, 'read', { conceal: true });
+    const ws = await accounts.findWorkspace(access.workspaceId);
     if (!ws) throw new HttpError(404, 'Workspace not found');
     return { success: true as const, data: { workspace: publicWorkspace(ws) } };
   });
@@ -125,10 +123,8 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
       response: { 200: z.object({ success: z.literal(true), data: z.object({ workspace: workspaceSchema }) }), ...errorResponses },
     },
   }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.params.id, 'admin', { conceal: true });
-    const ws = await service.setAllowPersonalKeys(db, access.workspaceId, request.body.allowPersonalKeys, {
-      userId: access.userId, keyId: access.keyId,
-    });
+    const access = await accounts.authorize(request.auth, request.params.id, 'admin', { conceal: true });
+    const ws = await accounts.setAllowPersonalKeys(access.workspaceId, request.body.allowPersonalKeys, actorOf(access));
     if (!ws) throw new HttpError(404, 'Workspace not found');
     return { success: true as const, data: { workspace: publicWorkspace(ws) } };
   });
@@ -144,10 +140,12 @@ export const accountRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (
       },
     },
   }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.params.id, 'admin', { conceal: true });
-    const user = isUuid(request.params.userId) ? await store.findUser(db, request.params.userId) : undefined;
+    const access = await accounts.authorize(request.auth, request.params.id, 'admin', { conceal: true });
+    if (access.keyType !== 'personal') throw new HttpError(403, 'Workspace API keys cannot manage members; use a personal key of a workspace admin or the CLI');
+    const user = await accounts.findUser(request.params.userId);
     if (!user) throw new HttpError(404, 'User not found');
-    await service.addMember(db, access.workspaceId, user.id, request.body.role, { userId: access.userId, keyId: access.keyId });
+    await accounts.addMember(access.workspaceId, user.id, request.body.role, actorOf(access));
     return { success: true as const, data: { userId: user.id, role: request.body.role } };
   });
 };
+}

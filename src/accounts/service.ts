@@ -1,16 +1,33 @@
 import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
-import { recordAudit } from '../audit/store.js';
+import { recordAudit, type ActorType } from '../audit/store.js';
+import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
-import { invalidateAccessCache } from '../http/auth.js';
 import { isUuid, newId } from '../ids.js';
+import { AccessControl, billedAccountOf, type AuthorizeOptions, type WorkspaceAccess } from './access.js';
+import { KeyAuthenticator } from './key-auth.js';
 import { displaySuffix, generateKeySecret, hashKey } from './key-secret.js';
 import * as store from './store.js';
-import type { ApiKeyRow, KeyType, Role } from './store.js';
+import type { ApiKeyRow, KeyType, Role, UserRow, WorkspaceRow } from './store.js';
 
-export type { Role, KeyType } from './store.js';
+export type { Role, KeyType, UserRow, WorkspaceRow, ApiKeyRow } from './store.js';
+export type { WorkspaceAccess, AuthorizeOptions } from './access.js';
+export { roleAtLeast } from './access.js';
 
-export interface Actor { userId?: string | null; keyId?: string | null }
+/** The access check other areas are handed (the accounts service implements it). */
+export interface AccessControlled {
+  authorize(auth: AuthContext | undefined, workspaceId: string, minRole: Role, opts?: AuthorizeOptions): Promise<WorkspaceAccess>;
+}
+
+/** Who did something, for the audit log: a key of a kind, or the CLI (no key). */
+export interface Actor { userId?: string | null; keyId?: string | null; type?: ActorType }
+
+export const actorOf = (access: Pick<WorkspaceAccess, 'userId' | 'keyId' | 'keyType'>): Actor => ({
+  // A workspace key acts as its workspace: no user is recorded as the actor.
+  userId: access.keyType === 'workspace' ? null : access.userId,
+  keyId: access.keyId,
+  type: access.keyType === 'workspace' ? 'workspace_key' : 'personal_key',
+});
 
 export interface PublicKey {
   id: string; name: string; type: KeyType; workspaceId: string | null; userId: string;
@@ -28,117 +45,249 @@ export const publicKey = (k: ApiKeyRow): PublicKey => ({
   lastUsedAt: k.last_used_at ? k.last_used_at.toISOString() : null,
 });
 
-const roleRank: Record<Role, number> = { read: 1, write: 2, admin: 3 };
-export const roleAtLeast = (role: Role, min: Role): boolean => roleRank[role] >= roleRank[min];
+export interface CreatedKey { key: PublicKey; secret: string }
 
-/** Ensures the admin user and the `default` workspace exist. Idempotent. */
-export async function ensureBootstrap(db: Database, plan: string): Promise<{ userId: string; workspaceId: string; created: boolean }> {
-  return db.tx(async (q) => {
-    if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872342)');
-    let created = false;
-    let admin = await store.findFirstAdmin(q);
-    if (!admin) {
-      admin = await store.insertUser(q, { id: newId(), email: 'admin@localhost', name: 'Admin', isAdmin: true, plan });
-      created = true;
-    }
-    let ws = await store.findWorkspaceByName(q, 'default');
-    if (!ws) {
-      ws = await store.insertWorkspace(q, { id: newId(), name: 'default', ownerId: admin.id, plan });
-      await store.upsertMembership(q, ws.id, admin.id, 'admin');
-      created = true;
-    }
-    return { userId: admin.id, workspaceId: ws.id, created };
-  });
+/** The billed account of a key and its plan, plus the workspaces whose storage it pays for. */
+export interface BilledAccount { account: string; plan: string; workspaceIds: string[] }
+
+export interface AccountsOptions {
+  /** How long positive key and access lookups are reused (revocations elsewhere bite within it). */
+  keyCacheMs: number;
+  /** Plan of users and workspaces created here. */
+  defaultPlan: string;
 }
 
-export async function createWorkspace(db: Database, name: string, ownerId: string, plan: string, actor: Actor = {}) {
-  if (!/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,99}$/.test(name)) {
-    throw new HttpError(400, 'Workspace name must be 1 to 100 letters, digits, spaces, dots, dashes or underscores');
+/**
+ * Users, workspaces, memberships, API keys and plans: the one owner of those tables. Other areas ask it
+ * who a key is, what it may do in a workspace, who pays, and which plan applies.
+ */
+export class AccountsService implements AccessControlled {
+  readonly keys: KeyAuthenticator;
+  private readonly access: AccessControl;
+  private readonly billed = new Map<string, { value: BilledAccount; until: number }>();
+  private readonly plans = new Map<string, { plan: string; until: number }>();
+
+  constructor(private readonly db: Database, private readonly opts: AccountsOptions) {
+    this.keys = new KeyAuthenticator(db, opts.keyCacheMs);
+    this.access = new AccessControl(db, opts.keyCacheMs);
   }
-  try {
-    return await db.tx(async (q) => {
-      const ws = await store.insertWorkspace(q, { id: newId(), name, ownerId, plan });
-      await store.upsertMembership(q, ws.id, ownerId, 'admin');
+
+  verifyKey = (secret: string): Promise<AuthContext | undefined> => this.keys.authenticate(secret);
+
+  authorize(auth: AuthContext | undefined, workspaceId: string, minRole: Role, opts: AuthorizeOptions = {}): Promise<WorkspaceAccess> {
+    return this.access.authorize(auth, workspaceId, minRole, opts);
+  }
+
+  /** Forgets cached access, billed accounts and plans of this process (something changed here). */
+  private invalidate(): void {
+    this.access.invalidate();
+    this.billed.clear();
+    this.plans.clear();
+  }
+
+  /** Billed account of a key: the workspace for workspace keys, the user for personal keys. Cached briefly. */
+  async billedAccount(auth: AuthContext): Promise<BilledAccount> {
+    const hit = this.billed.get(auth.keyId);
+    if (hit && hit.until > Date.now()) return hit.value;
+    let value: BilledAccount;
+    if (auth.keyType === 'workspace' && auth.keyWorkspaceId) {
+      value = { account: billedAccountOf(auth, auth.keyWorkspaceId), plan: await this.workspacePlan(auth.keyWorkspaceId), workspaceIds: [auth.keyWorkspaceId] };
+    } else {
+      const user = await store.findUser(this.db, auth.userId);
+      const ws = await store.workspaceIdsOfUser(this.db, auth.userId);
+      value = { account: `user:${auth.userId}`, plan: user?.plan ?? 'free', workspaceIds: ws };
+    }
+    if (this.billed.size > 10_000) this.billed.clear();
+    this.billed.set(auth.keyId, { value, until: Date.now() + 5_000 });
+    return value;
+  }
+
+  /** A workspace's plan, reused for a few seconds (it sets timeouts and limits of runs). */
+  async workspacePlan(workspaceId: string): Promise<string> {
+    const hit = this.plans.get(workspaceId);
+    if (hit && hit.until > Date.now()) return hit.plan;
+    const plan = (await store.findWorkspace(this.db, workspaceId))?.plan ?? 'free';
+    if (this.plans.size > 10_000) this.plans.clear();
+    this.plans.set(workspaceId, { plan, until: Date.now() + 5_000 });
+    return plan;
+  }
+
+  /** Instance administrators may change plans (and, later, manage users and credits). */
+  async isInstanceAdmin(userId: string): Promise<boolean> {
+    return (await store.findUser(this.db, userId))?.is_admin === true;
+  }
+
+  /** Sets a workspace's plan; the caller has checked that an instance administrator asked. */
+  async setWorkspacePlan(workspaceId: string, plan: string, actor: Actor = { type: 'cli' }): Promise<WorkspaceRow | undefined> {
+    const ws = await this.db.tx(async (q) => {
+      const updated = await store.setWorkspacePlan(q, workspaceId, plan);
+      if (updated) {
+        await recordAudit(q, {
+          workspaceId, ...auditActor(actor), action: 'workspace.plan_changed',
+          resourceType: 'workspace', resourceId: workspaceId, resourceName: updated.name, metadata: { plan },
+        });
+      }
+      return updated;
+    });
+    this.invalidate();
+    return ws;
+  }
+
+  /** Ensures the admin user and the `default` workspace exist. Idempotent. */
+  async ensureBootstrap(): Promise<{ userId: string; workspaceId: string; created: boolean }> {
+    const plan = this.opts.defaultPlan;
+    return this.db.tx(async (q) => {
+      if (this.db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872342)');
+      let created = false;
+      let admin = await store.findFirstAdmin(q);
+      if (!admin) {
+        admin = await store.insertUser(q, { id: newId(), email: 'admin@localhost', name: 'Admin', isAdmin: true, plan });
+        created = true;
+      }
+      let ws = await store.findWorkspaceByName(q, 'default');
+      if (!ws) {
+        ws = await store.insertWorkspace(q, { id: newId(), name: 'default', ownerId: admin.id, plan });
+        await store.upsertMembership(q, ws.id, admin.id, 'admin');
+        created = true;
+      }
+      return { userId: admin.id, workspaceId: ws.id, created };
+    });
+  }
+
+  async createWorkspace(name: string, ownerId: string, actor: Actor = { type: 'cli' }): Promise<WorkspaceRow> {
+    if (!/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,99}$/.test(name)) {
+      throw new HttpError(400, 'Workspace name must be 1 to 100 letters, digits, spaces, dots, dashes or underscores');
+    }
+    try {
+      return await this.db.tx(async (q) => {
+        const ws = await store.insertWorkspace(q, { id: newId(), name, ownerId, plan: this.opts.defaultPlan });
+        await store.upsertMembership(q, ws.id, ownerId, 'admin');
+        await recordAudit(q, {
+          workspaceId: ws.id, ...auditActor(actor), action: 'workspace.created',
+          resourceType: 'workspace', resourceId: ws.id, resourceName: ws.name,
+        });
+        return ws;
+      });
+    } catch (err) {
+      if (uniqueViolation(err)) throw new HttpError(409, `A workspace named "${name}" already exists`);
+      throw err;
+    }
+  }
+
+  /** Finds a workspace by UUID or by name. */
+  async resolveWorkspace(idOrName: string): Promise<WorkspaceRow | undefined> {
+    return resolveWorkspace(this.db, idOrName);
+  }
+
+  findWorkspace(id: string): Promise<WorkspaceRow | undefined> {
+    return store.findWorkspace(this.db, id);
+  }
+
+  listWorkspaces(): Promise<WorkspaceRow[]> {
+    return store.listWorkspaces(this.db);
+  }
+
+  findUser(id: string): Promise<UserRow | undefined> {
+    return isUuid(id) ? store.findUser(this.db, id) : Promise.resolve(undefined);
+  }
+
+  async createUser(input: { email: string; name?: string; isAdmin?: boolean }): Promise<UserRow> {
+    try {
+      return await store.insertUser(this.db, {
+        id: newId(), email: input.email, name: input.name ?? input.email, isAdmin: input.isAdmin ?? false, plan: this.opts.defaultPlan,
+      });
+    } catch (err) {
+      if (uniqueViolation(err)) throw new HttpError(409, `A user with the email ${input.email} already exists`);
+      throw err;
+    }
+  }
+
+  roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {
+    return store.findRole(this.db, workspaceId, userId);
+  }
+
+  async createKey(input: { workspaceId: string; userId: string; type: KeyType; name?: string }, actor: Actor = { type: 'cli' }): Promise<CreatedKey> {
+    const secret = generateKeySecret();
+    const name = input.name?.trim() || (input.type === 'workspace' ? 'Workspace key' : 'Personal key');
+    const row = await this.db.tx(async (q) => {
+      const k = await store.insertApiKey(q, {
+        id: newId(),
+        hash: hashKey(secret),
+        suffix: displaySuffix(secret),
+        name,
+        type: input.type,
+        userId: input.userId,
+        workspaceId: input.type === 'workspace' ? input.workspaceId : null,
+      });
       await recordAudit(q, {
-        workspaceId: ws.id, actorId: actor.userId ?? ownerId, actorKeyId: actor.keyId, action: 'workspace.created',
-        resourceType: 'workspace', resourceId: ws.id, resourceName: ws.name,
+        workspaceId: input.workspaceId, ...auditActor(actor), action: 'api_key.created',
+        resourceType: 'api_key', resourceId: k.id, resourceName: k.name, metadata: { type: k.type },
+      });
+      return k;
+    });
+    return { key: publicKey(row), secret };
+  }
+
+  findKey(id: string): Promise<ApiKeyRow | undefined> {
+    return isUuid(id) ? store.findKey(this.db, id) : Promise.resolve(undefined);
+  }
+
+  listKeys(workspaceId?: string): Promise<ApiKeyRow[]> {
+    return workspaceId ? store.listKeysForWorkspace(this.db, workspaceId) : store.listAllKeys(this.db);
+  }
+
+  /** The workspace whose audit log records actions on a user's personal keys: the first they joined. */
+  async homeWorkspaceOf(userId: string): Promise<string | undefined> {
+    return (await store.workspaceIdsOfUser(this.db, userId))[0];
+  }
+
+  /** Revokes a key; `workspaceId` is the workspace whose audit log records it. */
+  async revokeKey(keyId: string, workspaceId: string | undefined, actor: Actor = { type: 'cli' }): Promise<ApiKeyRow | undefined> {
+    const revoked = await this.db.tx(async (q) => {
+      const k = await store.revokeKey(q, keyId);
+      if (k && workspaceId) {
+        await recordAudit(q, {
+          workspaceId, ...auditActor(actor), action: 'api_key.revoked',
+          resourceType: 'api_key', resourceId: k.id, resourceName: k.name, metadata: { type: k.type },
+        });
+      }
+      return k;
+    });
+    this.keys.forget(keyId);
+    return revoked;
+  }
+
+  async setAllowPersonalKeys(workspaceId: string, allow: boolean, actor: Actor): Promise<WorkspaceRow | undefined> {
+    const updated = await this.db.tx(async (q) => {
+      const ws = await store.setAllowPersonalKeys(q, workspaceId, allow);
+      await recordAudit(q, {
+        workspaceId, ...auditActor(actor), action: 'workspace.setting_changed',
+        resourceType: 'workspace', resourceId: workspaceId, resourceName: ws?.name, metadata: { allowPersonalKeys: allow },
       });
       return ws;
     });
-  } catch (err) {
-    if (uniqueViolation(err)) throw new HttpError(409, `A workspace named "${name}" already exists`);
-    throw err;
+    this.invalidate();
+    return updated;
+  }
+
+  async addMember(workspaceId: string, userId: string, role: Role, actor: Actor = { type: 'cli' }): Promise<void> {
+    await this.db.tx(async (q) => {
+      await store.upsertMembership(q, workspaceId, userId, role);
+      await recordAudit(q, {
+        workspaceId, ...auditActor(actor), action: 'member.changed',
+        resourceType: 'membership', resourceId: userId, metadata: { role },
+      });
+    });
+    this.invalidate();
   }
 }
 
+function auditActor(actor: Actor) {
+  return { actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type ?? (actor.keyId ? 'personal_key' : 'cli') };
+}
+
 /** Finds a workspace by UUID or by name. */
-export async function resolveWorkspace(q: Queryable, idOrName: string) {
+export async function resolveWorkspace(q: Queryable, idOrName: string): Promise<WorkspaceRow | undefined> {
   const ws = isUuid(idOrName) ? await store.findWorkspace(q, idOrName) : undefined;
   return ws ?? (await store.findWorkspaceByName(q, idOrName));
-}
-
-export interface CreatedKey { key: PublicKey; secret: string }
-
-export async function createKey(
-  db: Database,
-  input: { workspaceId: string; userId: string; type: KeyType; name?: string },
-  actor: Actor = {},
-): Promise<CreatedKey> {
-  const secret = generateKeySecret();
-  const name = input.name?.trim() || (input.type === 'workspace' ? 'Workspace key' : 'Personal key');
-  const row = await db.tx(async (q) => {
-    const k = await store.insertApiKey(q, {
-      id: newId(),
-      hash: hashKey(secret),
-      suffix: displaySuffix(secret),
-      name,
-      type: input.type,
-      userId: input.userId,
-      workspaceId: input.type === 'workspace' ? input.workspaceId : null,
-    });
-    await recordAudit(q, {
-      workspaceId: input.workspaceId, actorId: actor.userId ?? input.userId, actorKeyId: actor.keyId,
-      action: 'api_key.created', resourceType: 'api_key', resourceId: k.id, resourceName: k.name, metadata: { type: k.type },
-    });
-    return k;
-  });
-  return { key: publicKey(row), secret };
-}
-
-/** Revokes a key; `workspaceId` is the workspace whose audit log records it. */
-export async function revokeKey(db: Database, keyId: string, workspaceId: string, actor: Actor = {}): Promise<ApiKeyRow | undefined> {
-  return db.tx(async (q) => {
-    const k = await store.revokeKey(q, keyId);
-    if (k) {
-      await recordAudit(q, {
-        workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'api_key.revoked',
-        resourceType: 'api_key', resourceId: k.id, resourceName: k.name, metadata: { type: k.type },
-      });
-    }
-    return k;
-  });
-}
-
-export async function setAllowPersonalKeys(db: Database, workspaceId: string, allow: boolean, actor: Actor = {}) {
-  const updated = await db.tx(async (q) => {
-    const ws = await store.setAllowPersonalKeys(q, workspaceId, allow);
-    await recordAudit(q, {
-      workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workspace.setting_changed',
-      resourceType: 'workspace', resourceId: workspaceId, resourceName: ws?.name, metadata: { allowPersonalKeys: allow },
-    });
-    return ws;
-  });
-  invalidateAccessCache();
-  return updated;
-}
-
-export async function addMember(db: Database, workspaceId: string, userId: string, role: Role, actor: Actor = {}) {
-  await db.tx(async (q) => {
-    await store.upsertMembership(q, workspaceId, userId, role);
-    await recordAudit(q, {
-      workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'member.changed',
-      resourceType: 'membership', resourceId: userId, metadata: { role },
-    });
-  });
-  invalidateAccessCache();
 }

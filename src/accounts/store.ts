@@ -93,3 +93,8 @@ export const revokeKey = (q: Queryable, id: string) =>
 
 export const touchKey = (q: Queryable, id: string) =>
   q.query("UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '10 minutes')", [id]);
+
+/** Workspaces a user belongs to, in the order they joined. */
+export const workspaceIdsOfUser = (q: Queryable, userId: string) =>
+  q.query<{ workspace_id: string }>('SELECT workspace_id FROM memberships WHERE user_id = $1 ORDER BY created_at, workspace_id', [userId])
+    .then((r) => r.map((w) => w.workspace_id));

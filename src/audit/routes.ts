@@ -1,16 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
-import { authorizeWorkspace } from '../http/auth.js';
+import type { AccessControlled } from '../accounts/service.js';
+import type { Database } from '../db/database.js';
+import { listAudit } from './store.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
-import { listAudit } from './store.js';
 
 const entrySchema = z.object({
   id: z.string(),
   workspaceId: z.string(),
   actorId: z.string().nullable(),
   actorKeyId: z.string().nullable(),
+  actorType: z.enum(['personal_key', 'workspace_key', 'cli']).nullable().describe('Which kind of caller acted; a workspace key acts as its workspace'),
   action: z.string(),
   resourceType: z.string(),
   resourceId: z.string().nullable(),
@@ -19,7 +20,9 @@ const entrySchema = z.object({
   createdAt: z.string(),
 });
 
-export const auditRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+/** The audit log of a workspace. */
+export function auditRoutes(accounts: AccessControlled, db: Database): FastifyPluginAsyncZod {
+  return async (app) => {
   app.get('/api/v1/audit-logs', {
     schema: {
       tags: ['audit'], summary: 'Administrative actions in a workspace, newest first (workspace admins)',
@@ -36,8 +39,8 @@ export const auditRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (ap
   }, async (request) => {
     const { workspaceId, limit, cursor } = request.query;
     const after = decodeCursor(cursor);
-    const access = await authorizeWorkspace(ctx.db, request, workspaceId, 'admin');
-    const rows = await listAudit(ctx.db, access.workspaceId, limit + 1, after);
+    const access = await accounts.authorize(request.auth, workspaceId, 'admin');
+    const rows = await listAudit(db, access.workspaceId, limit + 1, after);
     const p = page(rows, limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
     return {
       data: p.data.map((r) => ({
@@ -45,6 +48,7 @@ export const auditRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (ap
         workspaceId: r.workspace_id,
         actorId: r.actor_id,
         actorKeyId: r.actor_key_id,
+        actorType: r.actor_type,
         action: r.action,
         resourceType: r.resource_type,
         resourceId: r.resource_id,
@@ -56,3 +60,4 @@ export const auditRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (ap
     };
   });
 };
+}

@@ -1,10 +1,14 @@
 import type { Queryable } from '../db/database.js';
 import { newId } from '../ids.js';
 
+/** Which kind of caller acted: a personal key, a workspace key (acting as its workspace), or the CLI. */
+export type ActorType = 'personal_key' | 'workspace_key' | 'cli';
+
 export interface AuditEntry {
   workspaceId: string;
   actorId?: string | null;
   actorKeyId?: string | null;
+  actorType?: ActorType;
   action: string;
   resourceType: string;
   resourceId?: string | null;
@@ -13,7 +17,7 @@ export interface AuditEntry {
 }
 
 export interface AuditRow {
-  id: string; workspace_id: string; actor_id: string | null; actor_key_id: string | null; action: string;
+  id: string; workspace_id: string; actor_id: string | null; actor_key_id: string | null; actor_type: ActorType | null; action: string;
   resource_type: string; resource_id: string | null; resource_name: string | null;
   metadata: Record<string, unknown>; created_at: Date;
 }
@@ -21,9 +25,9 @@ export interface AuditRow {
 /** Records an administrative action; call it inside the transaction that makes the change. */
 export async function recordAudit(q: Queryable, e: AuditEntry): Promise<void> {
   await q.query(
-    `INSERT INTO audit_logs (id, workspace_id, actor_id, actor_key_id, action, resource_type, resource_id, resource_name, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [newId(), e.workspaceId, e.actorId ?? null, e.actorKeyId ?? null, e.action, e.resourceType,
+    `INSERT INTO audit_logs (id, workspace_id, actor_id, actor_key_id, actor_type, action, resource_type, resource_id, resource_name, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [newId(), e.workspaceId, e.actorId ?? null, e.actorKeyId ?? null, e.actorType ?? (e.actorKeyId ? 'personal_key' : 'cli'), e.action, e.resourceType,
       e.resourceId ?? null, e.resourceName ?? null, JSON.stringify(e.metadata ?? {})],
   );
 }

@@ -1,25 +1,21 @@
 import type { Command } from 'commander';
-import type { Config } from '../config.js';
+import type { AccountsService } from '../accounts/service.js';
 import type { Database } from '../db/database.js';
-import { resolveWorkspace } from '../accounts/service.js';
-import { findUser } from '../accounts/store.js';
-import { isUuid } from '../ids.js';
 import * as ledger from '../ai/credit-ledger.js';
 import { emit, fail } from './output.js';
-
-export type WithDatabase = <T>(json: boolean, fn: (db: Database, config: Config) => Promise<T>) => Promise<T>;
+import type { WithServices } from './workflows.js';
 
 interface Target { workspace?: string; user?: string }
 
 /** The billed account a command is about: a workspace ('workspace:<id>') or a user's personal keys ('user:<id>'). */
-async function accountOf(db: Database, o: Target, json: boolean): Promise<string> {
+async function accountOf(accounts: AccountsService, o: Target, json: boolean): Promise<string> {
   if (Boolean(o.workspace) === Boolean(o.user)) return fail('Give exactly one of --workspace <id|name> or --user <id>', json);
   if (o.workspace) {
-    const ws = await resolveWorkspace(db, o.workspace);
+    const ws = await accounts.resolveWorkspace(o.workspace);
     if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
     return `workspace:${ws.id}`;
   }
-  const user = isUuid(o.user!) ? await findUser(db, o.user!) : undefined;
+  const user = await accounts.findUser(o.user ?? '');
   if (!user) return fail(`No user with id "${o.user}"`, json);
   return `user:${user.id}`;
 }
@@ -40,7 +36,7 @@ async function show(db: Database, account: string, entries: number) {
 }
 
 /** `weft credits grant|show`: the AI gateway's credit balances. */
-export function registerCreditCommands(program: Command, withDatabase: WithDatabase): void {
+export function registerCreditCommands(program: Command, withServices: WithServices): void {
   const credits = program.command('credits').description('AI gateway credit balances (USD)');
 
   credits
@@ -57,8 +53,8 @@ export function registerCreditCommands(program: Command, withDatabase: WithDatab
       if (!/^-?\d+(\.\d+)?$/.test(o.usd.trim()) || !Number.isFinite(usd) || usd === 0 || Math.abs(usd) > 1_000_000) {
         fail('--usd must be a non-zero number of dollars, at most 1000000', json);
       }
-      await withDatabase(json, async (db) => {
-        const account = await accountOf(db, o, json);
+      await withServices(json, async ({ accounts }, { db }) => {
+        const account = await accountOf(accounts, o, json);
         const after = await ledger.grant(db, account, ledger.usdToNano(usd), o.note ?? 'granted with the CLI');
         const b = await ledger.getBalance(db, account);
         const out = { account, grantedUsd: usd, balanceUsd: ledger.roundUsd(after), reservedUsd: ledger.roundUsd(b?.reservedNano ?? 0) };
@@ -77,8 +73,8 @@ export function registerCreditCommands(program: Command, withDatabase: WithDatab
       const json = Boolean(o.json);
       const n = Number(o.entries);
       if (!Number.isInteger(n) || n < 0 || n > 1000) fail('--entries must be an integer from 0 to 1000', json);
-      await withDatabase(json, async (db) => {
-        const account = await accountOf(db, o, json);
+      await withServices(json, async ({ accounts }, { db }) => {
+        const account = await accountOf(accounts, o, json);
         const out = await show(db, account, n);
         emit(json, out, () => [
           `${account}: balance $${out.balanceUsd.toFixed(6)}, reserved $${out.reservedUsd.toFixed(6)}`,

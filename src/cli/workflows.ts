@@ -1,18 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
-import { ensureBootstrap, resolveWorkspace } from '../accounts/service.js';
+import type { CoreServices } from '../compose.js';
+import type { AppContext } from '../context.js';
 import { HttpError } from '../http/errors.js';
-import { createWorkflow, deployWorkflow, publicWorkflow, updateWorkflow } from '../workflows/service.js';
-import { findWorkflowByName, listWorkflows } from '../workflows/store.js';
+import { publicWorkflow } from '../workflows/service.js';
 import { emit, fail } from './output.js';
 
-export type WithDatabase = <T>(json: boolean, fn: (db: Database, config: Config) => Promise<T>) => Promise<T>;
+/** Runs a command body against the services of a freshly opened database. */
+export type WithServices = <T>(json: boolean, fn: (services: CoreServices, ctx: AppContext) => Promise<T>) => Promise<T>;
 
 /** `weft workflows deploy|list`. */
-export function registerWorkflowCommands(program: Command, withDatabase: WithDatabase): void {
+export function registerWorkflowCommands(program: Command, withServices: WithServices): void {
   const workflows = program.command('workflows').description('Manage workflows');
 
   workflows
@@ -32,17 +31,17 @@ export function registerWorkflowCommands(program: Command, withDatabase: WithDat
       }
       const name = o.name ?? (typeof definition.name === 'string' ? definition.name : path.basename(file, path.extname(file)));
       const description = typeof definition.description === 'string' ? definition.description : undefined;
-      await withDatabase(json, async (db, config) => {
-        const ws = await resolveWorkspace(db, o.workspace);
+      await withServices(json, async ({ accounts, workflows }) => {
+        const ws = await accounts.resolveWorkspace(o.workspace);
         if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
-        const boot = await ensureBootstrap(db, config.defaultPlan);
-        const actor = { userId: boot.userId };
+        const boot = await accounts.ensureBootstrap();
+        const actor = { userId: boot.userId, type: 'cli' as const };
         try {
-          const existing = await findWorkflowByName(db, ws.id, name);
+          const existing = await workflows.findByName(ws.id, name);
           const w = existing
-            ? await updateWorkflow(db, ws.id, existing.id, { name, description, definition }, actor)
-            : await createWorkflow(db, ws.id, { name, description, definition }, actor);
-          const deployed = publicWorkflow(await deployWorkflow(db, ws.id, w.id, actor));
+            ? await workflows.updateWorkflow(ws.id, existing.id, { name, description, definition }, actor)
+            : await workflows.createWorkflow(ws.id, { name, description, definition }, actor);
+          const deployed = publicWorkflow(await workflows.deployWorkflow(ws.id, w.id, actor));
           emit(json, { workflowId: deployed.id, version: deployed.version }, () =>
             `Deployed "${deployed.name}" (${deployed.id}) as version ${deployed.version}`);
         } catch (err) {
@@ -61,10 +60,10 @@ export function registerWorkflowCommands(program: Command, withDatabase: WithDat
     .option('--json', 'machine-readable output')
     .action(async (o: { workspace: string; json?: boolean }) => {
       const json = Boolean(o.json);
-      await withDatabase(json, async (db) => {
-        const ws = await resolveWorkspace(db, o.workspace);
+      await withServices(json, async ({ accounts, workflows }) => {
+        const ws = await accounts.resolveWorkspace(o.workspace);
         if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
-        const rows = await listWorkflows(db, ws.id, 10_000);
+        const rows = await workflows.list(ws.id, 10_000);
         const list = rows.map((r) => {
           const { definition: _d, ...rest } = publicWorkflow(r);
           return rest;

@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
-import { storageUsed } from './storage.js';
+import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import { billingPeriod, periodCost, recordRunCharge } from './usage.js';
 
@@ -44,6 +44,8 @@ export class LimitsService {
     private readonly slots: ConcurrencySlots,
     readonly clock: AdjustableClock,
     private readonly plans: PlanTable,
+    /** Every area's stored bytes against the plan's quota (the sources are handed in by the composition root). */
+    readonly storage: StorageGuard,
   ) {}
 
   /** The limits of a plan, configuration overrides applied. */
@@ -152,7 +154,7 @@ export class LimitsService {
       const resetAt = s.resetAt.toISOString();
       return { limit: s.limit, remaining: s.remaining, reset: resetAt, requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, resetAt, isLimited: s.remaining === 0 };
     };
-    const usedBytes = await storageUsed(this.db, workspaceIds);
+    const usedBytes = await this.storage.used(this.db, workspaceIds);
     const cost = await this.currentCost(account);
     return {
       success: true as const,
@@ -160,16 +162,6 @@ export class LimitsService {
       usage: { currentPeriodCost: cost, limit: p.usageLimitUsd, plan, isExceeded: cost >= p.usageLimitUsd },
       storage: { usedBytes, limitBytes: p.storageBytes, percentUsed: p.storageBytes > 0 ? Math.round((usedBytes / p.storageBytes) * 100 * 1e6) / 1e6 : 0 },
     };
-  }
-
-  /** Refuses a write that would take the workspaces of an account past the plan's storage. */
-  async assertStorage(workspaceIds: string[], plan: string, addedBytes: number): Promise<void> {
-    if (!this.enabled || addedBytes <= 0) return;
-    const limit = this.plans(plan).storageBytes;
-    const used = await storageUsed(this.db, workspaceIds);
-    if (used + addedBytes > limit) {
-      throw new HttpError(403, `Storage limit exceeded: this write needs ${addedBytes} bytes, ${Math.max(0, limit - used)} of the plan's ${limit} bytes are free`, { code: 'STORAGE_LIMIT_EXCEEDED' });
-    }
   }
 
   async close(): Promise<void> {

@@ -1,30 +1,51 @@
 import type { Queryable } from '../db/database.js';
+import { HttpError } from '../http/errors.js';
 
-/** Bytes a workspace stores in one area (table rows, documents, files). Areas register theirs. */
+/** Bytes a workspace stores in one area (table rows, documents, files), read inside the caller's transaction. */
 export type StorageSource = (q: Queryable, workspaceId: string) => Promise<number>;
 
-const sources: StorageSource[] = [];
-
-export function registerStorageSource(source: StorageSource): void {
-  if (!sources.includes(source)) sources.push(source);
-}
-
-export async function storageUsed(q: Queryable, workspaceIds: string[]): Promise<number> {
-  let total = 0;
-  for (const id of workspaceIds) for (const source of sources) total += await source(q, id);
-  return total;
-}
-
-/** The storage limit of a workspace, in bytes; undefined when limits are off. */
+/** The storage limit of a workspace in bytes; undefined when limits are off. */
 export type StorageQuota = (workspaceId: string) => Promise<number | undefined>;
 
-const quotas = new WeakMap<object, StorageQuota>();
-
-/** Set by the limits area for its database, so areas writing data can enforce the plan's storage. */
-export function registerStorageQuota(db: object, quota: StorageQuota): void {
-  quotas.set(db, quota);
+/** What an area that stores bytes needs from limits: a check inside its own write transaction. */
+export interface StorageGuard {
+  /**
+   * Call inside the write's transaction after the area's own byte counters include the write.
+   * Throws a 403 STORAGE_LIMIT_EXCEEDED error (rolling the transaction back) when the workspace is now
+   * over its plan's storage. Writes that free space (`addedBytes <= 0`) always pass.
+   */
+  checkAfterWrite(q: Queryable, workspaceId: string, addedBytes: number): Promise<void>;
+  /** Total bytes the workspaces store across every area. */
+  used(q: Queryable, workspaceIds: string[]): Promise<number>;
 }
 
-export async function storageQuota(db: object, workspaceId: string): Promise<number | undefined> {
-  return quotas.get(db)?.(workspaceId);
+export function storageLimitError(addedBytes: number, quota: number, usedAfter: number): HttpError {
+  const free = Math.max(0, quota - (usedAfter - addedBytes));
+  return new HttpError(
+    403,
+    `Storage limit exceeded: this write needs ${addedBytes} more bytes and the workspace's plan allows ${quota} bytes (${free} free)`,
+    { code: 'STORAGE_LIMIT_EXCEEDED' },
+  );
+}
+
+/** Sums every area's bytes (the sources are handed in by the composition root) against the plan's quota. */
+export class StorageAccounting implements StorageGuard {
+  constructor(
+    private readonly sources: readonly StorageSource[],
+    private readonly quota: StorageQuota,
+  ) {}
+
+  async used(q: Queryable, workspaceIds: string[]): Promise<number> {
+    let total = 0;
+    for (const id of workspaceIds) for (const source of this.sources) total += await source(q, id);
+    return total;
+  }
+
+  async checkAfterWrite(q: Queryable, workspaceId: string, addedBytes: number): Promise<void> {
+    if (addedBytes <= 0) return;
+    const quota = await this.quota(workspaceId);
+    if (quota === undefined) return;
+    const used = await this.used(q, [workspaceId]);
+    if (used > quota) throw storageLimitError(addedBytes, quota, used);
+  }
 }

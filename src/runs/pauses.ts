@@ -1,53 +1,41 @@
-import type { AppContext } from '../context.js';
-import type { Queryable } from '../db/database.js';
-import { runWorkflow, type PausePoint, type RunResult, type StepRecord } from '../engine/index.js';
+import type { Logger } from 'pino';
+import type { Database, Queryable } from '../db/database.js';
+import type { CompiledGraph, PausePoint, RunResult, StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
-import { newId } from '../ids.js';
 import type { JobQueue } from '../queue/port.js';
-import { compileVersion, loadVersion } from '../workflows/service.js';
-import type { ExecutionService, RunContext } from './service.js';
+import type { WorkflowService } from '../workflows/service.js';
+import * as ps from './pause-store.js';
+import type { PausedRow, PointMap, QueueRow, ResumeLinks, ResumeStatus, StoredPoint } from './pause-store.js';
+import { finishedFrom } from './run-options.js';
+import { validateSubmission, type FormField } from './resume-input.js';
+import type { RunContext } from './service.js';
+import * as store from './store.js';
 
-export type ResumeStatus = 'paused' | 'queued' | 'resuming' | 'resumed' | 'failed';
-
-interface StoredPoint {
-  contextId: string;
-  blockId: string;
-  /** The engine's step key of the human block: the resumed output is recorded under it. */
-  key: string;
-  response: unknown;
-  registeredAt: string;
-  resumeStatus: ResumeStatus;
-  resumeLinks: ResumeLinks;
-  parallelScope?: PausePoint['parallelScope'];
-  loopScope?: PausePoint['loopScope'];
-  /** When the pause gives up waiting, and what then happens. */
-  timeoutAt?: string;
-  onTimeout?: 'approve' | 'fail';
-}
-
-export interface ResumeLinks { apiUrl: string; uiUrl: string; contextId: string; executionId: string; workflowId: string }
-
-interface PausedRow {
-  id: string; workspace_id: string; workflow_id: string; execution_id: string; version_id: string; mode: 'sync' | 'async';
-  billed_account: string; status: string; input: Record<string, unknown>; steps: Record<string, StepRecord>;
-  pause_points: Record<string, StoredPoint>; total_pause_count: number; resumed_count: number;
-  metadata: Record<string, unknown>; trigger_ids: string[]; paused_at: Date; updated_at: Date; expires_at: Date | null;
-}
-
-interface QueueRow {
-  id: string; paused_execution_id: string; parent_execution_id: string; new_execution_id: string; context_id: string;
-  resume_input: unknown; status: 'pending' | 'claimed' | 'completed' | 'failed'; queued_at: Date; claimed_at: Date | null;
-  completed_at: Date | null; failure_reason: string | null;
-}
-
-interface FormField { name: string; type: string; required?: boolean; default?: unknown }
+export type { ResumeLinks, ResumeStatus } from './pause-store.js';
 
 export interface PauseContext {
   executionId: string; workspaceId: string; workflowId: string; versionId: string; mode: 'sync' | 'async';
   billedAccount: string; input: Record<string, unknown>; baseUrl: string;
 }
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
+/** What pauses need from the runs service: its one run path, the run charge, plans and the link base. */
+export interface PauseDeps {
+  db: Database;
+  log: Logger;
+  queue: JobQueue;
+  workflows: WorkflowService;
+  startResumed(run: RunContext, graph: CompiledGraph, opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal;
+    recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> }): Promise<RunResult>;
+  charge(q: Queryable, account: string, executionId: string): Promise<unknown>;
+  planOf(workspaceId: string): Promise<string>;
+  baseUrl(): string;
+}
+
+/** How a resume that was admitted answers: queued behind another, running as a job, or finished in the request. */
+export type ResumeOutcome =
+  | { kind: 'queued'; executionId: string; queuePosition: number }
+  | { kind: 'job'; executionId: string }
+  | { kind: 'finished'; executionId: string; result: RunResult; output: unknown };
 
 export function resumeLinks(baseUrl: string, workflowId: string, executionId: string, contextId: string): ResumeLinks {
   return {
@@ -66,7 +54,7 @@ export function pauseOutput(points: StoredPoint[]): unknown {
     status: 200,
     headers: {},
   });
-  if (points.length === 1) return one(points[0]);
+  if (points.length === 1 && points[0]) return one(points[0]);
   return { pausedBlocks: points.map((p) => one(p).data), pauseCount: points.length };
 }
 
@@ -89,82 +77,28 @@ function toStored(p: PausePoint, baseUrl: string, workflowId: string, executionI
   };
 }
 
-function nextTimeout(points: Record<string, StoredPoint>): string | null {
+function nextTimeout(points: PointMap): string | null {
   const due = Object.values(points).filter((p) => p.resumeStatus === 'paused' && p.timeoutAt).map((p) => p.timeoutAt as string).sort();
   return due[0] ?? null;
 }
 
-function overallStatus(points: Record<string, StoredPoint>, last: RunResult['status']): string {
+function overallStatus(points: PointMap, last: RunResult['status']): string {
   const all = Object.values(points);
   if (last === 'failed' || last === 'timed_out' || last === 'cancelled') return 'failed';
   if (all.some((p) => p.resumeStatus !== 'resumed')) return all.some((p) => p.resumeStatus === 'resumed') ? 'partially_resumed' : 'paused';
   return 'fully_resumed';
 }
 
-/** Checks a resume submission against the pause's form; coerces like the start block. */
-export function validateSubmission(fields: FormField[], input: unknown): Record<string, unknown> {
-  if (input !== undefined && input !== null && (typeof input !== 'object' || Array.isArray(input))) {
-    throw new HttpError(400, 'Resume input must be an object', { details: [{ path: ['input'], message: 'Expected an object' }] });
-  }
-  const given = (input ?? {}) as Record<string, unknown>;
-  const out: Record<string, unknown> = { ...given };
-  const details: { path: string[]; message: string }[] = [];
-  for (const f of fields) {
-    let v = given[f.name];
-    if (v === undefined || v === null || v === '') {
-      if (f.default !== undefined) out[f.name] = f.default;
-      else if (f.required) details.push({ path: ['input', f.name], message: `Field "${f.name}" is required` });
-      continue;
-    }
-    const fail = () => details.push({ path: ['input', f.name], message: `Field "${f.name}" must be ${f.type === 'array' ? 'an array' : `a ${f.type}`}` });
-    switch (f.type) {
-      case 'number': {
-        const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-        if (!Number.isFinite(n)) fail();
-        else out[f.name] = n;
-        break;
-      }
-      case 'boolean':
-        if (v === 'true') v = true;
-        if (v === 'false') v = false;
-        if (typeof v !== 'boolean') fail();
-        else out[f.name] = v;
-        break;
-      case 'object':
-      case 'array':
-        if (typeof v === 'string') {
-          try {
-            v = JSON.parse(v);
-          } catch {
-            // judged below
-          }
-        }
-        if (f.type === 'array' ? !Array.isArray(v) : typeof v !== 'object' || v === null || Array.isArray(v)) fail();
-        else out[f.name] = v;
-        break;
-      case 'string':
-        if (typeof v !== 'string') fail();
-        break;
-      default:
-        break;
-    }
-  }
-  if (details.length) throw new HttpError(400, details[0].message, { details });
-  return out;
-}
+const formFields = (point: StoredPoint): FormField[] => ((point.response as { fields?: FormField[] } | null)?.fields ?? []);
 
 /** Human-in-the-loop: stores paused runs, queues and runs resumes, and fires pause timeouts. */
 export class PauseService {
   private timer?: NodeJS.Timeout;
 
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly executions: ExecutionService,
-    private readonly queue: JobQueue,
-  ) {}
+  constructor(private readonly deps: PauseDeps) {}
 
-  private get db() {
-    return this.ctx.db;
+  private get db(): Database {
+    return this.deps.db;
   }
 
   /** Records a run that paused (first time or again after a resume); returns the pause output. */
@@ -172,16 +106,13 @@ export class PauseService {
     const points = (result.pausePoints ?? []).map((p) => toStored(p, pc.baseUrl, pc.workflowId, pc.executionId));
     const stepMap = Object.fromEntries(steps.map((s) => [s.key, s]));
     return this.db.tx(async (q) => {
-      const existing = await this.lock(q, pc.executionId);
+      const existing = await ps.lockPaused(q, pc.executionId);
       if (!existing) {
         const map = Object.fromEntries(points.map((p) => [p.contextId, p]));
-        await q.query(
-          `INSERT INTO paused_executions (id, workspace_id, workflow_id, execution_id, version_id, mode, billed_account, status,
-             input, steps, pause_points, total_pause_count, metadata, next_timeout_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'paused', $8, $9, $10, $11, $12, $13)`,
-          [newId(), pc.workspaceId, pc.workflowId, pc.executionId, pc.versionId, pc.mode, pc.billedAccount, JSON.stringify(pc.input),
-            JSON.stringify(stepMap), JSON.stringify(map), points.length, JSON.stringify({ baseUrl: pc.baseUrl }), nextTimeout(map)],
-        );
+        await ps.insertPaused(q, {
+          workspaceId: pc.workspaceId, workflowId: pc.workflowId, executionId: pc.executionId, versionId: pc.versionId, mode: pc.mode,
+          billedAccount: pc.billedAccount, input: pc.input, steps: stepMap, points: map, metadata: { baseUrl: pc.baseUrl }, nextTimeoutAt: nextTimeout(map),
+        });
         return pauseOutput(points);
       }
       // Paused again during a resume: keep the points we know, add the new ones.
@@ -193,33 +124,18 @@ export class PauseService {
           added++;
         }
       }
-      await q.query(
-        `UPDATE paused_executions SET steps = steps || $2::jsonb, pause_points = $3, total_pause_count = total_pause_count + $4,
-                status = $5, next_timeout_at = $6, updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = $1`,
-        [existing.id, JSON.stringify(stepMap), JSON.stringify(map), added, overallStatus(map, 'paused'), nextTimeout(map)],
-      );
+      await ps.updatePaused(q, existing.id, { points: map, nextTimeoutAt: nextTimeout(map), steps: stepMap, addedPauses: added, status: overallStatus(map, 'paused') });
       return pauseOutput(Object.values(map).filter((p) => p.resumeStatus === 'paused'));
     });
   }
 
-  private async lock(q: Queryable, executionId: string): Promise<PausedRow | undefined> {
-    return (await q.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1 FOR UPDATE', [executionId]))[0];
-  }
-
   async find(workspaceId: string, workflowId: string, executionId: string): Promise<PausedRow | undefined> {
-    return (await this.db.query<PausedRow>(
-      'SELECT * FROM paused_executions WHERE execution_id = $1 AND workflow_id::text = $2 AND workspace_id = $3',
-      [executionId, workflowId, workspaceId],
-    ))[0];
-  }
-
-  async queueOf(pausedId: string): Promise<QueueRow[]> {
-    return this.db.query<QueueRow>('SELECT * FROM resume_queue WHERE paused_execution_id = $1 ORDER BY queued_at, id', [pausedId]);
+    return ps.findPaused(this.db, workspaceId, workflowId, executionId);
   }
 
   /** The paused-execution record exactly as the spec shapes it. */
   async record(row: PausedRow): Promise<Record<string, unknown>> {
-    const queue = await this.queueOf(row.id);
+    const queue = await ps.queueOf(this.db, row.id);
     const entries = queue.map(publicEntry);
     const pending = queue.filter((e) => e.status === 'pending');
     const pausePoints = Object.values(row.pause_points).map((p) => {
@@ -273,44 +189,56 @@ export class PauseService {
     rawInput: unknown,
   ): Promise<{ entry: QueueRow; paused: PausedRow; queuePosition: number | null }> {
     return this.db.tx(async (q) => {
-      const paused = (await q.query<PausedRow>(
-        'SELECT * FROM paused_executions WHERE execution_id = $1 AND workflow_id::text = $2 AND workspace_id = $3 FOR UPDATE',
-        [executionId, workflowId, workspaceId],
-      ))[0];
+      const paused = await ps.findPaused(q, workspaceId, workflowId, executionId, true);
       if (!paused) throw new HttpError(404, 'Paused execution not found or already resumed');
       if (paused.status !== 'paused' && paused.status !== 'partially_resumed') throw new HttpError(409, 'Paused execution is not resumable');
       const point = paused.pause_points[contextId];
       if (!point) throw new HttpError(404, 'Pause point not found for execution');
       if (point.resumeStatus !== 'paused') throw new HttpError(409, 'Pause point already resumed or in progress');
-      const fields = ((point.response as { fields?: FormField[] } | null)?.fields ?? []) as FormField[];
-      const input = validateSubmission(fields, rawInput);
-      const busy = await q.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM resume_queue WHERE paused_execution_id = $1 AND status IN ('claimed', 'pending')",
-        [paused.id],
-      );
-      const claimed = busy[0].n === 0;
-      const entry = (await q.query<QueueRow>(
-        `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END) RETURNING *`,
-        [newId(), paused.id, executionId, newId(), contextId, JSON.stringify(input), claimed ? 'claimed' : 'pending'],
-      ))[0];
+      const input = validateSubmission(formFields(point), rawInput);
+      const busy = await ps.activeResumeCount(q, paused.id);
+      const claimed = busy === 0;
+      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: executionId, contextId, input, claimed });
       const map = { ...paused.pause_points, [contextId]: { ...point, resumeStatus: (claimed ? 'resuming' : 'queued') as ResumeStatus } };
-      await q.query(
-        `UPDATE paused_executions SET pause_points = $2, next_timeout_at = $3, updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = $1`,
-        [paused.id, JSON.stringify(map), nextTimeout(map)],
-      );
-      return { entry, paused, queuePosition: claimed ? null : busy[0].n };
+      await ps.updatePaused(q, paused.id, { points: map, nextTimeoutAt: nextTimeout(map) });
+      return { entry, paused, queuePosition: claimed ? null : busy };
     });
+  }
+
+  /**
+   * The resume use case, for the API and the resume page alike: admits the submission, then either
+   * queues it behind a running resume, hands it to the job queue (async runs), or runs it now and
+   * commits its execution row with its charge in one transaction (sync runs).
+   */
+  async resume(
+    target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
+    input: unknown,
+    caller: { apiKeyId: string | null; signal: AbortSignal },
+  ): Promise<ResumeOutcome> {
+    const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
+    if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
+    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry) };
+    const { result, output } = await this.runEntry(entry.id, { signal: caller.signal });
+    const finished = { ...finishedFrom(result), output };
+    await this.db.tx(async (q) => {
+      await store.insertFinished(q, {
+        id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id, mode: 'sync',
+        trigger: 'resume', status: 'processing', billedAccount: paused.billed_account, apiKeyId: caller.apiKeyId, input: {},
+        resumeEntryId: entry.id,
+      }, finished);
+      await this.deps.charge(q, paused.billed_account, entry.new_execution_id);
+    });
+    return { kind: 'finished', executionId: entry.new_execution_id, result, output };
   }
 
   /** Creates the durable async job that runs a claimed resume entry and enqueues it. */
   async enqueueEntryJob(paused: PausedRow, entry: QueueRow): Promise<string> {
-    await this.db.query(
-      `INSERT INTO executions (id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, input, resume_entry_id)
-       VALUES ($1, $2, $3, $4, 'async', 'resume', 'queued', $5, '{}'::jsonb, $6)`,
-      [entry.new_execution_id, paused.workspace_id, paused.workflow_id, paused.version_id, paused.billed_account, entry.id],
-    );
-    await this.queue.enqueue(entry.new_execution_id);
+    await store.claimExecution(this.db, {
+      id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
+      mode: 'async', trigger: 'resume', status: 'queued', billedAccount: paused.billed_account, apiKeyId: null, input: {},
+      resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null,
+    });
+    await this.deps.queue.enqueue(entry.new_execution_id);
     return entry.new_execution_id;
   }
 
@@ -321,25 +249,23 @@ export class PauseService {
    */
   async runEntry(
     entryId: string,
-    opts: { signal: AbortSignal; recorded?: Map<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
+    opts: { signal: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
   ): Promise<{ result: RunResult; output: unknown }> {
-    const entry = (await this.db.query<QueueRow>('SELECT * FROM resume_queue WHERE id = $1', [entryId]))[0];
+    const entry = await ps.findResumeEntry(this.db, entryId);
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
-    const paused = (await this.db.query<PausedRow>('SELECT * FROM paused_executions WHERE id = $1', [entry.paused_execution_id]))[0];
-    const version = paused ? await loadVersion(this.db, paused.version_id) : undefined;
-    if (!paused || !version) throw new Error('The paused execution or its workflow version no longer exists');
-    const point = paused.pause_points[entry.context_id];
+    const paused = await ps.findPausedById(this.db, entry.paused_execution_id);
+    const version = paused ? await this.deps.workflows.loadVersion(paused.version_id) : undefined;
+    const point = paused?.pause_points[entry.context_id];
+    if (!paused || !version || !point) throw new Error('The paused execution or its workflow version no longer exists');
     const recorded = new Map<string, StepRecord>(Object.entries(paused.steps));
     for (const [k, v] of opts.recorded ?? []) recorded.set(k, v);
     recorded.set(point.key, { key: point.key, blockId: point.blockId, output: entry.resume_input });
     const steps: StepRecord[] = [{ key: point.key, blockId: point.blockId, output: entry.resume_input }];
-    const plan = await this.executions.workspacePlan(paused.workspace_id);
-    const run: RunContext = { workspaceId: paused.workspace_id, billedAccount: paused.billed_account, plan };
-    const result = await runWorkflow(compileVersion(version), {
+    const run: RunContext = { workspaceId: paused.workspace_id, billedAccount: paused.billed_account, plan: await this.deps.planOf(paused.workspace_id) };
+    const result = await this.deps.startResumed(run, this.deps.workflows.compileVersion(version), {
       input: paused.input,
-      ports: this.executions.portsFor(run),
+      mode: 'async',
       signal: opts.signal,
-      timeoutMs: this.executions.limits.plan(plan).asyncTimeoutSeconds * 1000,
       recorded,
       onStep: async (s) => {
         steps.push(s);
@@ -352,7 +278,7 @@ export class PauseService {
   }
 
   private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[]): Promise<unknown> {
-    const baseUrl = typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : this.executions.baseUrl();
+    const baseUrl = typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : this.deps.baseUrl();
     let output: unknown = result.response ?? result.output ?? null;
     if (result.status === 'paused') {
       output = await this.persistPause({
@@ -360,42 +286,28 @@ export class PauseService {
         mode: paused.mode, billedAccount: paused.billed_account, input: paused.input, baseUrl,
       }, result, steps);
     }
+    const failed = result.status !== 'completed' && result.status !== 'paused';
     const next = await this.db.tx(async (q) => {
-      const row = await this.lock(q, paused.execution_id);
-      if (!row) return undefined;
-      const map = { ...row.pause_points };
-      const point = map[entry.context_id];
-      map[entry.context_id] = { ...point, resumeStatus: result.status === 'failed' || result.status === 'timed_out' ? 'failed' : 'resumed' };
+      const row = await ps.lockPaused(q, paused.execution_id);
+      const point = row?.pause_points[entry.context_id];
+      if (!row || !point) return undefined;
+      const map: PointMap = { ...row.pause_points, [entry.context_id]: { ...point, resumeStatus: failed ? 'failed' : 'resumed' } };
       const resumed = Object.values(map).filter((p) => p.resumeStatus === 'resumed').length;
-      const stepMap = Object.fromEntries(steps.map((s) => [s.key, s]));
-      await q.query(
-        `UPDATE paused_executions SET steps = steps || $2::jsonb, pause_points = $3, resumed_count = $4, status = $5,
-                next_timeout_at = $6, updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = $1`,
-        [row.id, JSON.stringify(stepMap), JSON.stringify(map), resumed, overallStatus(map, result.status), nextTimeout(map)],
-      );
-      const failed = result.status !== 'completed' && result.status !== 'paused';
-      await q.query(
-        `UPDATE resume_queue SET status = $2, completed_at = clock_timestamp(), failure_reason = $3 WHERE id = $1`,
-        [entry.id, failed ? 'failed' : 'completed', failed ? (result.error?.message ?? result.status) : null],
-      );
+      await ps.updatePaused(q, row.id, {
+        points: map, nextTimeoutAt: nextTimeout(map), steps: Object.fromEntries(steps.map((s) => [s.key, s])),
+        resumedCount: resumed, status: overallStatus(map, result.status),
+      });
+      await ps.completeResumeEntry(q, entry.id, failed ? (result.error?.message ?? result.status) : null);
       // The original execution carries the latest state of the whole run.
-      await q.query(
-        `UPDATE executions SET status = $2, output = $3, error = $4, error_block = $5, level = $6,
-                ended_at = clock_timestamp(), duration_ms = (EXTRACT(EPOCH FROM (clock_timestamp() - COALESCE(started_at, created_at))) * 1000)::int
-          WHERE id = $1`,
-        [paused.execution_id, result.status === 'completed' ? 'completed' : result.status === 'paused' ? 'paused' : 'failed',
-          JSON.stringify(output), result.error?.message ?? null, result.error?.blockId ?? null, failed ? 'error' : 'info'],
-      );
+      const finished = finishedFrom(result);
+      await store.updateRunState(q, paused.execution_id, { status: finished.status === 'cancelled' ? 'failed' : finished.status, output, error: finished.error, errorBlock: finished.errorBlock });
       // Hand the execution to the next queued resume, in order.
-      const pending = (await q.query<QueueRow>(
-        "SELECT * FROM resume_queue WHERE paused_execution_id = $1 AND status = 'pending' ORDER BY queued_at, id LIMIT 1 FOR UPDATE",
-        [row.id],
-      ))[0];
-      if (!pending) return undefined;
-      const claimed = (await q.query<QueueRow>("UPDATE resume_queue SET status = 'claimed', claimed_at = clock_timestamp() WHERE id = $1 RETURNING *", [pending.id]))[0];
-      const pts = { ...map, [pending.context_id]: { ...map[pending.context_id], resumeStatus: 'resuming' as ResumeStatus } };
-      await q.query('UPDATE paused_executions SET pause_points = $2 WHERE id = $1', [row.id, JSON.stringify(pts)]);
-      return { row: { ...row, pause_points: pts }, entry: claimed };
+      const claimed = await ps.claimNextResume(q, row.id);
+      const nextPoint = claimed ? map[claimed.context_id] : undefined;
+      if (!claimed || !nextPoint) return undefined;
+      const points: PointMap = { ...map, [claimed.context_id]: { ...nextPoint, resumeStatus: 'resuming' } };
+      await ps.updatePaused(q, row.id, { points, nextTimeoutAt: nextTimeout(points) });
+      return { row: { ...row, pause_points: points }, entry: claimed };
     });
     if (next) await this.enqueueEntryJob(next.row, next.entry);
     return output;
@@ -403,56 +315,51 @@ export class PauseService {
 
   /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run. */
   async fireTimeouts(): Promise<number> {
-    const due = await this.db.query<{ execution_id: string }>(
-      'SELECT execution_id FROM paused_executions WHERE next_timeout_at IS NOT NULL AND next_timeout_at <= clock_timestamp() LIMIT 100',
-    );
     let fired = 0;
-    for (const { execution_id } of due) {
-      const row = (await this.db.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1', [execution_id]))[0];
+    for (const executionId of await ps.dueTimeouts(this.db)) {
+      const row = await ps.findPausedByExecution(this.db, executionId);
       if (!row) continue;
       const now = Date.now();
       for (const p of Object.values(row.pause_points)) {
         if (p.resumeStatus !== 'paused' || !p.timeoutAt || Date.parse(p.timeoutAt) > now) continue;
         fired++;
-        if (p.onTimeout === 'approve') {
-          const fields = ((p.response as { fields?: FormField[] } | null)?.fields ?? []) as FormField[];
-          const defaults = Object.fromEntries(fields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]));
-          try {
-            const { entry, paused, queuePosition } = await this.enqueueResume(row.workspace_id, row.workflow_id, row.execution_id, p.contextId,
-              { ...defaults, timedOut: true, ...Object.fromEntries(fields.filter((f) => f.required && defaults[f.name] === undefined).map((f) => [f.name, f.type === 'boolean' ? true : f.type === 'number' ? 0 : 'approved'])) });
-            if (queuePosition === null) await this.enqueueEntryJob(paused, entry);
-          } catch (err) {
-            if (!(err instanceof HttpError)) throw err; // someone resumed it meanwhile
-          }
-        } else {
-          await this.failOnTimeout(row.execution_id, p.contextId);
-        }
+        if (p.onTimeout === 'approve') await this.approveOnTimeout(row, p);
+        else await this.failOnTimeout(row.execution_id, p.contextId);
       }
     }
     return fired;
   }
 
+  private async approveOnTimeout(row: PausedRow, p: StoredPoint): Promise<void> {
+    const fields = formFields(p);
+    const defaults = Object.fromEntries(fields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]));
+    const filled = Object.fromEntries(fields.filter((f) => f.required && defaults[f.name] === undefined)
+      .map((f) => [f.name, f.type === 'boolean' ? true : f.type === 'number' ? 0 : 'approved']));
+    try {
+      const { entry, paused, queuePosition } = await this.enqueueResume(row.workspace_id, row.workflow_id, row.execution_id, p.contextId,
+        { ...defaults, timedOut: true, ...filled });
+      if (queuePosition === null) await this.enqueueEntryJob(paused, entry);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err; // someone resumed it meanwhile
+    }
+  }
+
   private async failOnTimeout(executionId: string, contextId: string): Promise<void> {
     await this.db.tx(async (q) => {
-      const row = await this.lock(q, executionId);
+      const row = await ps.lockPaused(q, executionId);
       const point = row?.pause_points[contextId];
       if (!row || !point || point.resumeStatus !== 'paused') return;
-      const map = { ...row.pause_points, [contextId]: { ...point, resumeStatus: 'failed' as ResumeStatus } };
-      await q.query(
-        `UPDATE paused_executions SET pause_points = $2, status = 'failed', next_timeout_at = NULL,
-                updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = $1`,
-        [row.id, JSON.stringify(map)],
-      );
-      await q.query(
-        `UPDATE executions SET status = 'failed', level = 'error', error = $2, error_block = $3, ended_at = clock_timestamp() WHERE id = $1`,
-        [executionId, `Block "${point.blockId}" timed out waiting for a human response`, point.blockId],
-      );
+      const map: PointMap = { ...row.pause_points, [contextId]: { ...point, resumeStatus: 'failed' } };
+      await ps.updatePaused(q, row.id, { points: map, nextTimeoutAt: null, status: 'failed' });
+      await store.updateRunState(q, executionId, {
+        status: 'failed', output: null, error: `Block "${point.blockId}" timed out waiting for a human response`, errorBlock: point.blockId,
+      });
     });
   }
 
   start(intervalMs = 1000): void {
     const tick = () => {
-      this.fireTimeouts().catch((err: unknown) => this.ctx.log.warn({ err }, 'pause timeout sweep failed'));
+      this.fireTimeouts().catch((err: unknown) => this.deps.log.warn({ err }, 'pause timeout sweep failed'));
     };
     tick();
     this.timer = setInterval(tick, intervalMs);
@@ -463,6 +370,8 @@ export class PauseService {
     if (this.timer) clearInterval(this.timer);
   }
 }
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 function publicEntry(e: QueueRow) {
   return {

@@ -1,22 +1,22 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
+import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import { accessWorkflow } from '../workflows/routes.js';
-import type { PauseService } from './pauses.js';
+import type { WorkflowService } from '../workflows/service.js';
+import { formsPage, keyPage, resultPage } from './resume-page.js';
 import { baseUrl } from './routes.js';
 import type { ExecutionService } from './service.js';
-import * as store from './store.js';
-import { formsPage, keyPage, resultPage } from './resume-page.js';
-import type { FastifyRequest } from 'fastify';
 
 const pathParams = z.object({ workflowId: z.string().min(1).max(128), executionId: z.string().min(1).max(128) });
 const pointParams = pathParams.extend({ contextId: z.string().min(1).max(512) });
 
 /** Paused executions: look them up, resume a pause point, and a small page a person can answer from. */
-export function resumeRoutes(pauses: PauseService, executions: ExecutionService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
+export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
+    const { pauses } = runs;
     const load = async (workspaceId: string, workflowId: string, executionId: string) => {
       const row = await pauses.find(workspaceId, workflowId, executionId);
       if (!row) throw new HttpError(404, 'Paused execution not found');
@@ -29,7 +29,7 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
         response: { 200: z.record(z.string(), z.unknown()), ...errorResponses },
       },
     }, async (request) => {
-      const { access } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
+      const { access } = await workflows.forCaller(request.auth, request.params.workflowId, 'read');
       return pauses.record(await load(access.workspaceId, request.params.workflowId, request.params.executionId));
     });
 
@@ -42,7 +42,7 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
         },
       },
     }, async (request) => {
-      const { access } = await accessWorkflow(ctx, request, request.params.workflowId, 'read');
+      const { access } = await workflows.forCaller(request.auth, request.params.workflowId, 'read');
       const record = await pauses.record(await load(access.workspaceId, request.params.workflowId, request.params.executionId));
       const points = record.pausePoints as { contextId: string }[];
       const point = points.find((p) => p.contextId === request.params.contextId);
@@ -62,39 +62,29 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
       },
     }, async (request, reply) => {
       const { workflowId, executionId, contextId } = request.params;
-      const { access } = await accessWorkflow(ctx, request, workflowId, 'write');
+      const { access } = await workflows.forCaller(request.auth, workflowId, 'write');
       const body = request.body as Record<string, unknown> | undefined;
       const input = body && 'input' in body ? body.input : body ?? {};
-      const { entry, paused, queuePosition } = await pauses.enqueueResume(access.workspaceId, workflowId, executionId, contextId, input);
-      if (queuePosition !== null) {
+      const abort = new AbortController();
+      const outcome = await pauses.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, input, { apiKeyId: access.keyId, signal: abort.signal });
+      if (outcome.kind === 'queued') {
         return reply.code(200).send({
-          status: 'queued', executionId: entry.new_execution_id, queuePosition,
+          status: 'queued', executionId: outcome.executionId, queuePosition: outcome.queuePosition,
           message: 'Resume queued. It will run after current resumes finish.',
         });
       }
-      if (paused.mode === 'async') {
-        const id = await pauses.enqueueEntryJob(paused, entry);
-        const jobId = `job_${id}`;
+      if (outcome.kind === 'job') {
+        const jobId = `job_${outcome.executionId}`;
         return reply.code(202).send({
-          success: true, async: true, jobId, executionId: id, message: 'Resume execution queued',
+          success: true, async: true, jobId, executionId: outcome.executionId, message: 'Resume execution queued',
           statusUrl: `${baseUrl(ctx, request)}/api/jobs/${jobId}`,
         });
       }
-      const abort = new AbortController();
-      const { result, output } = await pauses.runEntry(entry.id, { signal: abort.signal });
-      await store.insertFinished(executions.db, {
-        id: entry.new_execution_id, workspaceId: access.workspaceId, workflowId, versionId: paused.version_id, mode: 'sync',
-        trigger: 'resume', status: 'processing', billedAccount: paused.billed_account, apiKeyId: access.keyId, input: {},
-      }, {
-        status: result.status === 'completed' ? 'completed' : result.status === 'paused' ? 'paused' : 'failed',
-        output, error: result.error?.message ?? null, errorBlock: result.error?.blockId ?? null, trace: result.trace,
-        startedAt: new Date(result.startedAt), endedAt: new Date(result.endedAt), durationMs: result.durationMs,
-      });
-      await executions.limits.chargeRun(paused.billed_account, entry.new_execution_id);
+      const { result, output } = outcome;
       return reply.code(200).send({
         success: result.status === 'completed' || result.status === 'paused',
         status: result.status === 'timed_out' ? 'failed' : result.status,
-        executionId: entry.new_execution_id,
+        executionId: outcome.executionId,
         output: result.response ? result.response.data : output,
         ...(result.error ? { error: result.error.message } : {}),
         metadata: { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt },
@@ -102,17 +92,21 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
     });
 
     // The page for people: server-rendered forms; the API key travels in the form body, never in a URL or cookie.
-    const csp = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+    // The page may hold a key in a form field: never cached, never framed.
+    const csp = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
     const html = (reply: { header: (k: string, v: string) => unknown; type: (t: string) => { send: (b: string) => unknown } }, body: string) => {
       reply.header('content-security-policy', csp);
+      reply.header('cache-control', 'no-store');
+      reply.header('x-frame-options', 'DENY');
+      reply.header('referrer-policy', 'no-referrer');
       return reply.type('text/html; charset=utf-8').send(body);
     };
     const formAuth = async (request: FastifyRequest, workflowId: string, role: 'read' | 'write') => {
       const key = (request.body as Record<string, unknown> | undefined)?.apiKey;
-      const auth = typeof key === 'string' ? await ctx.keys.authenticate(key) : undefined;
+      const auth = typeof key === 'string' ? await accounts.verifyKey(key) : undefined;
       if (!auth) throw new HttpError(401, 'That API key is not valid.');
       request.auth = auth;
-      return { ...(await accessWorkflow(ctx, request, workflowId, role)), key: key as string };
+      return { ...(await workflows.forCaller(auth, workflowId, role)), key: key as string };
     };
     await app.register(async (page) => {
       page.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -141,13 +135,11 @@ export function resumeRoutes(pauses: PauseService, executions: ExecutionService)
         const { access } = await formAuth(request, workflowId, 'write');
         const { apiKey: _k, ...input } = request.body as Record<string, string>;
         const submitted = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== ''));
-        const { entry, paused, queuePosition } = await pauses.enqueueResume(access.workspaceId, workflowId, executionId, contextId, submitted);
-        if (queuePosition !== null) return html(reply, resultPage('Answer received', `Queued behind another answer (position ${queuePosition}).`, true));
-        if (paused.mode === 'async') {
-          await pauses.enqueueEntryJob(paused, entry);
-          return html(reply, resultPage('Answer received', 'The run continues in the background.', true));
-        }
-        const { result, output } = await pauses.runEntry(entry.id, { signal: new AbortController().signal });
+        const outcome = await pauses.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, submitted,
+          { apiKeyId: access.keyId, signal: new AbortController().signal });
+        if (outcome.kind === 'queued') return html(reply, resultPage('Answer received', `Queued behind another answer (position ${outcome.queuePosition}).`, true));
+        if (outcome.kind === 'job') return html(reply, resultPage('Answer received', 'The run continues in the background.', true));
+        const { result, output } = outcome;
         const ok = result.status === 'completed' || result.status === 'paused';
         return html(reply, resultPage(ok ? 'Answer received' : 'The run failed', ok ? `The run is ${result.status}.` : result.error?.message ?? 'Failed', ok, output));
       });

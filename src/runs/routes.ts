@@ -1,24 +1,18 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
-import { authorizeWorkspace } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import { accessWorkflow } from '../workflows/routes.js';
-import type { ExecutionService } from './service.js';
 import { rateHeaders } from '../limits/service.js';
 import { limitsSchema } from '../limits/schemas.js';
+import type { WorkflowService } from '../workflows/service.js';
+import { isAsyncRequest, requestedExecutionId, workflowInput } from './execute-request.js';
+import { executeAnswer } from './execute-response.js';
+import type { ExecutionService } from './service.js';
 import * as store from './store.js';
 import type { ExecutionRow } from './store.js';
-
-/** Body fields that steer the run rather than feed it. */
-const CONTROL_FIELDS = new Set([
-  'async', 'inputs', 'stream', 'selectedOutputs', 'triggerType', 'executionId', 'workflowId', 'includeFileBase64',
-  'base64MaxBytes', 'useDraftState', 'workflowStateOverride', 'startBlockId', 'triggerBlockId', 'stopAfterBlockId',
-  'runFromBlock', 'parentWorkspaceId', 'deploymentVersionId', 'copilotToolCallId', 'inputFromExecutionId',
-]);
-const executionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const executeBody = z
   .object({
@@ -28,17 +22,6 @@ const executeBody = z
   })
   .catchall(z.unknown());
 
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-export function workflowInput(body: Record<string, unknown>): Record<string, unknown> {
-  const input: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (!CONTROL_FIELDS.has(k)) input[k] = v;
-  const inputs = body.inputs;
-  return inputs && typeof inputs === 'object' && !Array.isArray(inputs) ? { ...input, ...(inputs as Record<string, unknown>) } : input;
-}
 
 const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' =>
   s === 'processing' || s === 'paused' ? 'processing' : s;
@@ -68,7 +51,7 @@ const logSchema = z.object({
   endedAt: z.string().nullable(), totalDurationMs: z.number().nullable(), error: z.string().nullable(), errorBlockId: z.string().nullable(),
 });
 
-export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
+export function runRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { db } = ctx;
 
@@ -98,24 +81,21 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
       },
     }, async (request, reply) => {
       const body = (request.body ?? {}) as Record<string, unknown>;
-      const executionId = headerValue(request.headers['x-execution-id']) ?? headerValue(request.headers['idempotency-key'])
-        ?? (typeof body.executionId === 'string' ? body.executionId : undefined);
-      if (executionId !== undefined && !executionIdPattern.test(executionId)) {
-        throw new HttpError(400, 'Invalid execution ID header', { details: [{ path: 'x-execution-id', message: 'Use 1 to 128 characters of A-Z a-z 0-9 . _ : -' }] });
-      }
-      const isAsync = body.async === true || headerValue(request.headers['x-execution-mode'])?.toLowerCase() === 'async';
-      const { access, workflow } = await accessWorkflow(ctx, request, request.params.workflowId, 'read', { forRun: true });
+      const executionId = requestedExecutionId(request.headers, body);
+      const isAsync = isAsyncRequest(request.headers, body);
+      const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
       for (const [k, v] of Object.entries(rateHeaders(admitted.admission.state))) reply.header(k, v);
       const input = workflowInput(body);
+      const links = baseUrl(ctx, request);
 
       if (isAsync) {
-        const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api' });
+        const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links });
         const jobId = `job_${id}`;
         return reply.code(202).send({
           success: true as const, async: true as const, jobId, executionId: id,
-          message: 'Workflow execution queued', statusUrl: `${baseUrl(ctx, request)}/api/jobs/${jobId}`,
+          message: 'Workflow execution queued', statusUrl: `${links}/api/jobs/${jobId}`,
         });
       }
 
@@ -126,25 +106,15 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
       request.raw.socket?.once('close', onClose);
       try {
         const { executionId: id, result, output } = await service.runSync(admitted, run, input, {
-          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal, baseUrl: baseUrl(ctx, request),
+          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal, baseUrl: links,
         });
-        const metadata = { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt };
-        if (result.status === 'completed' && result.response) {
-          const r = result.response;
-          reply.code(r.status as 200).header('content-type', 'application/json; charset=utf-8');
-          for (const [k, v] of Object.entries(r.headers)) reply.header(k, v);
-          reply.header('X-Execution-Id', id);
-          return reply.send(JSON.stringify(r.data ?? null));
+        const answer = await executeAnswer(id, result, output, () => service.limits.snapshot(run.billedAccount, run.plan));
+        if (answer.kind === 'response') {
+          reply.code(answer.status as 200).header('content-type', 'application/json; charset=utf-8');
+          for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
+          return reply.send(JSON.stringify(answer.data));
         }
-        if (result.status === 'completed' || result.status === 'paused') {
-          const limits = await service.limits.snapshot(run.billedAccount, run.plan);
-          return reply.code(200).send({ success: true, executionId: id, output: output ?? null, limits, metadata, ...(result.status === 'paused' ? { status: 'paused' } : {}) });
-        }
-        const status = result.status === 'timed_out' ? 408 : result.status === 'cancelled' ? 499 : inputError(result) ? 400 : 500;
-        const error = result.status === 'timed_out'
-          ? `Execution timed out after ${Math.round(result.durationMs / 1000)} seconds`
-          : result.error?.message ?? 'Execution failed';
-        return reply.code(status).send({ success: false, executionId: id, output: result.output ?? null, error, metadata });
+        return reply.code(answer.status as 200).send(answer.body);
       } finally {
         request.raw.socket?.off('close', onClose);
       }
@@ -174,7 +144,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
       const executionId = jobId.startsWith('job_') ? jobId.slice(4) : jobId;
       const row = await store.findExecution(db, executionId);
       if (!row || row.mode !== 'async') throw new HttpError(404, 'Task not found');
-      await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
+      await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
       const status = jobStatus(row.status);
       const terminal = status === 'completed' || status === 'failed' || status === 'cancelled';
       return {
@@ -218,7 +188,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
     }, async (request) => {
       const q = request.query;
       const after = decodeCursor(q.cursor);
-      const access = await authorizeWorkspace(db, request, q.workspaceId, 'read');
+      const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
       const workflowIds = [q.workflowId, ...(q.workflowIds?.split(',') ?? [])].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
       const rows = await store.listLogs(db, {
         workspaceId: access.workspaceId,
@@ -261,7 +231,7 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
     }, async (request) => {
       const row = await store.findExecution(db, request.params.id);
       if (!row) throw new HttpError(404, 'Log not found');
-      const access = await authorizeWorkspace(db, request, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
+      const access = await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
       return {
         data: { ...logRecord(row), input: row.input, output: row.output ?? null, trace: row.trace ?? [] },
         limits: await service.limits.snapshot(access.billedAccount, access.plan),
@@ -274,10 +244,4 @@ export function runRoutes(service: ExecutionService): FastifyPluginAsyncZod<{ ct
 /** Absolute base URL for links: WEFT_BASE_URL, else the request's own host. */
 export function baseUrl(ctx: AppContext, request: { protocol: string; host: string }): string {
   return ctx.config.baseUrl ?? `${request.protocol}://${request.host}`;
-}
-
-/** A run that failed in its start block failed on the caller's input: a 400, not a 500. */
-function inputError(result: { error?: { blockId?: string }; trace: { blockId: string; type: string }[] }): boolean {
-  const blockId = result.error?.blockId;
-  return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && t.type === 'start'));
 }

@@ -10,6 +10,7 @@ export interface ExecutionRow {
   output: unknown; error: string | null; error_block: string | null; trace: BlockTrace[] | null;
   created_at: Date; started_at: Date | null; ended_at: Date | null; duration_ms: number | null;
   lease_until: Date | null; attempts: number; resume_entry_id: string | null; slot_token: string | null;
+  link_base: string | null;
 }
 
 export interface NewExecution {
@@ -17,6 +18,10 @@ export interface NewExecution {
   status: ExecutionStatus; billedAccount: string; apiKeyId: string | null; input: Record<string, unknown>;
   /** Concurrency slot held by an async run until it ends. */
   slotToken?: string | null;
+  /** The resume entry an async resume job runs. */
+  resumeEntryId?: string | null;
+  /** Public base URL of the links the run hands out. */
+  linkBase?: string | null;
 }
 
 export interface FinishedExecution {
@@ -24,13 +29,16 @@ export interface FinishedExecution {
   startedAt: Date; endedAt: Date; durationMs: number;
 }
 
-const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input, slot_token';
-const insertValues = (e: NewExecution) => [e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input), e.slotToken ?? null];
+const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input, slot_token, resume_entry_id, link_base';
+const insertValues = (e: NewExecution) => [
+  e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input),
+  e.slotToken ?? null, e.resumeEntryId ?? null, e.linkBase ?? null,
+];
 
 /** Claims an execution id: false when it was used before (idempotency). */
 export async function claimExecution(q: Queryable, e: NewExecution): Promise<boolean> {
   const rows = await q.query(
-    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     insertValues(e),
   );
@@ -41,7 +49,7 @@ export async function claimExecution(q: Queryable, e: NewExecution): Promise<boo
 export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedExecution): Promise<boolean> {
   const rows = await q.query(
     `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     [...insertValues({ ...e, status: f.status }), json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace),
       f.startedAt, f.endedAt, f.durationMs, f.status === 'failed' ? 'error' : 'info'],
@@ -58,6 +66,21 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
       WHERE id = $1`,
     [id, f.status, json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace), f.startedAt, f.endedAt,
       f.status === 'failed' ? 'error' : 'info'],
+  );
+}
+
+/** The original execution of a paused run carries the latest state of the whole run after each resume. */
+export async function updateRunState(
+  q: Queryable,
+  id: string,
+  s: { status: ExecutionStatus; output: unknown; error: string | null; errorBlock: string | null },
+): Promise<void> {
+  await q.query(
+    `UPDATE executions SET status = $2, output = $3, error = $4, error_block = $5, level = $6, lease_until = NULL,
+            ended_at = clock_timestamp(),
+            duration_ms = (EXTRACT(EPOCH FROM (clock_timestamp() - COALESCE(started_at, created_at))) * 1000)::int
+      WHERE id = $1`,
+    [id, s.status, json(s.output), s.error, s.errorBlock, s.status === 'failed' ? 'error' : 'info'],
   );
 }
 
@@ -162,7 +185,7 @@ export async function listLogs(q: Queryable, f: LogFilter): Promise<ExecutionRow
   return q.query<ExecutionRow>(
     `SELECT id, workspace_id, workflow_id, version_id, mode, trigger, status, level, billed_account, api_key_id,
             '{}'::jsonb AS input, NULL::jsonb AS output, error, error_block, NULL::jsonb AS trace,
-            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id, slot_token
+            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id, slot_token, link_base
        FROM executions WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
     params,

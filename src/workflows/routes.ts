@@ -1,17 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
+import { actorOf, type AccountsService } from '../accounts/service.js';
 import { workflowDefinitionSchema } from '../engine/index.js';
-import { authorizeWorkspace, type WorkspaceAccess } from '../http/auth.js';
-import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
-import { isUuid } from '../ids.js';
-import * as service from './service.js';
-import { findWorkflowAnyWorkspace, listWorkflows, type WorkflowRow } from './store.js';
-import type { Role } from '../accounts/store.js';
+import type { LimitsService } from '../limits/service.js';
+import { publicWorkflow, type PublicWorkflow, type WorkflowService } from './service.js';
 
 const workflowSchema = z.object({
   id: z.string(),
@@ -34,32 +29,14 @@ const deploymentSchema = z.object({
 const idParams = z.object({ id: z.string().min(1).max(128) });
 const name = z.string().trim().min(1).max(200);
 
-/**
- * Loads a workflow for the caller: another workspace's workflow, or one the key cannot reach,
- * is answered like a missing one (404).
- */
-export async function accessWorkflow(
-  ctx: AppContext,
-  request: FastifyRequest,
-  id: string,
-  role: Role,
-  opts: { forRun?: boolean } = {},
-): Promise<{ access: WorkspaceAccess; workflow: WorkflowRow }> {
-  const lookup = opts.forRun ? service.findWorkflowForRun : findWorkflowAnyWorkspace;
-  const workflow = isUuid(id) ? await lookup(ctx.db, id) : undefined;
-  if (!workflow) throw new HttpError(404, 'Workflow not found');
-  const access = await authorizeWorkspace(ctx.db, request, workflow.workspace_id, role, { conceal: true, notFoundMessage: 'Workflow not found' });
-  return { access, workflow };
-}
-
-const deployment = (w: service.PublicWorkflow) => ({
+const deployment = (w: PublicWorkflow) => ({
   success: true as const,
   data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version },
 });
 
-export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { db } = ctx;
-  const actorOf = (a: WorkspaceAccess) => ({ userId: a.userId, keyId: a.keyId });
+/** Workflow definitions and deployments. */
+export function workflowRoutes(workflows: WorkflowService, accounts: AccountsService, limits: LimitsService): FastifyPluginAsyncZod {
+  return async (app) => {
 
   app.post('/api/v1/workflows', {
     schema: {
@@ -73,9 +50,9 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
       response: { 201: workflowEnvelope, ...errorResponses },
     },
   }, async (request, reply) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const w = await service.createWorkflow(db, access.workspaceId, request.body, actorOf(access));
-    return reply.code(201).send({ success: true as const, data: { workflow: service.publicWorkflow(w) } });
+    const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+    const w = await workflows.createWorkflow(access.workspaceId, request.body, actorOf(access));
+    return reply.code(201).send({ success: true as const, data: { workflow: publicWorkflow(w) } });
   });
 
   app.get('/api/v1/workflows', {
@@ -93,27 +70,27 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
     },
   }, async (request) => {
     const after = decodeCursor(request.query.cursor);
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'read');
-    const rows = await listWorkflows(db, access.workspaceId, request.query.limit + 1, after);
+    const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+    const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
     const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
     return {
       success: true as const,
       data: p.data.map((r) => {
-        const { definition: _d, ...rest } = service.publicWorkflow(r);
+        const { definition: _d, ...rest } = publicWorkflow(r);
         return rest;
       }),
       ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
       // The reference adds the caller's execution limits to v1 list responses.
-      ...(ctx.services.limits ? { limits: await ctx.services.limits.snapshot(access.billedAccount, access.plan) } : {}),
+      limits: await limits.snapshot(access.billedAccount, access.plan),
     };
   });
 
   app.get('/api/v1/workflows/:id', {
     schema: { tags: ['workflows'], summary: 'Get a workflow with its draft definition', params: idParams, response: { 200: workflowEnvelope, ...errorResponses } },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'read');
-    const w = await service.getWorkflow(db, access.workspaceId, request.params.id);
-    return { success: true as const, data: { workflow: service.publicWorkflow(w) } };
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
+    const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
+    return { success: true as const, data: { workflow: publicWorkflow(w) } };
   });
 
   app.put('/api/v1/workflows/:id', {
@@ -124,9 +101,9 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
       response: { 200: workflowEnvelope, ...errorResponses },
     },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'write');
-    const w = await service.updateWorkflow(db, access.workspaceId, request.params.id, request.body, actorOf(access));
-    return { success: true as const, data: { workflow: service.publicWorkflow(w) } };
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
+    const w = await workflows.updateWorkflow(access.workspaceId, request.params.id, request.body, actorOf(access));
+    return { success: true as const, data: { workflow: publicWorkflow(w) } };
   });
 
   app.delete('/api/v1/workflows/:id', {
@@ -135,25 +112,25 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
       response: { 200: z.object({ success: z.literal(true), data: z.object({ id: z.string(), deleted: z.literal(true) }) }), ...errorResponses },
     },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'write');
-    await service.deleteWorkflow(db, access.workspaceId, request.params.id, actorOf(access));
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
+    await workflows.deleteWorkflow(access.workspaceId, request.params.id, actorOf(access));
     return { success: true as const, data: { id: request.params.id, deleted: true as const } };
   });
 
   app.post('/api/v1/workflows/:id/deploy', {
     schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...errorResponses } },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'admin');
-    const w = await service.deployWorkflow(db, access.workspaceId, request.params.id, actorOf(access));
-    return deployment(service.publicWorkflow(w));
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+    const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
+    return deployment(publicWorkflow(w));
   });
 
   app.delete('/api/v1/workflows/:id/deploy', {
     schema: { tags: ['workflows'], summary: 'Undeploy (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...errorResponses } },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'admin');
-    const w = await service.undeployWorkflow(db, access.workspaceId, request.params.id, actorOf(access));
-    return deployment(service.publicWorkflow(w));
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+    const w = await workflows.undeployWorkflow(access.workspaceId, request.params.id, actorOf(access));
+    return deployment(publicWorkflow(w));
   });
 
   app.post('/api/v1/workflows/:id/rollback', {
@@ -164,9 +141,9 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
       response: { 200: deploymentSchema, ...errorResponses },
     },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'admin');
-    const w = await service.rollbackWorkflow(db, access.workspaceId, request.params.id, request.body?.version, actorOf(access));
-    return deployment(service.publicWorkflow(w));
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+    const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
+    return deployment(publicWorkflow(w));
   });
 
   app.get('/api/workflows/:id/status', {
@@ -175,8 +152,9 @@ export const workflowRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async 
       response: { 200: z.object({ isDeployed: z.boolean(), deployedAt: z.string().nullable(), version: z.number().int().nullable() }), ...errorResponses },
     },
   }, async (request) => {
-    const { access } = await accessWorkflow(ctx, request, request.params.id, 'read');
-    const w = service.publicWorkflow(await service.getWorkflow(db, access.workspaceId, request.params.id));
+    const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
+    const w = publicWorkflow(await workflows.getWorkflow(access.workspaceId, request.params.id));
     return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version };
   });
 };
+}

@@ -1,3 +1,5 @@
+import type { AccessControlled, Actor, Role, WorkspaceAccess } from '../accounts/service.js';
+import type { AuthContext } from '../http/auth.js';
 import type { Database } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
 import { recordAudit } from '../audit/store.js';
@@ -7,7 +9,7 @@ import { isUuid, newId } from '../ids.js';
 import * as store from './store.js';
 import type { VersionRow, WorkflowRow } from './store.js';
 
-export interface Actor { userId: string; keyId?: string }
+
 
 export interface PublicWorkflow {
   id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition;
@@ -27,9 +29,45 @@ export const publicWorkflow = (w: WorkflowRow): PublicWorkflow => ({
   updatedAt: w.updated_at.toISOString(),
 });
 
+/** Options of definition checks: the blocks cap and the code syntax checker (from the sandbox). */
+export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>[1]>;
+
+/** Workflows: definitions, immutable deployed versions, and the cached lookups of the execute path. */
+export class WorkflowService {
+  constructor(
+    private readonly db: Database,
+    private readonly accounts: AccessControlled,
+    private readonly definitionOptions: DefinitionChecks = {},
+  ) {}
+
+  /**
+   * Loads a workflow for a caller: another workspace's workflow, or one the key cannot reach, is
+   * answered like a missing one (404). `forRun` uses the execute path's short-lived cache.
+   */
+  async forCaller(auth: AuthContext | undefined, id: string, role: Role, opts: { forRun?: boolean } = {}): Promise<{ access: WorkspaceAccess; workflow: WorkflowRow }> {
+    const workflow = !isUuid(id) ? undefined : opts.forRun ? await this.findWorkflowForRun(id) : await store.findWorkflowAnyWorkspace(this.db, id);
+    if (!workflow) throw new HttpError(404, 'Workflow not found');
+    const access = await this.accounts.authorize(auth, workflow.workspace_id, role, { conceal: true, notFoundMessage: 'Workflow not found' });
+    return { access, workflow };
+  }
+
+  /** Workflows of a workspace, oldest first (keyset pagination). */
+  list(workspaceId: string, limit: number, after?: { t: string; id: string }): Promise<WorkflowRow[]> {
+    return store.listWorkflows(this.db, workspaceId, limit, after);
+  }
+
+  findByName(workspaceId: string, name: string): Promise<WorkflowRow | undefined> {
+    return store.findWorkflowByName(this.db, workspaceId, name);
+  }
+
+  /** A workflow of the workspace, for a run's child workflow block: undefined when missing. */
+  async findInWorkspace(workspaceId: string, id: string): Promise<WorkflowRow | undefined> {
+    return isUuid(id) ? store.findWorkflow(this.db, workspaceId, id) : undefined;
+  }
+
 /** Validates a definition; a 400 whose details name the block and field of each problem. */
-export function checkDefinition(input: unknown): WorkflowDefinition {
-  const result = validateDefinition(input);
+  checkDefinition(input: unknown): WorkflowDefinition {
+  const result = validateDefinition(input, this.definitionOptions);
   if (!result.ok) {
     const first = result.errors[0];
     throw new HttpError(400, `Invalid workflow definition: ${first?.message ?? 'invalid'}`, {
@@ -44,25 +82,24 @@ export function checkDefinition(input: unknown): WorkflowDefinition {
   return result.definition;
 }
 
-export async function getWorkflow(db: Database, workspaceId: string, id: string): Promise<WorkflowRow> {
-  const w = isUuid(id) ? await store.findWorkflow(db, workspaceId, id) : undefined;
+  async getWorkflow(workspaceId: string, id: string): Promise<WorkflowRow> {
+  const w = isUuid(id) ? await store.findWorkflow(this.db, workspaceId, id) : undefined;
   if (!w) throw new HttpError(404, 'Workflow not found');
   return w;
 }
 
-export async function createWorkflow(
-  db: Database,
+  async createWorkflow(
   workspaceId: string,
   input: { name: string; description?: string; definition: unknown },
   actor: Actor,
 ): Promise<WorkflowRow> {
-  const definition = checkDefinition(input.definition);
+  const definition = this.checkDefinition(input.definition);
   const id = newId();
   try {
-    await db.tx(async (q) => {
-      await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId });
+    await this.db.tx(async (q) => {
+      await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId ?? null });
       await recordAudit(q, {
-        workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.created',
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.created',
         resourceType: 'workflow', resourceId: id, resourceName: input.name,
       });
     });
@@ -70,23 +107,22 @@ export async function createWorkflow(
     if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
     throw err;
   }
-  return getWorkflow(db, workspaceId, id);
+  return this.getWorkflow(workspaceId, id);
 }
 
-export async function updateWorkflow(
-  db: Database,
+  async updateWorkflow(
   workspaceId: string,
   id: string,
   input: { name?: string; description?: string; definition: unknown },
   actor: Actor,
 ): Promise<WorkflowRow> {
-  await getWorkflow(db, workspaceId, id);
-  const definition = checkDefinition(input.definition);
+  await this.getWorkflow(workspaceId, id);
+  const definition = this.checkDefinition(input.definition);
   try {
-    await db.tx(async (q) => {
+    await this.db.tx(async (q) => {
       await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });
       await recordAudit(q, {
-        workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.updated',
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.updated',
         resourceType: 'workflow', resourceId: id, resourceName: input.name,
       });
     });
@@ -94,62 +130,62 @@ export async function updateWorkflow(
     if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
     throw err;
   }
-  forget(id);
-  return getWorkflow(db, workspaceId, id);
+  this.forget(id);
+  return this.getWorkflow(workspaceId, id);
 }
 
-export async function deleteWorkflow(db: Database, workspaceId: string, id: string, actor: Actor): Promise<void> {
+  async deleteWorkflow(workspaceId: string, id: string, actor: Actor): Promise<void> {
   if (!isUuid(id)) throw new HttpError(404, 'Workflow not found');
-  const deleted = await db.tx(async (q) => {
+  const deleted = await this.db.tx(async (q) => {
     const rows = await store.deleteWorkflow(q, workspaceId, id);
     if (rows[0]) {
       await recordAudit(q, {
-        workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.deleted',
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deleted',
         resourceType: 'workflow', resourceId: id, resourceName: rows[0].name,
       });
     }
     return rows[0];
   });
-  forget(id);
+  this.forget(id);
   if (!deleted) throw new HttpError(404, 'Workflow not found');
 }
 
 /** Snapshots the draft as a new immutable version and activates it. */
-export async function deployWorkflow(db: Database, workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
-  const w = await getWorkflow(db, workspaceId, id);
-  checkDefinition(w.definition);
-  await db.tx(async (q) => {
+  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
+  const w = await this.getWorkflow(workspaceId, id);
+  this.checkDefinition(w.definition);
+  await this.db.tx(async (q) => {
     const locked = await store.lockWorkflow(q, workspaceId, id);
     if (!locked) throw new HttpError(404, 'Workflow not found');
-    const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId);
+    const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
     await store.activateVersion(q, id, version.id);
     await recordAudit(q, {
-      workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.deployed',
+      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deployed',
       resourceType: 'workflow', resourceId: id, resourceName: w.name, metadata: { version: version.version },
     });
   });
-  forget(id);
-  return getWorkflow(db, workspaceId, id);
+  this.forget(id);
+  return this.getWorkflow(workspaceId, id);
 }
 
-export async function undeployWorkflow(db: Database, workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
-  await db.tx(async (q) => {
+  async undeployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
+  await this.db.tx(async (q) => {
     const locked = await store.lockWorkflow(q, workspaceId, id);
     if (!locked) throw new HttpError(404, 'Workflow not found');
     if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
     await store.activateVersion(q, id, null);
     await recordAudit(q, {
-      workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.undeployed',
+      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.undeployed',
       resourceType: 'workflow', resourceId: id, resourceName: locked.name,
     });
   });
-  forget(id);
-  return getWorkflow(db, workspaceId, id);
+  this.forget(id);
+  return this.getWorkflow(workspaceId, id);
 }
 
 /** Activates an earlier version: the one given, or the one before the active version. */
-export async function rollbackWorkflow(db: Database, workspaceId: string, id: string, version: number | undefined, actor: Actor): Promise<WorkflowRow> {
-  await db.tx(async (q) => {
+  async rollbackWorkflow(workspaceId: string, id: string, version: number | undefined, actor: Actor): Promise<WorkflowRow> {
+  await this.db.tx(async (q) => {
     const locked = await store.lockWorkflow(q, workspaceId, id);
     if (!locked) throw new HttpError(404, 'Workflow not found');
     if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
@@ -164,68 +200,68 @@ export async function rollbackWorkflow(db: Database, workspaceId: string, id: st
     }
     await store.activateVersion(q, id, target.id);
     await recordAudit(q, {
-      workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, action: 'workflow.rolled_back',
+      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.rolled_back',
       resourceType: 'workflow', resourceId: id, resourceName: locked.name,
       metadata: { fromVersion: active?.version ?? null, toVersion: target.version },
     });
   });
-  forget(id);
-  return getWorkflow(db, workspaceId, id);
+  this.forget(id);
+  return this.getWorkflow(workspaceId, id);
 }
 
 /**
  * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
  * (the entry is dropped), one in another process within a second.
  */
-const recent = new Map<string, { row: WorkflowRow; until: number }>();
-const RECENT_MS = 1000;
+  private readonly recent = new Map<string, { row: WorkflowRow; until: number }>();
 
-export async function findWorkflowForRun(db: Database, id: string): Promise<WorkflowRow | undefined> {
-  const hit = recent.get(id);
+  async findWorkflowForRun(id: string): Promise<WorkflowRow | undefined> {
+  const hit = this.recent.get(id);
   if (hit && hit.until > Date.now()) return hit.row;
-  const row = await store.findWorkflowAnyWorkspace(db, id);
+  const row = await store.findWorkflowAnyWorkspace(this.db, id);
   if (row) {
-    if (recent.size > 10_000) recent.clear();
-    recent.set(id, { row, until: Date.now() + RECENT_MS });
+    if (this.recent.size > 10_000) this.recent.clear();
+    this.recent.set(id, { row, until: Date.now() + 1000 });
   } else {
-    recent.delete(id);
+    this.recent.delete(id);
   }
   return row;
 }
 
-function forget(id: string): void {
-  recent.delete(id);
+  private forget(id: string): void {
+  this.recent.delete(id);
 }
 
 /** Compiled graphs of deployed versions; versions are immutable, so entries never go stale. */
-const compiled = new Map<string, CompiledGraph>();
+  private readonly compiled = new Map<string, CompiledGraph>();
 
-export function compileVersion(version: VersionRow): CompiledGraph {
-  let graph = compiled.get(version.id);
+  compileVersion(version: VersionRow): CompiledGraph {
+  let graph = this.compiled.get(version.id);
   if (!graph) {
     graph = compile(version.definition);
-    if (compiled.size > 1000) compiled.delete(compiled.keys().next().value as string);
-    compiled.set(version.id, graph);
+    if (this.compiled.size > 1000) this.compiled.delete(this.compiled.keys().next().value as string);
+    this.compiled.set(version.id, graph);
   }
   return graph;
 }
 
 /** The active deployed version of a workflow, or undefined when it is not deployed. */
-export async function activeVersion(db: Database, w: WorkflowRow): Promise<VersionRow | undefined> {
+  async activeVersion(w: WorkflowRow): Promise<VersionRow | undefined> {
   if (!w.active_version_id) return undefined;
-  return loadVersion(db, w.active_version_id);
+  return this.loadVersion(w.active_version_id);
 }
 
 /** Deployed versions never change, so they are kept in memory once read. */
-const versions = new Map<string, VersionRow>();
+  private readonly versions = new Map<string, VersionRow>();
 
-export async function loadVersion(db: Database, id: string): Promise<VersionRow | undefined> {
-  const hit = versions.get(id);
+  async loadVersion(id: string): Promise<VersionRow | undefined> {
+  const hit = this.versions.get(id);
   if (hit) return hit;
-  const row = await store.findVersionById(db, id);
+  const row = await store.findVersionById(this.db, id);
   if (row) {
-    if (versions.size > 1000) versions.delete(versions.keys().next().value as string);
-    versions.set(id, row);
+    if (this.versions.size > 1000) this.versions.delete(this.versions.keys().next().value as string);
+    this.versions.set(id, row);
   }
   return row;
+}
 }

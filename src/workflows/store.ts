@@ -38,7 +38,7 @@ export async function listWorkflows(q: Queryable, workspaceId: string, limit: nu
 
 export const insertWorkflow = (
   q: Queryable,
-  w: { id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition; createdBy: string },
+  w: { id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition; createdBy: string | null },
 ) =>
   q.query<{ id: string }>(
     `INSERT INTO workflows (id, workspace_id, name, description, definition, created_by)
@@ -63,7 +63,7 @@ export const deleteWorkflow = (q: Queryable, workspaceId: string, id: string) =>
   q.query<{ id: string; name: string }>('DELETE FROM workflows WHERE id = $1 AND workspace_id = $2 RETURNING id, name', [id, workspaceId]);
 
 /** Snapshots the draft as the next version number (row-locked so concurrent deploys get distinct numbers). */
-export async function insertVersion(q: Queryable, workflowId: string, workspaceId: string, id: string, createdBy: string): Promise<VersionRow> {
+export async function insertVersion(q: Queryable, workflowId: string, workspaceId: string, id: string, createdBy: string | null): Promise<VersionRow> {
   const rows = await q.query<VersionRow>(
     `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by)
      SELECT $1, w.id, w.workspace_id,

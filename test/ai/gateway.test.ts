@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { request, startAiServer, type AiTestServer } from './ai-server.js';
 import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
 import * as ledger from '../../src/ai/credit-ledger.js';
 
-let t: TestServer;
+let t: AiTestServer;
 let fake: FakeProviders;
 let account: string;
 const extraModels = JSON.stringify([
@@ -13,7 +13,7 @@ const extraModels = JSON.stringify([
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  t = await startTestServer({ env: { ...fake.env, WEFT_AI_MODELS: extraModels } });
+  t = await startAiServer({ env: { ...fake.env, WEFT_AI_MODELS: extraModels } });
   account = `workspace:${t.workspaceId}`;
 });
 afterAll(async () => {
@@ -25,12 +25,12 @@ beforeEach(() => {
 });
 
 const chat = (body: unknown, headers: Record<string, string> = {}) => t.call('POST', '/api/v1/ai/chat/completions', body, headers);
-const balanceNano = async () => (await ledger.getBalance(t.server.ctx.db, account))?.balanceNano ?? 0;
+const balanceNano = async () => (await ledger.getBalance(t.db, account))?.balanceNano ?? 0;
 /** Sets the account's balance to exactly `usd` through a grant. */
 async function setBalance(usd: number) {
-  await ledger.ensureAccount(t.server.ctx.db, account, 0);
+  await ledger.ensureAccount(t.db, account, 0);
   const diff = ledger.usdToNano(usd) - (await balanceNano());
-  if (diff !== 0) await ledger.grant(t.server.ctx.db, account, diff, 'test');
+  if (diff !== 0) await ledger.grant(t.db, account, diff, 'test');
 }
 const client = () => new OpenAI({ baseURL: `${t.url}/api/v1/ai`, apiKey: t.apiKey, maxRetries: 0 });
 const hi = [{ role: 'user' as const, content: 'hi' }];
@@ -234,7 +234,7 @@ describe('the error table', () => {
     const r = await chat({ model: 'gpt-99-ultra', messages: hi });
     expect(r.status).toBe(404);
     expect(r.body.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found' });
-    const other = await startTestServer({ env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake.env.OPENAI_BASE_URL } });
+    const other = await startAiServer({ env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake.env.OPENAI_BASE_URL } });
     try {
       const c = await other.call('POST', '/api/v1/ai/chat/completions', { model: 'claude-sonnet-4-5', messages: hi });
       expect(c.status).toBe(404);
@@ -247,7 +247,7 @@ describe('the error table', () => {
   });
 
   it('500 server_error with the envelope on an internal failure', async () => {
-    const db = t.server.ctx.db;
+    const db = t.db;
     await db.exec('ALTER TABLE ai_requests RENAME TO ai_requests_hidden');
     try {
       const r = await chat({ model: 'gpt-4o', messages: hi });
@@ -288,14 +288,14 @@ describe('the error table', () => {
     expect(s.body.error.type).toBe('server_error');
 
     expect(await balanceNano()).toBe(before);
-    const open = await t.server.ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM ai_requests WHERE status = 'reserved'");
+    const open = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM ai_requests WHERE status = 'reserved'");
     expect(open[0].n).toBe(0);
-    const bal = await ledger.getBalance(t.server.ctx.db, account);
+    const bal = await ledger.getBalance(t.db, account);
     expect(bal!.reservedNano).toBe(0);
   });
 
   it('502 when the provider cannot be reached', async () => {
-    const down = await startTestServer({ env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', WEFT_AI_STARTING_CREDITS_USD: '1' } });
+    const down = await startAiServer({ env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', WEFT_AI_STARTING_CREDITS_USD: '1' } });
     try {
       const r = await down.call('POST', '/api/v1/ai/chat/completions', { model: 'gpt-4o', messages: hi });
       expect(r.status).toBe(502);
@@ -334,12 +334,12 @@ describe('billing arithmetic', () => {
       expect(r.body.usage).toMatchObject({ prompt_tokens: c.prompt, completion_tokens: c.completion });
       const after = await balanceNano();
       expect(r.headers.get('x-credits-remaining')).toBe(ledger.formatUsd(after));
-      const entries = await ledger.listLedger(t.server.ctx.db, account, 2);
+      const entries = await ledger.listLedger(t.db, account, 2);
       expect(entries[0].kind).toBe('settle');
       expect(entries[0].request_id).toBe(r.body.id);
       expect(before - after).toBe(entries[0].cost_nano);
       expect(ledger.formatUsd(entries[0].cost_nano!)).toBe(c.used);
-      const ev = await t.server.ctx.db.query<{ amount: number; source: string }>(
+      const ev = await t.db.query<{ amount: number; source: string }>(
         'SELECT amount_usd::float8 AS amount, source FROM usage_events WHERE idempotency_key = $1', [`ai:${r.body.id}`],
       );
       expect(ev).toHaveLength(1);
@@ -355,7 +355,7 @@ describe('billing arithmetic', () => {
         const before = await balanceNano();
         const r = await chat({ model, messages: [{ role: 'user', content: 'Say something.' }], max_tokens: 500, stream });
         expect(r.status).toBe(200);
-        const row = await t.server.ctx.db.query<{ usage_estimated: boolean; completion_tokens: number; prompt_tokens: number; cost_nano: number }>(
+        const row = await t.db.query<{ usage_estimated: boolean; completion_tokens: number; prompt_tokens: number; cost_nano: number }>(
           'SELECT usage_estimated, completion_tokens, prompt_tokens, cost_nano::int8 AS cost_nano FROM ai_requests WHERE account = $1 ORDER BY created_at DESC LIMIT 1', [account]);
         expect(row[0]).toMatchObject({ usage_estimated: true, completion_tokens: 40 });
         expect(row[0].prompt_tokens).toBeGreaterThan(3);
@@ -371,7 +371,7 @@ describe('billing arithmetic', () => {
     const before = await balanceNano();
     const pending = chat({ model: 'gpt-4o', messages: hi, max_tokens: 1000 });
     await new Promise((r) => setTimeout(r, 150));
-    const during = await ledger.getBalance(t.server.ctx.db, account);
+    const during = await ledger.getBalance(t.db, account);
     // 1000 completion tokens at $10/M = $0.01, plus the prompt estimate.
     expect(during!.reservedNano).toBeGreaterThanOrEqual(10_000_000);
     expect(during!.reservedNano).toBeLessThan(10_100_000);
@@ -380,17 +380,16 @@ describe('billing arithmetic', () => {
     expect(r.status).toBe(200);
     expect(fake.requests.at(-1)!.body.max_completion_tokens).toBe(1000);
     expect(fake.requests.at(-1)!.body.max_tokens).toBeUndefined();
-    expect((await ledger.getBalance(t.server.ctx.db, account))!.reservedNano).toBe(0);
+    expect((await ledger.getBalance(t.db, account))!.reservedNano).toBe(0);
     fake.handler = () => ({ text: 'ok' });
     await chat({ model: 'gpt-4o', messages: hi });
     expect(fake.requests.at(-1)!.body.max_completion_tokens).toBe(4096);
   });
 
   it('bills a personal key to its user, not the workspace', async () => {
-    const { createKey } = await import('../../src/accounts/service.js');
-    const personal = await createKey(t.server.ctx.db, { workspaceId: t.workspaceId, userId: t.userId, type: 'personal' });
+    const personal = { secret: t.createKey('personal') };
     const userAccount = `user:${t.userId}`;
-    await ledger.grant(t.server.ctx.db, userAccount, ledger.usdToNano(1), 'test');
+    await ledger.grant(t.db, userAccount, ledger.usdToNano(1), 'test');
     const wsBefore = await balanceNano();
     fake.handler = () => ({ text: 'ok', usage: { prompt: 1000, completion: 500 } });
     const r = await request(`${t.url}/api/v1/ai/chat/completions`, 'POST', { model: 'gpt-4o', messages: hi, max_tokens: 600 }, { authorization: `Bearer ${personal.secret}` });
@@ -430,7 +429,7 @@ describe('credits over the API', () => {
     const ids = seen.map((e) => Number(e.id));
     expect([...ids].sort((a, b) => b - a)).toEqual(ids);
     // The ledger adds up to the balance.
-    const total = await t.server.ctx.db.query<{ s: number }>('SELECT sum(amount_nano)::int8 AS s FROM ai_credit_ledger WHERE account = $1', [account]);
+    const total = await t.db.query<{ s: number }>('SELECT sum(amount_nano)::int8 AS s FROM ai_credit_ledger WHERE account = $1', [account]);
     expect(Number(total[0].s)).toBe(await balanceNano());
     expect(seen[0]).toMatchObject({ kind: 'settle', model: 'gpt-4o-mini', requestId: expect.stringMatching(/^chatcmpl-/), costUsd: expect.any(Number) });
     expect(seen[1].kind).toBe('reserve');

@@ -60,7 +60,7 @@ describe('authentication', () => {
   });
 
   it('refuses a workspace key on another workspace with 403 and a personal key where disabled', async () => {
-    const { createWorkspace, createKey, addMember } = await import('../../src/accounts/service.js');
+    const { createWorkspace, createKey, addMember } = await import('../support/accounts.js');
     const other = await createWorkspace(t.server.ctx.db, `other-${Date.now()}`, t.userId, 'free');
     const r = await t.call('GET', `/api/v1/keys?workspaceId=${other.id}`);
     expect(r.status).toBe(403);
@@ -80,7 +80,7 @@ describe('authentication', () => {
   });
 
   it('a non-admin member cannot manage keys', async () => {
-    const { createKey, addMember } = await import('../../src/accounts/service.js');
+    const { createKey, addMember } = await import('../support/accounts.js');
     const { insertUser } = await import('../../src/accounts/store.js');
     const u = await insertUser(t.server.ctx.db, { id: crypto.randomUUID(), email: `r${Date.now()}@x`, name: 'Reader', isAdmin: false, plan: 'free' });
     await addMember(t.server.ctx.db, t.workspaceId, u.id, 'read');

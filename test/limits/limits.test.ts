@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { createKey, ensureBootstrap } from '../support/accounts.js';
 import { dbMode, freshDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
 import { fn, start } from '../support/workflows.js';
@@ -24,7 +24,7 @@ afterAll(async () => {
 
 /** A fresh workspace key on `plan`, so each test starts with full buckets and no usage. */
 async function freshAccount(plan = 'free') {
-  const { createWorkspace } = await import('../../src/accounts/service.js');
+  const { createWorkspace } = await import('../support/accounts.js');
   const ws = await createWorkspace(t.server.ctx.db, `lim-${Math.random().toString(36).slice(2)}`, t.userId, plan);
   const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>

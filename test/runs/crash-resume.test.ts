@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { createKey, ensureBootstrap } from '../support/accounts.js';
 import { freshDatabase, request } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { ensureBootstrap } from '../../src/accounts/service.js';
+import { ensureBootstrap } from '../support/accounts.js';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.js';
 import { runCli } from '../support/cli.js';
 import { waitForJob } from '../support/workflows.js';

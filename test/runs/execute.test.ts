@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createWorkspace } from '../../src/accounts/service.js';
+import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { deploy, fn, start, waitForJob } from '../support/workflows.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { createKey, ensureBootstrap } from '../support/accounts.js';
 import { dbMode, freshDatabase, request } from '../support/harness.js';
 import { freePort, runCli, spawnServer } from '../support/cli.js';
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { createKey, ensureBootstrap } from '../../src/accounts/service.js';
+import { createKey, ensureBootstrap } from './accounts.js';
 import { pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
 
 export type DbMode = 'pglite' | 'postgres';

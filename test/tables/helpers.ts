@@ -1,4 +1,4 @@
-import { createKey, createWorkspace } from '../../src/accounts/service.js';
+import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, type TestResponse, type TestServer } from '../support/harness.js';
 
 /** Small helpers over the tables HTTP API for the suites in this folder. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, createKey } from '../../src/accounts/service.js';
+import { addMember, createKey } from '../support/accounts.js';
 import { insertUser } from '../../src/accounts/store.js';
 import { tableStorageBytes } from '../../src/tables/service.js';
 import { startTestServer, type TestServer } from '../support/harness.js';

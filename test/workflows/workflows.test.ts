@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createWorkspace } from '../../src/accounts/service.js';
+import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { fn, start } from '../support/workflows.js';
 

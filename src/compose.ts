@@ -1,0 +1,85 @@
+// The composition root: builds every service in dependency order and hands each what it needs through
+// its constructor. Reading this file tells who depends on whom; nothing registers itself anywhere else.
+import { AccountsService } from './accounts/service.js';
+import { AiGateway } from './ai/gateway.js';
+import type { AppContext } from './context.js';
+import { realClock, type EnginePorts } from './engine/index.js';
+import { createLimits } from './limits/factory.js';
+import { PlanAdministration } from './limits/plan-admin.js';
+import type { LimitsService } from './limits/service.js';
+import { GuardedHttp } from './net/guarded-http.js';
+import { BullMqQueue } from './queue/bullmq.js';
+import { InProcessQueue } from './queue/in-process.js';
+import type { JobQueue } from './queue/port.js';
+import { ExecutionService, type RunContext } from './runs/service.js';
+import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
+import { checkJavaScriptSyntax } from './sandbox/syntax.js';
+import { TablesService, tableStorageBytes } from './tables/service.js';
+import { WorkflowService } from './workflows/service.js';
+
+/** The areas' services, built once per process. */
+export interface CoreServices {
+  accounts: AccountsService;
+  limits: LimitsService;
+  plans: PlanAdministration;
+  workflows: WorkflowService;
+  tables: TablesService;
+  ai: AiGateway;
+}
+
+export interface Services extends CoreServices {
+  runs: ExecutionService;
+}
+
+/**
+ * The services without the run machinery (no sandbox, queue or workers): what the CLI needs to manage
+ * accounts, plans, workflows and credits.
+ */
+export function composeCore(ctx: AppContext): CoreServices {
+  const { config, db } = ctx;
+  const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
+  const limits = createLimits(config, db, {
+    // Every area that stores bytes counts toward the workspace's storage.
+    storageSources: [tableStorageBytes],
+    workspacePlan: (workspaceId) => accounts.workspacePlan(workspaceId),
+  });
+  ctx.onClose.push(() => limits.close());
+  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax });
+  const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes });
+  const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
+  const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log });
+  return { accounts, limits, plans, workflows, tables, ai };
+}
+
+/** Every service, including runs with their engine ports, sandbox and job queue. */
+export function composeServices(ctx: AppContext): Services {
+  const { config, db } = ctx;
+  const core = composeCore(ctx);
+  const { accounts, limits, workflows, tables, ai } = core;
+
+  // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
+  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, isolates: config.sandboxPoolSize });
+  const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
+  // Scaled out (PostgreSQL and Redis): BullMQ lets any worker process take a job. Otherwise in-process.
+  const queue: JobQueue = db.mode === 'postgres' && config.redisUrl
+    ? new BullMqQueue(config.redisUrl, config.workerConcurrency)
+    : new InProcessQueue(config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
+
+  const runs: ExecutionService = new ExecutionService({
+    db, config, log: ctx.log, queue, limits, accounts, workflows,
+    // The engine's ports for one run, scoped to its workspace and billed to its account.
+    ports: (run: RunContext): EnginePorts => ({
+      http,
+      sandbox: sandbox.forTenant(run.workspaceId),
+      clock: realClock,
+      tables: tables.portFor(run.workspaceId, run.plan),
+      ai: ai.portFor(run.billedAccount, run.workspaceId),
+      workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
+    }),
+  });
+  ctx.onClose.push(async () => {
+    await runs.close();
+    await sandbox.dispose?.();
+  });
+  return { ...core, runs };
+}

@@ -1,0 +1,42 @@
+// Mapping a finished run to the execute route's answer (status code and body), without HTTP objects.
+import type { RunResult } from '../engine/index.js';
+
+export type ExecuteAnswer =
+  | { kind: 'response'; status: number; headers: Record<string, string>; data: unknown }
+  | { kind: 'json'; status: number; body: Record<string, unknown> };
+
+/** A run that failed in its start block failed on the caller's input: a 400, not a 500. */
+function inputError(result: RunResult): boolean {
+  const blockId = result.error?.blockId;
+  return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && t.type === 'start'));
+}
+
+/** HTTP status of a run that did not complete. */
+export function failureStatus(result: RunResult): number {
+  if (result.status === 'timed_out') return 408;
+  if (result.status === 'cancelled') return 499;
+  return inputError(result) ? 400 : 500;
+}
+
+/**
+ * The sync execute answer: a Response block's status, headers and body as it set them; otherwise the
+ * reference's `{success, executionId, output, limits, metadata}`, or `{success: false, error}` with a failure status.
+ */
+export function executeAnswer(executionId: string, result: RunResult, output: unknown, limits: () => unknown): ExecuteAnswer | Promise<ExecuteAnswer> {
+  const metadata = { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt };
+  if (result.status === 'completed' && result.response) {
+    const r = result.response;
+    return { kind: 'response', status: r.status, headers: { ...r.headers, 'X-Execution-Id': executionId }, data: r.data ?? null };
+  }
+  if (result.status === 'completed' || result.status === 'paused') {
+    return Promise.resolve(limits()).then((l) => ({
+      kind: 'json' as const,
+      status: 200,
+      body: { success: true, executionId, output: output ?? null, limits: l, metadata, ...(result.status === 'paused' ? { status: 'paused' } : {}) },
+    }));
+  }
+  const error = result.status === 'timed_out'
+    ? `Execution timed out after ${Math.round(result.durationMs / 1000)} seconds`
+    : result.error?.message ?? 'Execution failed';
+  return { kind: 'json', status: failureStatus(result), body: { success: false, executionId, output: result.output ?? null, error, metadata } };
+}

@@ -1,0 +1,133 @@
+// SQL of paused executions and their resume queue: the pause store of the runs area.
+import type { Queryable } from '../db/database.js';
+import type { PausePoint, StepRecord } from '../engine/index.js';
+import { newId } from '../ids.js';
+
+export type ResumeStatus = 'paused' | 'queued' | 'resuming' | 'resumed' | 'failed';
+
+export interface ResumeLinks { apiUrl: string; uiUrl: string; contextId: string; executionId: string; workflowId: string }
+
+export interface StoredPoint {
+  contextId: string;
+  blockId: string;
+  /** The engine's step key of the human block: the resumed output is recorded under it. */
+  key: string;
+  response: unknown;
+  registeredAt: string;
+  resumeStatus: ResumeStatus;
+  resumeLinks: ResumeLinks;
+  parallelScope?: PausePoint['parallelScope'];
+  loopScope?: PausePoint['loopScope'];
+  /** When the pause gives up waiting, and what then happens. */
+  timeoutAt?: string;
+  onTimeout?: 'approve' | 'fail';
+}
+
+export type PointMap = Record<string, StoredPoint>;
+
+export interface PausedRow {
+  id: string; workspace_id: string; workflow_id: string; execution_id: string; version_id: string; mode: 'sync' | 'async';
+  billed_account: string; status: string; input: Record<string, unknown>; steps: Record<string, StepRecord>;
+  pause_points: PointMap; total_pause_count: number; resumed_count: number;
+  metadata: Record<string, unknown>; trigger_ids: string[]; paused_at: Date; updated_at: Date; expires_at: Date | null;
+}
+
+export interface QueueRow {
+  id: string; paused_execution_id: string; parent_execution_id: string; new_execution_id: string; context_id: string;
+  resume_input: unknown; status: 'pending' | 'claimed' | 'completed' | 'failed'; queued_at: Date; claimed_at: Date | null;
+  completed_at: Date | null; failure_reason: string | null;
+}
+
+const stamp = "date_trunc('milliseconds', clock_timestamp())";
+
+export async function insertPaused(
+  q: Queryable,
+  p: { workspaceId: string; workflowId: string; executionId: string; versionId: string; mode: 'sync' | 'async'; billedAccount: string;
+    input: Record<string, unknown>; steps: Record<string, StepRecord>; points: PointMap; metadata: Record<string, unknown>; nextTimeoutAt: string | null },
+): Promise<void> {
+  await q.query(
+    `INSERT INTO paused_executions (id, workspace_id, workflow_id, execution_id, version_id, mode, billed_account, status,
+       input, steps, pause_points, total_pause_count, metadata, next_timeout_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'paused', $8, $9, $10, $11, $12, $13)`,
+    [newId(), p.workspaceId, p.workflowId, p.executionId, p.versionId, p.mode, p.billedAccount, JSON.stringify(p.input),
+      JSON.stringify(p.steps), JSON.stringify(p.points), Object.keys(p.points).length, JSON.stringify(p.metadata), p.nextTimeoutAt],
+  );
+}
+
+/** Locks a paused execution for the rest of the transaction. */
+export const lockPaused = (q: Queryable, executionId: string) =>
+  q.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1 FOR UPDATE', [executionId]).then((r) => r[0]);
+
+/** A paused execution as its caller may see it: its workspace and workflow must match (404 otherwise). */
+export const findPaused = (q: Queryable, workspaceId: string, workflowId: string, executionId: string, lock = false) =>
+  q.query<PausedRow>(
+    `SELECT * FROM paused_executions WHERE execution_id = $1 AND workflow_id::text = $2 AND workspace_id = $3${lock ? ' FOR UPDATE' : ''}`,
+    [executionId, workflowId, workspaceId],
+  ).then((r) => r[0]);
+
+export const findPausedById = (q: Queryable, id: string) =>
+  q.query<PausedRow>('SELECT * FROM paused_executions WHERE id = $1', [id]).then((r) => r[0]);
+
+export const findPausedByExecution = (q: Queryable, executionId: string) =>
+  q.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1', [executionId]).then((r) => r[0]);
+
+/** Writes the pause points (and optionally merges new steps, counts and status) of a paused execution. */
+export async function updatePaused(
+  q: Queryable,
+  id: string,
+  u: { points: PointMap; nextTimeoutAt: string | null; steps?: Record<string, StepRecord>; addedPauses?: number; resumedCount?: number; status?: string },
+): Promise<void> {
+  await q.query(
+    `UPDATE paused_executions SET pause_points = $2, next_timeout_at = $3,
+            steps = CASE WHEN $4::jsonb IS NULL THEN steps ELSE steps || $4::jsonb END,
+            total_pause_count = total_pause_count + $5,
+            resumed_count = COALESCE($6, resumed_count),
+            status = COALESCE($7, status),
+            updated_at = ${stamp}
+      WHERE id = $1`,
+    [id, JSON.stringify(u.points), u.nextTimeoutAt, u.steps ? JSON.stringify(u.steps) : null, u.addedPauses ?? 0, u.resumedCount ?? null, u.status ?? null],
+  );
+}
+
+export const queueOf = (q: Queryable, pausedId: string) =>
+  q.query<QueueRow>('SELECT * FROM resume_queue WHERE paused_execution_id = $1 ORDER BY queued_at, id', [pausedId]);
+
+export const activeResumeCount = (q: Queryable, pausedId: string) =>
+  q.query<{ n: number }>("SELECT count(*)::int AS n FROM resume_queue WHERE paused_execution_id = $1 AND status IN ('claimed', 'pending')", [pausedId])
+    .then((r) => r[0]?.n ?? 0);
+
+export const insertResumeEntry = (
+  q: Queryable,
+  e: { pausedId: string; parentExecutionId: string; contextId: string; input: unknown; claimed: boolean },
+) =>
+  q.query<QueueRow>(
+    `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END) RETURNING *`,
+    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending'],
+  ).then((r) => r[0] as QueueRow);
+
+export const findResumeEntry = (q: Queryable, id: string) =>
+  q.query<QueueRow>('SELECT * FROM resume_queue WHERE id = $1', [id]).then((r) => r[0]);
+
+export async function completeResumeEntry(q: Queryable, id: string, failureReason: string | null): Promise<void> {
+  await q.query(
+    'UPDATE resume_queue SET status = $2, completed_at = clock_timestamp(), failure_reason = $3 WHERE id = $1',
+    [id, failureReason === null ? 'completed' : 'failed', failureReason],
+  );
+}
+
+/** Claims the oldest pending resume of a paused execution, or undefined when none waits. */
+export async function claimNextResume(q: Queryable, pausedId: string): Promise<QueueRow | undefined> {
+  const pending = (await q.query<QueueRow>(
+    "SELECT * FROM resume_queue WHERE paused_execution_id = $1 AND status = 'pending' ORDER BY queued_at, id LIMIT 1 FOR UPDATE",
+    [pausedId],
+  ))[0];
+  if (!pending) return undefined;
+  return (await q.query<QueueRow>("UPDATE resume_queue SET status = 'claimed', claimed_at = clock_timestamp() WHERE id = $1 RETURNING *", [pending.id]))[0];
+}
+
+/** Paused executions with a pause whose timeout has passed. */
+export const dueTimeouts = (q: Queryable) =>
+  q.query<{ execution_id: string }>(
+    'SELECT execution_id FROM paused_executions WHERE next_timeout_at IS NOT NULL AND next_timeout_at <= clock_timestamp() LIMIT 100',
+  ).then((r) => r.map((x) => x.execution_id));
