@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type pg from 'pg';
 import type { Database, Queryable } from './database.js';
 
 export interface ConnectOptions {
@@ -9,51 +10,166 @@ export interface ConnectOptions {
   loadDataDir?: Blob;
   /** Keep PGlite in memory (tests); the data directory is not touched. */
   inMemory?: boolean;
+  /** PostgreSQL `application_name` of the pool's connections (default `weft`; the URL's wins). */
+  applicationName?: string;
 }
 
 export async function connectDatabase(opts: ConnectOptions): Promise<Database> {
-  if (opts.databaseUrl) return connectPostgres(opts.databaseUrl);
+  if (opts.databaseUrl) return connectPostgres(opts.databaseUrl, opts.applicationName ?? 'weft');
   return connectPglite(opts);
 }
 
-async function connectPostgres(url: string): Promise<Database> {
-  const pg = (await import('pg')).default;
-  // int8 (counts, sums) as JS numbers; numeric stays a string and is converted where read.
-  pg.types.setTypeParser(20, (v: string) => Number(v));
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
-  pool.on('error', () => undefined); // an idle client dying is reported on the next query
-  const wrap = (c: { query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[] }> }): Queryable => ({
+/** int8 as a JS number when exact, a bigint beyond 2^53 (never a rounded number); as PGlite does. */
+function parseInt8(v: string): number | bigint {
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : BigInt(v);
+}
+
+const TRANSIENT_CODES = new Set(['57P01', '57P02', '08006', '08003', '08000', 'ECONNRESET', 'EPIPE']);
+const TRANSIENT_MESSAGES = /Connection terminated|terminating connection due to administrator command|Client has encountered a connection error|Connection is closed/i;
+
+/** A connection lost under us (server restart, failover, killed backend), not an error of the statement. */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (!e) return false;
+  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
+  return typeof e.message === 'string' && TRANSIENT_MESSAGES.test(e.message);
+}
+
+interface Statement {
+  query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * The Queryable handed to a transaction's fn. It remembers the first failed statement: PostgreSQL
+ * aborts the transaction there, and a COMMIT after it silently rolls back, so the adapters reject
+ * the transaction with that error even when fn caught it.
+ */
+function txQueryable(run: (text: string, params?: unknown[]) => Promise<{ rows: unknown[] }>, exec: (text: string) => Promise<unknown>): { q: Queryable; failure: () => unknown } {
+  let failed: { err: unknown } | undefined;
+  const note = (err: unknown): never => {
+    failed ??= { err };
+    throw err;
+  };
+  return {
+    q: {
+      async query<T>(text: string, params?: readonly unknown[]) {
+        const r = await run(text, params ? [...params] : undefined).catch(note);
+        return r.rows as T[];
+      },
+      async exec(text: string) {
+        await exec(text).catch(note);
+      },
+    },
+    failure: () => failed?.err,
+  };
+}
+
+async function connectPostgres(url: string, applicationName: string): Promise<Database> {
+  const pgm = (await import('pg')).default;
+  // Parsers per pool, not pg's global registry. numeric stays a string and is converted where read.
+  const types = {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === 20 && format !== 'binary' ? parseInt8 : pgm.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+  };
+  const config: pg.PoolConfig = { connectionString: url, max: 10, application_name: applicationName, types };
+  const pool = new pgm.Pool(config);
+  pool.on('error', () => undefined); // an idle client died: the pool drops it, the next query gets another
+  let closing: Promise<void> | undefined;
+
+  /**
+   * One statement on a new connection outside the pool, used once after a connection error: the
+   * pool's other idle connections may have been cut by the same event (a restart kills them all).
+   */
+  const onFreshClient = async <R>(use: (c: pg.Client) => Promise<R>): Promise<R> => {
+    const client = new pgm.Client({ connectionString: url, application_name: applicationName, types });
+    client.on('error', () => undefined); // reported through the pending query
+    await client.connect();
+    try {
+      return await use(client);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+
+  // A plain statement that fails because its connection was lost is retried once on a fresh
+  // connection. Caveat: if the connection died after the server ran an autocommitted write but
+  // before its answer arrived, that write runs twice; writes that must not repeat belong in `tx`
+  // (a transaction is retried only when it failed at BEGIN, before any of its statements ran).
+  const withRetry = async (text: string, params?: unknown[]): Promise<{ rows: unknown[] }> => {
+    try {
+      return await pool.query(text, params);
+    } catch (err) {
+      if (closing || !isConnectionError(err)) throw err;
+      return onFreshClient((c) => c.query(text, params));
+    }
+  };
+
+  const runTx = async <T>(client: pg.ClientBase, fn: (q: Queryable) => Promise<T>): Promise<{ value: T } | { err: unknown; began: boolean; broken: boolean }> => {
+    let broken = false;
+    let began = false;
+    // Without a listener, a connection error while the client is checked out is an unhandled
+    // 'error' event that kills the process.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
+    try {
+      await client.query('BEGIN');
+      began = true;
+      const { q, failure } = txQueryable((t, p) => client.query(t, p), (t) => client.query(t));
+      const value = await fn(q);
+      const failed = failure();
+      if (failed !== undefined) throw failed;
+      await client.query('COMMIT');
+      return { value };
+    } catch (err) {
+      if (isConnectionError(err)) broken = true;
+      if (began && !broken) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+      }
+      return { err, began, broken };
+    } finally {
+      client.removeListener('error', onError);
+    }
+  };
+
+  const base: Queryable = {
     async query<T>(text: string, params?: readonly unknown[]) {
-      const r = await c.query(text, params ? [...params] : undefined);
-      return r.rows as T[];
+      return (await withRetry(text, params ? [...params] : undefined)).rows as T[];
     },
     async exec(text: string) {
-      await c.query(text);
+      await withRetry(text);
     },
-  });
-  const base = wrap(pool);
+  };
   return {
     mode: 'postgres',
     ...base,
-    async tx(fn) {
+    async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
       const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const out = await fn(wrap(client));
-        await client.query('COMMIT');
-        return out;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
+      const out = await runTx(client, fn);
+      if ('value' in out) {
         client.release();
+        return out.value;
       }
+      // A broken connection is destroyed, never handed to the next caller.
+      client.release(out.broken ? (out.err instanceof Error ? out.err : true) : undefined);
+      // Lost before any statement of fn ran: nothing happened, so once more on a fresh connection.
+      if (!out.began && out.broken && !closing) {
+        const again = await onFreshClient((c) => runTx(c, fn));
+        if ('value' in again) return again.value;
+        throw again.err;
+      }
+      throw out.err;
     },
     async ping() {
       await pool.query('SELECT 1');
     },
-    async close() {
-      await pool.end();
+    close() {
+      closing ??= pool.end();
+      return closing;
     },
   };
 }
@@ -72,21 +188,24 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
     loadDataDir: opts.loadDataDir,
     relaxedDurability: false,
   });
-  const wrap = (c: { query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[] }>; exec: (t: string) => Promise<unknown> }): Queryable => ({
-    async query<T>(text: string, params?: readonly unknown[]) {
-      const r = await c.query(text, params ? [...params] : undefined);
-      return r.rows as T[];
-    },
-    async exec(text: string) {
-      await c.exec(text);
-    },
-  });
-  const base = wrap(db);
+  const run = (c: Statement, text: string, params?: readonly unknown[]) => c.query(text, params ? [...params] : undefined);
   let closed = false;
   return {
     mode: 'pglite',
-    ...base,
-    tx: (fn) => db.transaction((t) => fn(wrap(t))),
+    async query<T>(text: string, params?: readonly unknown[]) {
+      return (await run(db, text, params)).rows as T[];
+    },
+    async exec(text: string) {
+      await db.exec(text);
+    },
+    tx: (fn) =>
+      db.transaction(async (t) => {
+        const { q, failure } = txQueryable((text, params) => t.query(text, params), (text) => t.exec(text));
+        const value = await fn(q);
+        const failed = failure();
+        if (failed !== undefined) throw failed; // PGlite then rolls back
+        return value;
+      }),
     async ping() {
       await db.query('SELECT 1');
     },
