@@ -26,6 +26,37 @@ export interface BoundCode {
   regions: RewrittenRegion[];
 }
 
+const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
+
+/** Offset of a 1-based line and column. */
+function offsetOf(text: string, line: number, column: number): number {
+  const re = new RegExp(LINE_BREAK.source, 'g');
+  let start = 0;
+  for (let l = 1; l < line; l++) {
+    const m = re.exec(text);
+    if (m === null) break;
+    start = m.index + m[0].length;
+  }
+  return Math.min(text.length, start + Math.max(0, column - 1));
+}
+
+/** 1-based line and column of an offset. */
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  const re = new RegExp(LINE_BREAK.source, 'g');
+  let line = 1;
+  let start = 0;
+  for (let m = re.exec(text); m !== null && m.index < offset; m = re.exec(text)) {
+    line++;
+    start = m.index + m[0].length;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+/** Where a 1-based line and column of the bound code is in the user's source (1-based). */
+export function sourcePosition(source: string, bound: BoundCode, line: number, column: number): { line: number; column: number } {
+  return lineColumn(source, sourceOffset(bound, offsetOf(bound.code, line, column)));
+}
+
 /** The source offset that produced offset `outOffset` of the bound code. */
 export function sourceOffset(bound: BoundCode, outOffset: number): number {
   let delta = 0;

@@ -3,7 +3,7 @@
 // edges, cycles, references, code syntax). Every issue names its block and field.
 import type { AnyBlockType } from './block-type.js';
 import { blockTypes } from './blocks/index.js';
-import { bindCode, sourceOffset } from './code.js';
+import { bindCode, sourcePosition } from './code.js';
 import { countBlocks, formatPath, jsonPath, label, schemaIssues, workflowDefinitionSchema } from './definition-schema.js';
 import { getOrThrow } from './lookup.js';
 import { collectTokens, normalizeName, RESERVED_HEADS, type HeadPredicate, type RefToken } from './references.js';
@@ -317,37 +317,11 @@ function checkCodeSyntax(all: AnalyzedBlock[], isKnownHead: HeadPredicate, check
       const bound = bindCode(source, isKnownHead, () => true);
       const err = checkCode(bound.code);
       if (err === undefined) continue;
-      const at = lineColumn(source, sourceOffset(bound, offsetOf(bound.code, err.line, err.column)));
+      const at = sourcePosition(source, bound, err.line, err.column);
       const field = `config.${key}`;
       issues.push(blockIssue(b, `syntax error at line ${at.line}, column ${at.column}: ${err.message}`, field, [...b.jsonPath, 'config', key]));
     }
   }
-}
-
-const LINE_BREAK = /\r\n|[\n\r\u2028\u2029]/g;
-
-/** Offset of a 1-based line and column. */
-function offsetOf(text: string, line: number, column: number): number {
-  let start = 0;
-  LINE_BREAK.lastIndex = 0;
-  for (let l = 1; l < line; l++) {
-    const m = LINE_BREAK.exec(text);
-    if (m === null) break;
-    start = m.index + m[0].length;
-  }
-  return Math.min(text.length, start + Math.max(0, column - 1));
-}
-
-/** 1-based line and column of an offset. */
-function lineColumn(text: string, offset: number): { line: number; column: number } {
-  let line = 1;
-  let start = 0;
-  LINE_BREAK.lastIndex = 0;
-  for (let m = LINE_BREAK.exec(text); m !== null && m.index < offset; m = LINE_BREAK.exec(text)) {
-    line++;
-    start = m.index + m[0].length;
-  }
-  return { line, column: offset - start + 1 };
 }
 
 // ---------------------------------------------------------------------------------------------
