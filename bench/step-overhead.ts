@@ -5,7 +5,7 @@
 // `stepMsP50` uses the default sandbox (a fresh V8 context per call: context creation, about
 // 0.3 ms here, dominates); `stepMsP50ContextPerRun` the opt-in mode with one context per run.
 import { pathToFileURL } from 'node:url';
-import { compile, runWorkflow, type EnginePorts, type SandboxPort, type WorkflowDefinition } from '../src/engine/index.js';
+import { compile, realClock, runWorkflow, type EnginePorts, type SandboxPort, type WorkflowDefinition } from '../src/engine/index.js';
 import { GuardedHttp } from '../src/net/guarded-http.js';
 import { IsolatedVmSandbox } from '../src/sandbox/isolated-vm.js';
 
@@ -74,9 +74,9 @@ export async function run(): Promise<Record<string, number>> {
     const instant: SandboxPort = {
       run: async (req) => ({ value: (Number(Object.values(req.bindings)[0]) || 0) + 1, logs: [] }),
     };
-    const engineOnly = await timeRuns({ http, sandbox: instant }, true);
-    const real = await timeRuns({ http, sandbox }, true);
-    const shared = await timeRuns({ http, sandbox: perRun }, true);
+    const engineOnly = await timeRuns({ http, sandbox: instant, clock: realClock }, true);
+    const real = await timeRuns({ http, sandbox, clock: realClock }, true);
+    const shared = await timeRuns({ http, sandbox: perRun, clock: realClock }, true);
     return {
       steps: STEPS,
       runs: RUNS,

@@ -12,27 +12,30 @@ export function createLogger(config: Config): Logger {
 }
 
 /**
- * In embedded mode only one process may open the data directory. The lock file holds the pid;
- * a lock left by a dead process is taken over.
+ * In embedded mode only one process may open the data directory. The lock file holds the owner's pid
+ * and its start time; a lock whose process is gone, a zombie, or a different process that reused the
+ * pid is taken over at once (a restart right after `kill -9` must not be refused).
  */
 export function lockDataDir(config: Config): () => void {
   if (config.databaseUrl) return () => undefined;
   fs.mkdirSync(config.dataDir, { recursive: true });
   const file = path.join(config.dataDir, 'weft.lock');
+  const mine = lockOwner(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      fs.writeFileSync(file, mine, { flag: 'wx' });
       return () => {
         try {
-          if (fs.readFileSync(file, 'utf8') === String(process.pid)) fs.unlinkSync(file);
+          if (fs.readFileSync(file, 'utf8') === mine) fs.unlinkSync(file);
         } catch {
           // already gone
         }
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(fs.readFileSync(file, 'utf8'));
-      if (pid && pid !== process.pid && isAlive(pid)) {
+      const holder = fs.readFileSync(file, 'utf8').trim();
+      const pid = Number(holder.split(':')[0]);
+      if (pid && pid !== process.pid && holdsLock(holder, pid)) {
         throw new Error(
           `The data directory ${config.dataDir} is in use by process ${pid} (a running Weft server?). ` +
             'Stop it first, or set DATABASE_URL to use PostgreSQL, where commands work while the server runs.',
@@ -42,6 +45,37 @@ export function lockDataDir(config: Config): () => void {
     }
   }
   throw new Error(`Could not lock ${config.dataDir}`);
+}
+
+/** `pid:start-time` of a process (the start time tells a reused pid apart; absent where /proc is missing). */
+function lockOwner(pid: number): string {
+  const started = processStart(pid);
+  return started === undefined ? String(pid) : `${pid}:${started}`;
+}
+
+/** Fields of /proc/<pid>/stat after the command name: state, and the start time (field 22). */
+function procStat(pid: number): { state: string; start: string } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: rest[0] ?? '', start: rest[19] ?? '' };
+  } catch {
+    return undefined;
+  }
+}
+
+function processStart(pid: number): string | undefined {
+  return procStat(pid)?.start;
+}
+
+/** Whether the process recorded in a lock still holds it: alive, not a zombie, and the same process. */
+function holdsLock(holder: string, pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  const stat = procStat(pid);
+  if (!stat) return true; // no /proc: trust the signal check
+  if (stat.state === 'Z' || stat.state === 'X') return false;
+  const recordedStart = holder.split(':')[1];
+  return recordedStart === undefined || recordedStart === stat.start;
 }
 
 function isAlive(pid: number): boolean {

@@ -1,12 +1,13 @@
 import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
-import { recordAudit, type ActorType } from '../audit/store.js';
+import { recordAudit, type ActorType } from '../audit/audit-log.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import { AccessControl, billedAccountOf, type AuthorizeOptions, type WorkspaceAccess } from './access.js';
 import { KeyAuthenticator } from './key-auth.js';
 import { displaySuffix, generateKeySecret, hashKey } from './key-secret.js';
+import { parseScopedToken, scopedTokenValid, signScopedToken } from './scoped-token.js';
 import * as store from './store.js';
 import type { ApiKeyRow, KeyType, Role, UserRow, WorkspaceRow } from './store.js';
 
@@ -76,6 +77,22 @@ export class AccountsService implements AccessControlled {
 
   authorize(auth: AuthContext | undefined, workspaceId: string, minRole: Role, opts: AuthorizeOptions = {}): Promise<WorkspaceAccess> {
     return this.access.authorize(auth, workspaceId, minRole, opts);
+  }
+
+  /** A token that acts as the caller's key for `scope` only, for `ttlMs` (pages carry it instead of the key). */
+  async issueScopedToken(auth: AuthContext, scope: string, ttlMs: number): Promise<string> {
+    const key = await store.findKey(this.db, auth.keyId);
+    if (!key || key.revoked_at) throw new HttpError(401, 'Invalid API key');
+    return signScopedToken(key.id, key.key_hash, scope, Date.now() + ttlMs);
+  }
+
+  /** The caller behind a scoped token, or undefined when it is malformed, expired, for another scope, or its key was revoked. */
+  async verifyScopedToken(token: string, scope: string): Promise<AuthContext | undefined> {
+    const parsed = parseScopedToken(token);
+    if (!parsed) return undefined;
+    const key = await store.findKey(this.db, parsed.keyId);
+    if (!key || key.revoked_at || !scopedTokenValid(parsed, key.key_hash, scope, Date.now())) return undefined;
+    return { keyId: key.id, keyType: key.type, userId: key.user_id, keyWorkspaceId: key.workspace_id };
   }
 
   /** Forgets cached access, billed accounts and plans of this process (something changed here). */

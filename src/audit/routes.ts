@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AccessControlled } from '../accounts/service.js';
 import type { Database } from '../db/database.js';
-import { listAudit } from './store.js';
+import { listAudit } from './audit-log.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
 

@@ -58,11 +58,11 @@ export async function insertPaused(
 export const lockPaused = (q: Queryable, executionId: string) =>
   q.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1 FOR UPDATE', [executionId]).then((r) => r[0]);
 
-/** A paused execution as its caller may see it: its workspace and workflow must match (404 otherwise). */
-export const findPaused = (q: Queryable, workspaceId: string, workflowId: string, executionId: string, lock = false) =>
+/** A paused execution as its caller may see it (any of its stored ids): its workspace and workflow must match. */
+export const findPaused = (q: Queryable, workspaceId: string, workflowId: string, executionIds: string[], lock = false) =>
   q.query<PausedRow>(
-    `SELECT * FROM paused_executions WHERE execution_id = $1 AND workflow_id::text = $2 AND workspace_id = $3${lock ? ' FOR UPDATE' : ''}`,
-    [executionId, workflowId, workspaceId],
+    `SELECT * FROM paused_executions WHERE execution_id = ANY($1::text[]) AND workflow_id::text = $2 AND workspace_id = $3${lock ? ' FOR UPDATE' : ''}`,
+    [executionIds, workflowId, workspaceId],
   ).then((r) => r[0]);
 
 export const findPausedById = (q: Queryable, id: string) =>

@@ -6,6 +6,7 @@ import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
 import * as ps from './pause-store.js';
 import type { PausedRow, PointMap, QueueRow, ResumeLinks, ResumeStatus, StoredPoint } from './pause-store.js';
+import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { finishedFrom } from './run-options.js';
 import { validateSubmission, type FormField } from './resume-input.js';
 import type { RunContext } from './service.js';
@@ -39,10 +40,10 @@ export type ResumeOutcome =
 
 export function resumeLinks(baseUrl: string, workflowId: string, executionId: string, contextId: string): ResumeLinks {
   return {
-    apiUrl: `${baseUrl}/api/resume/${workflowId}/${executionId}/${encodeURIComponent(contextId)}`,
-    uiUrl: `${baseUrl}/resume/${workflowId}/${executionId}`,
+    apiUrl: `${baseUrl}/api/resume/${workflowId}/${publicExecutionId(executionId)}/${encodeURIComponent(contextId)}`,
+    uiUrl: `${baseUrl}/resume/${workflowId}/${publicExecutionId(executionId)}`,
     contextId,
-    executionId,
+    executionId: publicExecutionId(executionId),
     workflowId,
   };
 }
@@ -129,8 +130,9 @@ export class PauseService {
     });
   }
 
+  /** A paused execution of the workspace by the id its callers know. */
   async find(workspaceId: string, workflowId: string, executionId: string): Promise<PausedRow | undefined> {
-    return ps.findPaused(this.db, workspaceId, workflowId, executionId);
+    return ps.findPaused(this.db, workspaceId, workflowId, storedExecutionIds(executionId, [workspaceId]));
   }
 
   /** The paused-execution record exactly as the spec shapes it. */
@@ -159,7 +161,7 @@ export class PauseService {
     return {
       id: row.id,
       workflowId: row.workflow_id,
-      executionId: row.execution_id,
+      executionId: publicExecutionId(row.execution_id),
       status: row.status,
       totalPauseCount: row.total_pause_count,
       resumedCount: row.resumed_count,
@@ -189,7 +191,7 @@ export class PauseService {
     rawInput: unknown,
   ): Promise<{ entry: QueueRow; paused: PausedRow; queuePosition: number | null }> {
     return this.db.tx(async (q) => {
-      const paused = await ps.findPaused(q, workspaceId, workflowId, executionId, true);
+      const paused = await ps.findPaused(q, workspaceId, workflowId, storedExecutionIds(executionId, [workspaceId]), true);
       if (!paused) throw new HttpError(404, 'Paused execution not found or already resumed');
       if (paused.status !== 'paused' && paused.status !== 'partially_resumed') throw new HttpError(409, 'Paused execution is not resumable');
       const point = paused.pause_points[contextId];
@@ -198,7 +200,7 @@ export class PauseService {
       const input = validateSubmission(formFields(point), rawInput);
       const busy = await ps.activeResumeCount(q, paused.id);
       const claimed = busy === 0;
-      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: executionId, contextId, input, claimed });
+      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: paused.execution_id, contextId, input, claimed });
       const map = { ...paused.pause_points, [contextId]: { ...point, resumeStatus: (claimed ? 'resuming' : 'queued') as ResumeStatus } };
       await ps.updatePaused(q, paused.id, { points: map, nextTimeoutAt: nextTimeout(map) });
       return { entry, paused, queuePosition: claimed ? null : busy };
@@ -377,7 +379,7 @@ function publicEntry(e: QueueRow) {
   return {
     id: e.id,
     pausedExecutionId: e.paused_execution_id,
-    parentExecutionId: e.parent_execution_id,
+    parentExecutionId: publicExecutionId(e.parent_execution_id),
     newExecutionId: e.new_execution_id,
     contextId: e.context_id,
     resumeInput: e.resume_input ?? null,

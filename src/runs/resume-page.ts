@@ -43,13 +43,14 @@ function fieldInput(f: PageField): string {
   }
 }
 
-export function formsPage(workflowId: string, executionId: string, points: PagePoint[], apiKey: string): string {
+/** The forms of the open pause points; `token` (short-lived, scoped to this execution) stands in for the key. */
+export function formsPage(workflowId: string, executionId: string, points: PagePoint[], token: string): string {
   const open = points.filter((p) => p.resumeStatus === 'paused');
   const forms = open.map((p) => {
     const r = (p.response ?? {}) as { message?: string; fields?: PageField[] };
     return `<fieldset><legend>${esc(p.contextId)}</legend>${r.message ? `<p>${esc(r.message)}</p>` : ''}
 <form method="post" action="/resume/${esc(workflowId)}/${esc(executionId)}/${encodeURIComponent(p.contextId)}">
-<input type="hidden" name="apiKey" value="${esc(apiKey)}">${(r.fields ?? []).map(fieldInput).join('')}
+<input type="hidden" name="token" value="${esc(token)}">${(r.fields ?? []).map(fieldInput).join('')}
 <button type="submit">Submit</button></form></fieldset>`;
   });
   return layout('Answer a paused run', `<h1>Answer a paused run</h1>

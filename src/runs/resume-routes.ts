@@ -101,12 +101,16 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
       reply.header('referrer-policy', 'no-referrer');
       return reply.type('text/html; charset=utf-8').send(body);
     };
-    const formAuth = async (request: FastifyRequest, workflowId: string, role: 'read' | 'write') => {
-      const key = (request.body as Record<string, unknown> | undefined)?.apiKey;
-      const auth = typeof key === 'string' ? await accounts.verifyKey(key) : undefined;
-      if (!auth) throw new HttpError(401, 'That API key is not valid.');
+    // The key typed into the first page is exchanged for a token scoped to this execution and valid for
+    // 30 minutes; the forms carry the token, so the key itself is never written into a page.
+    const tokenScope = (workflowId: string, executionId: string) => `resume:${workflowId}:${executionId}`;
+    const formAuth = async (request: FastifyRequest, workflowId: string, executionId: string, role: 'read' | 'write') => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const auth = typeof body.token === 'string' ? await accounts.verifyScopedToken(body.token, tokenScope(workflowId, executionId))
+        : typeof body.apiKey === 'string' ? await accounts.verifyKey(body.apiKey) : undefined;
+      if (!auth) throw new HttpError(401, typeof body.token === 'string' ? 'This page has expired: enter the API key again.' : 'That API key is not valid.');
       request.auth = auth;
-      return { ...(await workflows.forCaller(auth, workflowId, role)), key: key as string };
+      return { ...(await workflows.forCaller(auth, workflowId, role)), auth };
     };
     await app.register(async (page) => {
       page.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -126,14 +130,15 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
       });
       page.post('/resume/:workflowId/:executionId', { schema: { hide: true, params: pathParams }, config: { auth: 'none' } }, async (request, reply) => {
         const { workflowId, executionId } = request.params as z.infer<typeof pathParams>;
-        const { access, key } = await formAuth(request, workflowId, 'read');
+        const { access, auth } = await formAuth(request, workflowId, executionId, 'read');
         const record = await pauses.record(await load(access.workspaceId, workflowId, executionId));
-        return html(reply, formsPage(workflowId, executionId, record.pausePoints as { contextId: string; resumeStatus: string; response: unknown }[], key));
+        const token = await accounts.issueScopedToken(auth, tokenScope(workflowId, executionId), 30 * 60_000);
+        return html(reply, formsPage(workflowId, executionId, record.pausePoints as { contextId: string; resumeStatus: string; response: unknown }[], token));
       });
       page.post('/resume/:workflowId/:executionId/:contextId', { schema: { hide: true, params: pointParams }, config: { auth: 'none' } }, async (request, reply) => {
         const { workflowId, executionId, contextId } = request.params as z.infer<typeof pointParams>;
-        const { access } = await formAuth(request, workflowId, 'write');
-        const { apiKey: _k, ...input } = request.body as Record<string, string>;
+        const { access } = await formAuth(request, workflowId, executionId, 'write');
+        const { apiKey: _k, token: _t, ...input } = request.body as Record<string, string>;
         const submitted = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== ''));
         const outcome = await pauses.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, submitted,
           { apiKeyId: access.keyId, signal: new AbortController().signal });

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
+import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
@@ -10,6 +11,7 @@ import { limitsSchema } from '../limits/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
+import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import type { ExecutionService } from './service.js';
 import * as store from './store.js';
 import type { ExecutionRow } from './store.js';
@@ -28,8 +30,8 @@ const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'comple
 
 function logRecord(r: ExecutionRow) {
   return {
-    id: r.id,
-    executionId: r.id,
+    id: publicExecutionId(r.id),
+    executionId: publicExecutionId(r.id),
     workflowId: r.workflow_id,
     deploymentVersionId: r.version_id,
     status: r.status,
@@ -142,7 +144,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
     }, async (request) => {
       const { jobId } = request.params;
       const executionId = jobId.startsWith('job_') ? jobId.slice(4) : jobId;
-      const row = await store.findExecution(db, executionId);
+      const { workspaceIds } = await accounts.billedAccount(requireAuth(request));
+      const row = await store.findExecutionAmong(db, storedExecutionIds(executionId, workspaceIds));
       if (!row || row.mode !== 'async') throw new HttpError(404, 'Task not found');
       await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
       const status = jobStatus(row.status);
@@ -153,14 +156,14 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         status,
         metadata: {
           workflowId: row.workflow_id,
-          executionId: row.id,
+          executionId: publicExecutionId(row.id),
           createdAt: row.created_at.toISOString(),
           startedAt: row.started_at ? row.started_at.toISOString() : null,
           completedAt: terminal && row.ended_at ? row.ended_at.toISOString() : null,
           duration: terminal ? row.duration_ms : null,
         },
         ...(status === 'completed'
-          ? { output: { success: true, workflowId: row.workflow_id, executionId: row.id, output: row.output, executedAt: row.ended_at?.toISOString() ?? null } }
+          ? { output: { success: true, workflowId: row.workflow_id, executionId: publicExecutionId(row.id), output: row.output, executedAt: row.ended_at?.toISOString() ?? null } }
           : {}),
         ...(status === 'failed' ? { error: row.error ?? 'Execution failed' } : {}),
         ...(row.status === 'paused' ? { paused: true, pause: row.output } : {}),
@@ -229,7 +232,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         },
       },
     }, async (request) => {
-      const row = await store.findExecution(db, request.params.id);
+      const { workspaceIds } = await accounts.billedAccount(requireAuth(request));
+      const row = await store.findExecutionAmong(db, storedExecutionIds(request.params.id, workspaceIds));
       if (!row) throw new HttpError(404, 'Log not found');
       const access = await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
       return {

@@ -8,7 +8,8 @@ import { newId } from '../ids.js';
 import type { Admission, LimitsService } from '../limits/service.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
-import type { WorkflowRow } from '../workflows/store.js';
+import type { WorkflowRow } from '../workflows/service.js';
+import { internalExecutionId, publicExecutionId } from './execution-ids.js';
 import { PauseService } from './pauses.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
 import * as store from './store.js';
@@ -45,7 +46,7 @@ export interface Admitted {
 }
 
 export interface StartOptions {
-  /** Caller-chosen id (X-Execution-Id / Idempotency-Key): a repeat answers 409. */
+  /** Caller-chosen id (X-Execution-Id / Idempotency-Key), unique within the workspace: a repeat answers 409. */
   executionId?: string;
   apiKeyId: string | null;
   trigger: string;
@@ -121,7 +122,7 @@ export class ExecutionService {
     input: Record<string, unknown>,
     opts: StartOptions & { signal: AbortSignal },
   ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
-    const executionId = opts.executionId ?? newId();
+    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
     const base: NewExecution = {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'sync', trigger: opts.trigger, status: 'processing', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
@@ -160,7 +161,7 @@ export class ExecutionService {
         }, result, steps);
         await store.setOutput(this.db, executionId, output);
       }
-      return { executionId, result, output };
+      return { executionId: publicExecutionId(executionId), result, output };
     } finally {
       stopLease();
       await admitted.admission.release();
@@ -178,7 +179,7 @@ export class ExecutionService {
   }
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
-    const executionId = opts.executionId ?? newId();
+    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
     const claimed = await store.claimExecution(this.db, {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
@@ -189,7 +190,7 @@ export class ExecutionService {
       throw executionIdConflict(executionId);
     }
     await this.deps.queue.enqueue(executionId);
-    return executionId;
+    return publicExecutionId(executionId);
   }
 
   /** The worker: runs one async job, recording each completed block before its dependants start. */
@@ -311,5 +312,5 @@ function failure(row: ExecutionRow, error: string): FinishedExecution {
 }
 
 export function executionIdConflict(executionId: string): HttpError {
-  return new HttpError(409, 'Execution ID has already been used', { code: 'EXECUTION_ID_CONFLICT', executionId });
+  return new HttpError(409, 'Execution ID has already been used', { code: 'EXECUTION_ID_CONFLICT', executionId: publicExecutionId(executionId) });
 }

@@ -143,6 +143,12 @@ export async function findExecution(q: Queryable, id: string): Promise<Execution
   return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = $1', [id]).then((r) => r[0]);
 }
 
+/** The newest execution among stored ids (a public id resolved in the caller's workspaces). */
+export async function findExecutionAmong(q: Queryable, ids: string[]): Promise<ExecutionRow | undefined> {
+  if (ids.length === 0) return undefined;
+  return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1', [ids]).then((r) => r[0]);
+}
+
 export async function recordStep(q: Queryable, executionId: string, step: StepRecord): Promise<void> {
   await q.query(
     `INSERT INTO execution_steps (execution_id, step_key, block_id, output) VALUES ($1, $2, $3, $4)

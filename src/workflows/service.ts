@@ -2,12 +2,14 @@ import type { AccessControlled, Actor, Role, WorkspaceAccess } from '../accounts
 import type { AuthContext } from '../http/auth.js';
 import type { Database } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
-import { recordAudit } from '../audit/store.js';
+import { recordAudit } from '../audit/audit-log.js';
 import { compile, validateDefinition, type CompiledGraph, type WorkflowDefinition } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import * as store from './store.js';
 import type { VersionRow, WorkflowRow } from './store.js';
+
+export type { VersionRow, WorkflowRow } from './store.js';
 
 
 

@@ -12,7 +12,7 @@ const tiny = JSON.stringify({
 });
 
 let t: TestServer;
-const clock = () => t.server.ctx.services.limits!.clock;
+const clock = () => t.server.services.limits.clock;
 const simple = { blocks: [start(), fn('f', 'return 1', 'F')], edges: [{ from: 'start', to: 'f' }] };
 
 beforeAll(async () => {
@@ -85,7 +85,7 @@ describe('rate limits', () => {
       expect(codes).toEqual([200, 200, 200, 200, 200, 200, 429]);
       expect(last.body).toMatchObject({ error: 'Rate limit exceeded', message: expect.stringMatching(/retry after/) });
       expect(Number(last.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      s.server.ctx.services.limits!.clock.offsetMs += 60_000;
+      s.server.services.limits.clock.offsetMs += 60_000;
       expect((await s.call('GET', `/api/v1/workflows?workspaceId=${s.workspaceId}`)).status).toBe(200);
     } finally {
       await s.close();
@@ -142,7 +142,7 @@ describe('usage', () => {
     const e = { account: 'workspace:dup', amountUsd: 1, source: 'test', idempotencyKey: `k-${Math.random()}`, at };
     expect(await recordCost(t.server.ctx.db, e)).toBe(true);
     expect(await recordCost(t.server.ctx.db, e)).toBe(false);
-    expect(await t.server.ctx.services.limits!.currentCost('workspace:dup')).toBe(1);
+    expect(await t.server.services.limits.currentCost('workspace:dup')).toBe(1);
   });
 });
 

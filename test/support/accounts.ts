@@ -14,3 +14,6 @@ export const createKey = (db: Database, input: { workspaceId: string; userId: st
 
 export const addMember = (db: Database, workspaceId: string, userId: string, role: Role, actor?: Actor) =>
   service(db).addMember(workspaceId, userId, role, actor);
+
+export const createUser = (db: Database, email: string, opts: { name?: string; isAdmin?: boolean } = {}) =>
+  service(db).createUser({ email, ...opts });

@@ -1,3 +1,5 @@
+// The audit log: written inside the transaction that makes each administrative change (by whichever area
+// makes it), read back per workspace. It has no service of its own: an entry must commit with its change.
 import type { Queryable } from '../db/database.js';
 import { newId } from '../ids.js';
 

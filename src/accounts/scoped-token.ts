@@ -1,0 +1,26 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+// A short-lived token standing in for an API key on a page, so the key itself never has to be written
+// into HTML. It names the key and an expiry, and is signed with the key's stored hash: any process can
+// check it, and revoking the key voids it.
+
+export function signScopedToken(keyId: string, keyHash: string, scope: string, expiresAt: number): string {
+  return `${keyId}.${expiresAt}.${mac(keyHash, keyId, scope, expiresAt)}`;
+}
+
+export function parseScopedToken(token: string): { keyId: string; expiresAt: number; mac: string } | undefined {
+  const m = /^([0-9a-f-]{36})\.(\d{10,16})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!m?.[1] || !m[2] || !m[3]) return undefined;
+  return { keyId: m[1], expiresAt: Number(m[2]), mac: m[3] };
+}
+
+export function scopedTokenValid(parsed: { keyId: string; expiresAt: number; mac: string }, keyHash: string, scope: string, now: number): boolean {
+  if (parsed.expiresAt < now) return false;
+  const expected = Buffer.from(mac(keyHash, parsed.keyId, scope, parsed.expiresAt));
+  const given = Buffer.from(parsed.mac);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+function mac(keyHash: string, keyId: string, scope: string, expiresAt: number): string {
+  return createHmac('sha256', keyHash).update(`${keyId}\n${scope}\n${expiresAt}`).digest('base64url');
+}

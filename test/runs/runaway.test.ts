@@ -1,0 +1,130 @@
+// One run cannot freeze the server, and a server killed during a runaway run comes back (security finding, critical 2).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../../src/db/connect.js';
+import { createKey, ensureBootstrap } from '../support/accounts.js';
+import { freshDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
+import { freePort, spawnServer } from '../support/cli.js';
+import { deploy } from '../support/workflows.js';
+
+/** A loop of 1,000 around a loop of 1,000 around a variables block: a million block executions unless stopped. */
+const nestedLoops = (levels: number) => {
+  let inner: Record<string, unknown> = { id: 'set', type: 'variables', name: 'Set', config: { assignments: { seen: 1 } } };
+  for (let i = levels; i >= 1; i--) inner = { id: `loop${i}`, type: 'loop', name: `Loop${i}`, config: { kind: 'for', count: 1000 }, blocks: [inner] };
+  return {
+    blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, inner],
+    edges: [{ from: 'start', to: 'loop1' }],
+  };
+};
+
+/** Polls /healthz while `work` runs; returns the slowest answer in milliseconds. */
+async function slowestHealthAnswer(url: string, work: Promise<unknown>): Promise<number> {
+  let done = false;
+  void work.finally(() => (done = true));
+  let slowest = 0;
+  while (!done) {
+    const started = performance.now();
+    const r = await fetch(`${url}/healthz`);
+    expect(r.status).toBe(200);
+    slowest = Math.max(slowest, performance.now() - started);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  return slowest;
+}
+
+describe('a runaway run', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('fails with the step budget error naming the limit and the block, while /healthz keeps answering', async () => {
+    const id = await deploy(t, 'runaway-sync', nestedLoops(2));
+    const run = t.call('POST', `/api/workflows/${id}/execute`, {});
+    const slowest = await slowestHealthAnswer(t.url, run);
+    const r = await run;
+    expect(r.status).toBe(500);
+    expect(r.body.success).toBe(false);
+    expect(r.body.error).toMatch(/Step budget exceeded/);
+    expect(r.body.error).toMatch(/100000/);
+    expect(r.body.error).toMatch(/"Set"|"Loop2"|"Loop1"/);
+    expect(slowest).toBeLessThan(1000);
+    // The failed run has its log row, with a bounded trace.
+    const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
+    expect(log.status).toBe(200);
+    expect(log.body.data.status).toBe('failed');
+    expect(log.body.data.trace.length).toBeLessThanOrEqual(2_001);
+  }, 120_000);
+
+  it('returns no more than the result cap: a huge function output fails the block', async () => {
+    const id = await deploy(t, 'huge-output', {
+      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'big', type: 'function', name: 'Big', config: { code: "return 'x'.repeat(30_000_000)" } }],
+      edges: [{ from: 'start', to: 'big' }],
+    });
+    const r = await t.call('POST', `/api/workflows/${id}/execute`, {});
+    expect(r.status).toBe(500);
+    expect(r.text.length).toBeLessThan(100_000);
+    expect(r.body.error).toMatch(/limit/i);
+    const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
+    expect(log.text.length).toBeLessThan(5 * 1024 * 1024);
+  }, 60_000);
+});
+
+describe('a server killed during a runaway async run', () => {
+  it('listens again within 30 s and ends that job as failed', async () => {
+    const where = await freshDatabase();
+    const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
+    const boot = await ensureBootstrap(db, 'enterprise');
+    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
+    await db.close();
+    const headers = { 'x-api-key': secret };
+    const base = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_DEFAULT_PLAN: 'enterprise', WEFT_JOB_LEASE_MS: '2000' };
+
+    // The first server lets a run go on far beyond the default budget: three nested loops of 1,000.
+    let server = await spawnServer({ ...base, WEFT_MAX_RUN_STEPS: '100000000' }, await freePort());
+    let jobId: string;
+    try {
+      const created = await request(`${server.url}/api/v1/workflows`, 'POST', { workspaceId: boot.workspaceId, name: 'runaway-async', definition: nestedLoops(3) }, headers);
+      expect(created.status).toBe(201);
+      const wf = created.body.data.workflow.id;
+      expect((await request(`${server.url}/api/v1/workflows/${wf}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+      const queued = await request(`${server.url}/api/workflows/${wf}/execute`, 'POST', { async: true }, headers);
+      expect(queued.status).toBe(202);
+      jobId = queued.body.jobId;
+      // Wait until it runs, and check the server still answers meanwhile.
+      const deadline = Date.now() + 20_000;
+      let status = '';
+      while (status !== 'processing' && Date.now() < deadline) {
+        status = (await request(`${server.url}/api/jobs/${jobId}`, 'GET', undefined, headers)).body.status;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe('processing');
+      await new Promise((r) => setTimeout(r, 500));
+      const health = await fetch(`${server.url}/healthz`);
+      expect(health.status).toBe(200);
+    } finally {
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+    }
+
+    // The next server (default budget) listens first, then takes the job over in the background and ends it.
+    const restarted = performance.now();
+    server = await spawnServer(base, await freePort());
+    try {
+      expect(performance.now() - restarted).toBeLessThan(30_000);
+      const deadline = Date.now() + 60_000;
+      let job: { status: string; error?: string } = { status: '' };
+      while (job.status !== 'failed' && job.status !== 'completed' && Date.now() < deadline) {
+        job = (await request(`${server.url}/api/jobs/${jobId}`, 'GET', undefined, headers)).body;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(job.status).toBe('failed');
+      expect(job.error).toMatch(/Step budget exceeded|Interrupted repeatedly/);
+    } finally {
+      server.child.kill('SIGTERM');
+      await new Promise((r) => server.child.once('exit', r));
+    }
+  }, 180_000);
+});
