@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -23,6 +24,7 @@ const envSchema = z.object({
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
   WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   // Limits that keep one run or request from hurting the others (DESIGN section 5).
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -74,6 +76,8 @@ export interface Config {
   planLimitsJson?: string;
   /** How long a worker owns an async job without renewing; a crashed worker's job is taken over after it. */
   jobLeaseMs: number;
+  /** Isolates running user code at once (one call each); shared fairly between workspaces. */
+  sandboxPoolSize: number;
   /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
   maxRunSteps: number;
   /** JSON size of one block's output; over it the block fails. */
@@ -139,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     limitsEnabled: e.WEFT_LIMITS === 'on',
     planLimitsJson: e.WEFT_PLAN_LIMITS,
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
+    sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
     maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,

@@ -7,6 +7,14 @@
 // (applySyncPromise), so all of the user's code, awaits included, runs inside the one script run
 // that isolated-vm's timeout covers; a host-side timer also bounds the whole call (a promise that
 // never settles).
+// Scheduling: the pool has `poolSize` isolates and each runs one call at a time, so a call's
+// timeout starts when its code starts (a call that waits for an isolate is bounded by its abort
+// signal, not its timeout). Calls carry a tenant (`forTenant`, one per workspace): while other
+// tenants wait, a tenant gets no more than its share of the pool (half, at least 1), waiters are
+// served round-robin across tenants, and a tenant under its share that finds every isolate held by
+// tenants over theirs (taken while nobody else was waiting) gets a temporary extra isolate, so one
+// workspace's infinite loops never stall another's calls. (About 530 lines: the scheduler and the
+// isolate handling belong together.)
 import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxResult } from '../engine/types.js';
@@ -14,22 +22,27 @@ import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxRes
 export interface IsolatedVmSandboxOptions {
   /** Memory limit per isolate in MB (default 128). */
   memoryLimitMb?: number;
-  /** Warm isolates kept (default: 2, or 1 on a single-CPU machine). Calls spread across them. */
-  isolates?: number;
+  /**
+   * Isolates in the pool, each running one call at a time (default: the number of cores,
+   * `os.availableParallelism()`; configured by WEFT_SANDBOX_POOL_SIZE). Created on first use.
+   */
+  poolSize?: number;
   /** Compiled scripts cached per isolate (default 500). */
   scriptCacheSize?: number;
   /** Max fetch calls per sandbox call (default 100). */
   maxFetchesPerCall?: number;
-  /** Calls admitted per isolate at once (default 2); more wait in a queue (not timed). */
-  callsPerIsolate?: number;
   /**
    * Reuse one context for all calls that share a request `signal` (the engine passes one signal
    * per workflow run), instead of a fresh context per call. Faster (no context creation per step);
-   * globals then persist between the function blocks of one run, never between runs. The context
-   * is released when the signal aborts (the engine aborts it when the run ends). Default false.
+   * globals then usually persist between the function blocks of one run (when a call runs on
+   * another isolate than the run's context, it gets a fresh context), never between runs. The
+   * context is released when the signal aborts (the engine aborts it when the run ends). Default false.
    */
   contextPerRun?: boolean;
 }
+
+/** Tenant of calls made through `run` directly (not through `forTenant`). */
+const DEFAULT_TENANT = '';
 
 interface RunContext {
   slot: Slot;
@@ -134,8 +147,21 @@ interface Slot {
   isolate: ivm.Isolate;
   scripts: Map<string, Promise<ivm.Script>>;
   spare: Promise<ivm.Context> | null;
-  active: number;
+  /** Tenant of the call holding the isolate, or null when free. */
+  holder: string | null;
   lastUsed: number;
+  /** Removed from the pool (a temporary extra isolate that was given back). */
+  retired: boolean;
+}
+
+interface Waiter {
+  tenant: string;
+  /** The isolate holding the run's shared context, taken when free. */
+  prefer?: Slot;
+  resolve: (slot: Slot) => void;
+  reject: (err: Error) => void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
 
 function isJsIdentifier(name: string): boolean {
@@ -151,9 +177,16 @@ export class IsolatedVmSandbox implements SandboxPort {
   private readonly memoryLimitMb: number;
   private readonly scriptCacheSize: number;
   private readonly maxFetches: number;
-  private readonly callsPerIsolate: number;
-  private readonly slots: Slot[];
-  private readonly waiters: { resolve: (slot: Slot) => void; reject: (err: Error) => void; signal?: AbortSignal; onAbort?: () => void }[] = [];
+  /** Isolates in the pool (more exist only while lent to tenants under their share). */
+  readonly poolSize: number;
+  /** Most isolates one tenant holds while another tenant waits. */
+  private readonly share: number;
+  private readonly slots: Slot[] = [];
+  /** Waiting calls per tenant, FIFO; the map's order is the round-robin order. */
+  private readonly queues = new Map<string, Waiter[]>();
+  /** Isolates held per tenant. */
+  private readonly held = new Map<string, number>();
+  private busy = 0;
   private disposed = false;
   private useCounter = 0;
   private readonly contextPerRun: boolean;
@@ -163,14 +196,22 @@ export class IsolatedVmSandbox implements SandboxPort {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
     this.scriptCacheSize = opts.scriptCacheSize ?? 500;
     this.maxFetches = opts.maxFetchesPerCall ?? 100;
-    this.callsPerIsolate = Math.max(1, opts.callsPerIsolate ?? 2);
     this.contextPerRun = opts.contextPerRun === true;
-    const count = Math.max(1, opts.isolates ?? Math.min(4, Math.max(2, availableParallelism())));
-    this.slots = Array.from({ length: count }, () => this.newSlot());
+    this.poolSize = Math.max(1, Math.floor(opts.poolSize ?? availableParallelism()));
+    this.share = Math.max(1, Math.floor(this.poolSize / 2));
+  }
+
+  /** A SandboxPort whose calls count against `tenant` (a workspace id) for fair scheduling. */
+  forTenant(tenant: string): SandboxPort {
+    return { run: (req) => this.runAs(tenant, req) };
+  }
+
+  run(req: SandboxRequest): Promise<SandboxResult> {
+    return this.runAs(DEFAULT_TENANT, req);
   }
 
   private newSlot(): Slot {
-    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, active: 0, lastUsed: 0 };
+    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, holder: null, lastUsed: 0, retired: false };
   }
 
   private renew(slot: Slot): void {
@@ -186,44 +227,131 @@ export class IsolatedVmSandbox implements SandboxPort {
     slot.spare = null;
   }
 
-  /** Waits for an isolate with room; the call's timeout only starts once admitted. */
-  private admit(signal?: AbortSignal): Promise<Slot> {
-    // Least busy isolate (the first on a tie: sequential calls keep one isolate warm).
-    let best: Slot | null = null;
-    for (const s of this.slots) {
-      if (s.active >= this.callsPerIsolate) continue;
-      if (best === null || s.active < best.active) best = s;
-    }
-    if (best !== null) {
-      best.active++;
-      best.lastUsed = ++this.useCounter;
-      if (best.isolate.isDisposed) this.renew(best);
-      return Promise.resolve(best);
-    }
+  /** Isolates held beyond their share by all tenants together: what may be lent out. */
+  private excess(): number {
+    let n = 0;
+    for (const h of this.held.values()) if (h > this.share) n += h - this.share;
+    return n;
+  }
+
+  private othersWaiting(tenant: string): boolean {
+    for (const t of this.queues.keys()) if (t !== tenant) return true;
+    return false;
+  }
+
+  private canStart(tenant: string): boolean {
+    const held = this.held.get(tenant) ?? 0;
+    if (held >= this.share && this.othersWaiting(tenant)) return false;
+    if (this.busy < this.poolSize) return true;
+    // Every isolate is taken, some by tenants over their share: a tenant under its share gets a
+    // temporary extra one rather than waiting for their (possibly endless) calls.
+    return held < this.share && this.busy < this.poolSize + this.excess();
+  }
+
+  /** Waits for an isolate; the call's timeout only starts once it has one. */
+  private acquire(tenant: string, signal?: AbortSignal, prefer?: Slot): Promise<Slot> {
+    let granted: Slot | undefined;
+    const waiter: Waiter = {
+      tenant,
+      prefer,
+      resolve: (slot) => {
+        granted = slot;
+      },
+      reject: () => undefined,
+      signal,
+    };
+    this.enqueue(waiter);
+    this.schedule();
+    if (granted !== undefined) return Promise.resolve(granted);
     return new Promise<Slot>((resolve, reject) => {
-      const waiter: (typeof this.waiters)[number] = { resolve, reject, signal };
+      waiter.resolve = (slot) => {
+        if (signal && waiter.onAbort) signal.removeEventListener('abort', waiter.onAbort);
+        resolve(slot);
+      };
+      waiter.reject = reject;
       if (signal) {
         waiter.onAbort = () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i !== -1) this.waiters.splice(i, 1);
-          reject(new SandboxError(abortMessage(signal)));
+          if (this.dequeue(waiter)) {
+            reject(new SandboxError(abortMessage(signal)));
+            this.schedule(); // one tenant fewer waiting may let another start
+          }
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      this.waiters.push(waiter);
     });
   }
 
-  private release(slot: Slot): void {
-    const next = this.waiters.shift();
-    if (next === undefined) {
-      slot.active--;
-      return;
+  private enqueue(w: Waiter): void {
+    const q = this.queues.get(w.tenant);
+    if (q) q.push(w);
+    else this.queues.set(w.tenant, [w]);
+  }
+
+  private dequeue(w: Waiter): boolean {
+    const q = this.queues.get(w.tenant);
+    const i = q ? q.indexOf(w) : -1;
+    if (!q || i === -1) return false;
+    q.splice(i, 1);
+    if (q.length === 0) this.queues.delete(w.tenant);
+    return true;
+  }
+
+  /** Starts waiting calls while they may: round-robin across tenants, FIFO within one. */
+  private schedule(): void {
+    for (;;) {
+      let started = false;
+      for (const [tenant, q] of this.queues) {
+        if (!this.canStart(tenant)) continue;
+        const w = q.shift() as Waiter;
+        this.queues.delete(tenant);
+        if (q.length > 0) this.queues.set(tenant, q); // to the back of the round
+        w.resolve(this.grant(tenant, w.prefer));
+        started = true;
+        break;
+      }
+      if (!started) return;
     }
-    if (next.signal && next.onAbort) next.signal.removeEventListener('abort', next.onAbort);
-    if (slot.isolate.isDisposed) this.renew(slot);
+  }
+
+  private grant(tenant: string, prefer?: Slot): Slot {
+    let slot: Slot | undefined;
+    if (prefer && prefer.holder === null && !prefer.retired) slot = prefer;
+    else {
+      // The most recently used free isolate (warm caches); a new one when none is free.
+      for (const s of this.slots) if (s.holder === null && (slot === undefined || s.lastUsed > slot.lastUsed)) slot = s;
+    }
+    if (slot === undefined) {
+      slot = this.newSlot();
+      this.slots.push(slot);
+    }
+    slot.holder = tenant;
     slot.lastUsed = ++this.useCounter;
-    next.resolve(slot);
+    this.busy++;
+    this.held.set(tenant, (this.held.get(tenant) ?? 0) + 1);
+    if (slot.isolate.isDisposed) this.renew(slot);
+    return slot;
+  }
+
+  private release(slot: Slot): void {
+    const tenant = slot.holder;
+    if (tenant === null) return;
+    slot.holder = null;
+    this.busy--;
+    const h = (this.held.get(tenant) ?? 1) - 1;
+    if (h > 0) this.held.set(tenant, h);
+    else this.held.delete(tenant);
+    if (this.slots.length > this.poolSize || this.disposed) {
+      // Give back a temporary extra isolate (any free one will do).
+      slot.retired = true;
+      const i = this.slots.indexOf(slot);
+      if (i !== -1) this.slots.splice(i, 1);
+      try {
+        if (!slot.isolate.isDisposed) slot.isolate.dispose();
+      } catch {
+        // already gone
+      }
+    }
+    if (!this.disposed) this.schedule();
   }
 
   private script(slot: Slot, code: string, names: string[]): Promise<ivm.Script> {
@@ -261,7 +389,7 @@ export class IsolatedVmSandbox implements SandboxPort {
     slot.spare = p;
   }
 
-  async run(req: SandboxRequest): Promise<SandboxResult> {
+  private async runAs(tenant: string, req: SandboxRequest): Promise<SandboxResult> {
     if (this.disposed) throw new SandboxError('the sandbox has been shut down');
     if (req.signal?.aborted) throw new SandboxError(abortMessage(req.signal));
     const names = Object.keys(req.bindings);
@@ -276,15 +404,13 @@ export class IsolatedVmSandbox implements SandboxPort {
 
     const signal = req.signal;
     let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
-    if (shared && shared.slot.isolate !== shared.isolate) shared = undefined; // isolate was replaced
-    let slot: Slot;
-    if (shared) {
-      // Calls of one run stay on the isolate that holds the run's context.
-      slot = shared.slot;
-      slot.active++;
-    } else {
-      slot = await this.admit(signal);
-      if (this.contextPerRun && signal) shared = this.openRunContext(slot, signal);
+    const slot = await this.acquire(tenant, signal, shared?.slot);
+    if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || slot.retired)) {
+      const stale = shared.slot.retired || shared.slot.isolate !== shared.isolate;
+      // The run's context lives on another isolate that is busy: this call gets a fresh context.
+      shared = stale && signal ? this.openRunContext(slot, signal) : undefined;
+    } else if (!shared && this.contextPerRun && signal) {
+      shared = this.openRunContext(slot, signal);
     }
     // The slot stays taken until the script really stopped (an aborted call may still be running
     // in the isolate until its timeout), so later calls are not admitted behind it.
@@ -456,7 +582,8 @@ export class IsolatedVmSandbox implements SandboxPort {
   /** Disposes all isolates. */
   dispose(): void {
     this.disposed = true;
-    for (const w of this.waiters.splice(0)) w.reject(new SandboxError('the sandbox has been shut down'));
+    for (const q of this.queues.values()) for (const w of q) w.reject(new SandboxError('the sandbox has been shut down'));
+    this.queues.clear();
     for (const s of this.slots) {
       try {
         if (!s.isolate.isDisposed) s.isolate.dispose();
