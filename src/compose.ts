@@ -58,7 +58,7 @@ export function composeServices(ctx: AppContext): Services {
   const { accounts, limits, workflows, tables, ai } = core;
 
   // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
-  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, isolates: config.sandboxPoolSize });
+  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   // Scaled out (PostgreSQL and Redis): BullMQ lets any worker process take a job. Otherwise in-process.
   const queue: JobQueue = db.mode === 'postgres' && config.redisUrl

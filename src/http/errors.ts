@@ -16,11 +16,33 @@ declare module 'fastify' {
   }
 }
 
+/** Members an error body may carry besides its message; each family shapes them (see `errorBody`). */
+export interface ErrorExtra {
+  /** Machine-readable code (`coded` and `ai` families, and conflicts such as EXECUTION_ID_CONFLICT); null in the AI family when the provider gave none. */
+  code?: string | null;
+  /** Validation issues of a 400. */
+  details?: unknown[];
+  /** AI family: the OpenAI error type and the offending parameter. */
+  type?: string;
+  param?: unknown;
+  /** The id a conflict is about. */
+  executionId?: string;
+  requestId?: string;
+  /** Refusals that may be retried: epoch ms when, seconds to wait, and a longer explanation. */
+  retryAfter?: number;
+  retryable?: boolean;
+  retryAfterSeconds?: number;
+  message?: string;
+  /** The column and value a table write conflicts on. */
+  column?: string;
+  value?: unknown;
+}
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    readonly extra: Record<string, unknown> = {},
+    readonly extra: ErrorExtra = {},
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
@@ -29,9 +51,6 @@ export class HttpError extends Error {
 
 export const badRequest = (message: string, details?: unknown[]) =>
   new HttpError(400, message, details ? { details } : {});
-export const notFound = (message = 'Not found') => new HttpError(404, message);
-export const forbidden = (message = 'Access denied') => new HttpError(403, message);
-export const conflict = (message: string, extra: Record<string, unknown> = {}) => new HttpError(409, message, extra);
 
 const aiTypes: Record<number, string> = {
   400: 'invalid_request_error',
@@ -53,7 +72,7 @@ export function errorBody(
   family: ErrorFamily,
   status: number,
   message: string,
-  extra: Record<string, unknown> = {},
+  extra: ErrorExtra = {},
 ): Record<string, unknown> {
   if (family === 'ai') {
     const code = typeof extra.code === 'string' ? extra.code : null;
