@@ -1,12 +1,21 @@
 import type { Queryable } from '../db/database.js';
 import { BASE_RUN_CHARGE_USD } from './plans.js';
 
-/** The billing period a moment falls in: its calendar month (UTC), as the month's first day. */
+// The one writer of `usage_events` and the one definition of the billing period. Every area that
+// bills (run base charges, the AI gateway's model tokens) writes through the functions here: either
+// `recordCost` on its own, or `usageEventsInsertSql` composed into a statement that writes its own
+// tables in the same transaction (the AI ledger's batched settlement).
+//
+// The billing period is decided in JavaScript from the caller's clock (the limits service's clock,
+// which tests move), never by the database's `now()`: `billingPeriod(at)`, stored in the `period`
+// column, and `periodCost` sums by that column.
+
+/** The billing period a moment falls in: its calendar month (UTC), as the month's first day (YYYY-MM-01). */
 export function billingPeriod(at: Date): string {
   return `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, '0')}-01`;
 }
 
-/** Cost of an account in the period of `at`: run base charges plus model tokens. */
+/** Cost of an account in the period of `at`: run base charges plus model tokens, USD. */
 export async function periodCost(q: Queryable, account: string, at: Date): Promise<number> {
   const rows = await q.query<{ total: number | string }>(
     'SELECT COALESCE(sum(amount_usd), 0)::float8 AS total FROM usage_events WHERE account = $1 AND period = $2::date',
@@ -15,18 +24,53 @@ export async function periodCost(q: Queryable, account: string, at: Date): Promi
   return Math.round(Number(rows[0]?.total ?? 0) * 1e9) / 1e9;
 }
 
-/** Records a cost once per idempotency key; a repeated write is ignored. */
-export async function recordCost(
-  q: Queryable,
-  e: { account: string; amountUsd: number; source: string; idempotencyKey: string; at: Date; metadata?: Record<string, unknown> },
-): Promise<boolean> {
+export interface CostEvent {
+  account: string;
+  amountUsd: number;
+  /** What the cost is for: 'run', 'ai', ... */
+  source: string;
+  /** A repeated key is ignored (the cost is recorded once). */
+  idempotencyKey: string;
+  /** The moment of the cost; its billing period is `billingPeriod(at)`. */
+  at: Date;
+  metadata?: Record<string, unknown>;
+}
+
+/** Records a cost once per idempotency key; a repeated write is ignored. True when it was recorded now. */
+export async function recordCost(q: Queryable, e: CostEvent): Promise<boolean> {
   const rows = await q.query(
     `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata)
-     VALUES ($1, $2::date, $3, $4, $5, $6) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
-    [e.account, billingPeriod(e.at), e.amountUsd, e.source, e.idempotencyKey, JSON.stringify(e.metadata ?? {})],
+     VALUES ($1, $2::date, $3::numeric, $4, $5, $6::jsonb) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
+    [e.account, billingPeriod(e.at), e.amountUsd.toFixed(9), e.source, e.idempotencyKey, JSON.stringify(e.metadata ?? {})],
   );
   return rows.length > 0;
 }
 
 export const recordRunCharge = (q: Queryable, account: string, executionId: string, at: Date) =>
   recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: `run:${executionId}`, at, metadata: { executionId } });
+
+/**
+ * SQL expressions (over the rows of the relation the insert selects from) giving each column of a
+ * usage event. `period` must evaluate to a value of `billingPeriod()` passed in as a parameter.
+ */
+export interface UsageEventColumns {
+  account: string;
+  period: string;
+  /** USD as numeric. */
+  amountUsd: string;
+  source: string;
+  idempotencyKey: string;
+  /** jsonb. */
+  metadata: string;
+}
+
+/**
+ * An `INSERT INTO usage_events ... SELECT ... FROM <from>` for a writer that records costs inside its
+ * own statement (a data-modifying CTE), with the same once-per-key rule as `recordCost`.
+ */
+export function usageEventsInsertSql(from: string, c: UsageEventColumns): string {
+  return `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata)
+  SELECT ${c.account}, (${c.period})::date, (${c.amountUsd})::numeric, ${c.source}, ${c.idempotencyKey}, (${c.metadata})::jsonb
+    FROM ${from}
+  ON CONFLICT (idempotency_key) DO NOTHING`;
+}
