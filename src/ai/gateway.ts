@@ -1,33 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
+import type { Logger } from 'pino';
 import type { AiConfig } from '../config.js';
-import type { AppContext } from '../context.js';
 import type { Database } from '../db/database.js';
-import type { AiPort, ChatRequest as PortChatRequest, ChatResponse as PortChatResponse } from '../engine/blocks/ai-port.js';
+import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
+import type { Clock } from '../limits/token-bucket.js';
+import { createAiPort } from './ai-port.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
-import * as ledger from './credit-ledger.js';
-import { AnthropicProvider } from './providers/anthropic.js';
-import { GeminiProvider } from './providers/gemini.js';
-import { createOpenAiProvider } from './providers/openai.js';
-import { createOpenAiCompatibleProvider } from './providers/openai-compatible.js';
-import {
-  ProviderError,
-  UnsupportedFeatureError,
-  type ChatCompletion,
-  type ChatCompletionChunk,
-  type ChatMessage,
-  type ChatRequest,
-  type Provider,
-  type ProviderName,
-  type Usage,
-} from './providers/types.js';
-
-declare module '../context.js' {
-  interface AreaServices {
-    ai: AiGateway;
-  }
-}
+import { CreditLedger, getBalance, listLedger, type LedgerRow } from './credit-ledger.js';
+import { toHttpError } from './errors.js';
+import { formatUsd, usdToNano } from './money.js';
+import { buildProviders } from './providers/index.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
+import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
 /** Who pays for a request and where it came from. */
 export interface Billing {
@@ -41,13 +26,18 @@ export interface Billing {
 
 export interface CompletionResult {
   completion: ChatCompletion;
+  /** What was charged: the cost, at most the deposit. */
   costNano: number;
+  /** Cost beyond the deposit, not charged (recorded as an overage ledger entry). */
+  overageNano: number;
   balanceAfterNano: number;
   model: ModelEntry;
 }
 
 export interface SettledStream {
+  /** What was charged: the cost, at most the deposit. */
   costNano: number;
+  overageNano: number;
   balanceAfterNano: number;
   usage: Usage;
   estimated: boolean;
@@ -65,108 +55,69 @@ export interface StreamSession {
   finish(outcome: 'completed' | 'aborted' | 'failed', error?: unknown): Promise<SettledStream>;
 }
 
-/** Images are not tokenized; this is the estimate per image part (a 1024x1024 tile set). */
-const IMAGE_TOKENS = 1_100;
-/** Texts longer than this are estimated by length (3 characters a token, generous) instead of tokenized. */
-const TOKENIZE_LIMIT = 200_000;
-
-// The tokenizer's ranks take about 75 MB: load them on the first request that needs them, so an
-// instance that never uses the gateway does not carry them.
-let countTokens: ((text: string) => number) | undefined;
-function tokenCounter(): (text: string) => number {
-  countTokens ??= (createRequire(import.meta.url)('gpt-tokenizer') as typeof import('gpt-tokenizer')).countTokens;
-  return countTokens;
+/** What the gateway needs besides its database and configuration (handed in by the composition root). */
+export interface AiGatewayDeps {
+  /** The clock of billing periods of the usage events it writes: pass the limits service's clock. */
+  clock?: Clock;
+  log?: Logger;
+  /** Default: the providers configured in `config` (tests may hand in others). */
+  providers?: Map<ProviderName, Provider>;
 }
-
-function estimateTextTokens(text: string): number {
-  if (!text) return 0;
-  if (text.length > TOKENIZE_LIMIT) return Math.ceil(text.length / 3);
-  return tokenCounter()(text);
-}
-
-function contentTokens(content: ChatMessage['content']): number {
-  if (typeof content === 'string') return estimateTextTokens(content);
-  if (!Array.isArray(content)) return 0;
-  let n = 0;
-  for (const part of content) {
-    if (part.type === 'text' && typeof part.text === 'string') n += estimateTextTokens(part.text);
-    else if (part.type === 'image_url') n += IMAGE_TOKENS;
-    else n += estimateTextTokens(JSON.stringify(part));
-  }
-  return n;
-}
-
-/** Prompt tokens of a request, estimated with the o200k tokenizer (chat framing included). */
-export function estimatePromptTokens(request: ChatRequest): number {
-  let n = 3;
-  for (const m of request.messages) {
-    n += 4 + contentTokens(m.content);
-    if (m.tool_calls) n += estimateTextTokens(JSON.stringify(m.tool_calls));
-    if (m.name) n += 1;
-  }
-  if (request.tools && request.tools.length > 0) n += estimateTextTokens(JSON.stringify(request.tools)) + 10;
-  if (request.response_format?.type === 'json_schema') n += estimateTextTokens(JSON.stringify(request.response_format.json_schema));
-  return n;
-}
-
-function completionText(c: ChatCompletion): string {
-  let s = '';
-  for (const ch of c.choices) {
-    if (typeof ch.message.content === 'string') s += ch.message.content;
-    for (const t of ch.message.tool_calls ?? []) s += t.function.name + t.function.arguments;
-  }
-  return s;
-}
-
-const validUsage = (u: Usage | null | undefined): u is Usage =>
-  Boolean(u) && Number.isFinite(u!.prompt_tokens) && Number.isFinite(u!.completion_tokens) && u!.prompt_tokens >= 0 && u!.completion_tokens >= 0;
 
 export const newCompletionId = (): string => `chatcmpl-${randomBytes(15).toString('base64url')}`;
 
-/** Maps a provider failure to the gateway's HTTP error (AI envelope). */
-export function providerHttpError(err: ProviderError): HttpError {
-  const who = `${err.provider} provider`;
-  if (err.upstreamCode === 'cancelled') return new HttpError(499, 'The client closed the request', { type: 'invalid_request_error', code: 'cancelled' });
-  if (err.status === 0) {
-    const timeout = err.upstreamCode === 'provider_timeout';
-    return new HttpError(timeout ? 504 : 502, err.message, { type: 'server_error', code: timeout ? 'provider_timeout' : 'provider_unavailable' });
-  }
-  if (err.status === 400 || err.status === 422 || err.status === 413) {
-    return new HttpError(400, `The ${who} refused the request: ${err.message}`, { type: 'invalid_request_error', code: err.upstreamCode ?? null });
-  }
-  if (err.status === 429) return new HttpError(429, `The ${who} is rate limiting: ${err.message}`, { type: 'rate_limit_error', code: 'provider_rate_limited' });
-  if (err.status === 404) return new HttpError(404, `The ${who} does not know this model: ${err.message}`, { type: 'invalid_request_error', code: 'model_not_found' });
-  if (err.status === 401 || err.status === 403) {
-    return new HttpError(502, `The ${who} rejected the gateway's credentials (${err.status}): ${err.message}`, { type: 'server_error', code: 'provider_auth_failed' });
-  }
-  return new HttpError(502, `The ${who} failed (${err.status}): ${err.message}`, { type: 'server_error', code: 'provider_error' });
-}
-
-export function buildProviders(ai: AiConfig): Map<ProviderName, Provider> {
-  const m = new Map<ProviderName, Provider>();
-  if (ai.openai.apiKey) m.set('openai', createOpenAiProvider(ai.openai.baseUrl, ai.openai.apiKey));
-  if (ai.anthropic.apiKey) m.set('anthropic', new AnthropicProvider(ai.anthropic.baseUrl, ai.anthropic.apiKey));
-  if (ai.gemini.apiKey) m.set('gemini', new GeminiProvider(ai.gemini.baseUrl, ai.gemini.apiKey));
-  if (ai.openaiCompatible.baseUrl) m.set('openai-compatible', createOpenAiCompatibleProvider(ai.openaiCompatible.baseUrl, ai.openaiCompatible.apiKey));
-  return m;
-}
+const ZERO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
 /**
  * The AI gateway service: routes a chat-completions request to its provider and bills it through
- * the credit ledger (reserve a deposit, call the provider outside any transaction, settle).
+ * the credit ledger (reserve a deposit, call the provider outside any transaction, settle at most
+ * the deposit). Built once by the composition root.
  */
 export class AiGateway {
   readonly catalog: ModelCatalog;
   readonly providers: Map<ProviderName, Provider>;
-  private readonly startingNano: number;
+  readonly ledger: CreditLedger;
   private readonly minDepositNano: number;
+  private readonly log?: Logger;
+  private sweeper?: NodeJS.Timeout;
 
-  constructor(private readonly db: Database, private readonly ai: AiConfig) {
-    this.providers = buildProviders(ai);
+  constructor(private readonly db: Database, private readonly ai: AiConfig, deps: AiGatewayDeps = {}) {
+    this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.startingNano = ledger.usdToNano(ai.startingCreditsUsd);
-    this.minDepositNano = ledger.usdToNano(ai.minDepositUsd);
+    this.ledger = new CreditLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), clock: deps.clock });
+    this.minDepositNano = usdToNano(ai.minDepositUsd);
+    this.log = deps.log;
+  }
+
+  /** The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'). */
+  portFor(billedAccount: string, workspaceId: string): AiPort {
+    return createAiPort(this, billedAccount, workspaceId);
+  }
+
+  /** Starts returning deposits that a dead process left reserved (after the upstream timeout plus two minutes). */
+  start(): void {
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => {
+      this.ledger.releaseAbandoned(this.ai.timeoutMs + 120_000)
+        .catch((err: unknown) => this.log?.warn({ err }, 'releasing abandoned AI deposits failed'));
+    }, 60_000);
+    this.sweeper.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /** The balance of an account (undefined before its first use). */
+  balance(account: string): Promise<{ balanceNano: number; reservedNano: number; updatedAt: Date } | undefined> {
+    return getBalance(this.db, account);
+  }
+
+  /** Ledger entries of an account, newest first, before `beforeId` when given. */
+  ledgerEntries(account: string, limit: number, beforeId?: number): Promise<LedgerRow[]> {
+    return listLedger(this.db, account, limit, beforeId);
   }
 
   /** Finds the model (404) and checks the request's features against it (400). */
@@ -203,14 +154,14 @@ export class AiGateway {
   }
 
   private async reserve(billing: Billing, id: string, model: ModelEntry, depositNano: number, stream: boolean): Promise<number> {
-    const r = await ledger.reserve(this.db, {
+    const r = await this.ledger.reserve({
       id, account: billing.account, depositNano, model: model.id, provider: model.provider, stream, source: billing.source,
       httpRequestId: billing.httpRequestId, workspaceId: billing.workspaceId, apiKeyId: billing.apiKeyId,
-    }, this.startingNano);
+    });
     if (!r.ok) {
       throw new HttpError(
         402,
-        `Insufficient credits: this request needs a deposit of $${ledger.formatUsd(depositNano)} and the balance of ${billing.account} is $${ledger.formatUsd(r.balanceNano)}. ` +
+        `Insufficient credits: this request needs a deposit of $${formatUsd(depositNano)} and the balance of ${billing.account} is $${formatUsd(r.balanceNano)}. ` +
           'Lower max_tokens, or add credits (weft credits grant).',
         { type: 'insufficient_quota', code: 'insufficient_credits' },
       );
@@ -244,9 +195,9 @@ export class AiGateway {
       usage = { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
       estimated = true;
     }
-    const cost = costNano(model, usage.prompt_tokens, usage.completion_tokens);
-    const settled = await ledger.settle(this.db, id, {
-      costNano: cost, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
+    const settled = await this.ledger.settle(id, {
+      costNano: costNano(model, usage.prompt_tokens, usage.completion_tokens),
+      promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
     });
     const out: ChatCompletion = {
       ...completion,
@@ -256,7 +207,13 @@ export class AiGateway {
       model: model.id,
       usage: { ...completion.usage, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens },
     };
-    return { completion: out, costNano: cost, balanceAfterNano: settled?.balanceAfterNano ?? 0, model };
+    return {
+      completion: out,
+      costNano: settled?.chargedNano ?? 0,
+      overageNano: settled?.overageNano ?? 0,
+      balanceAfterNano: settled?.balanceAfterNano ?? (await this.balance(billing.account))?.balanceNano ?? 0,
+      model,
+    };
   }
 
   /**
@@ -307,8 +264,8 @@ export class AiGateway {
         if (outcome !== 'completed') await iterator.return?.().catch(() => undefined);
         // Nothing generated and the provider failed: the request costs nothing.
         if (outcome === 'failed' && !generated && !usage) {
-          const bal = await ledger.release(this.db, id, 'failed', error instanceof Error ? error.message : null);
-          return { costNano: 0, balanceAfterNano: bal ?? balanceAfterReserve + deposit, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, estimated: false };
+          const bal = await this.ledger.release(id, 'failed', error instanceof Error ? error.message : null);
+          return { costNano: 0, overageNano: 0, balanceAfterNano: bal ?? balanceAfterReserve + deposit, usage: ZERO_USAGE, estimated: false };
         }
         let estimated = false;
         let u = usage;
@@ -318,11 +275,17 @@ export class AiGateway {
           u = { prompt_tokens: p, completion_tokens: c, total_tokens: p + c };
           estimated = true;
         }
-        const cost = costNano(model, u.prompt_tokens, u.completion_tokens);
-        const s = await ledger.settle(this.db, id, {
-          costNano: cost, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
+        const s = await this.ledger.settle(id, {
+          costNano: costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
         });
-        return { costNano: cost, balanceAfterNano: s?.balanceAfterNano ?? balanceAfterReserve + deposit - cost, usage: u, estimated };
+        // Undefined: no longer reserved (the abandoned-deposit sweep returned it); nothing charged here.
+        return {
+          costNano: s?.chargedNano ?? 0,
+          overageNano: s?.overageNano ?? 0,
+          balanceAfterNano: s?.balanceAfterNano ?? (await this.balance(billing.account))?.balanceNano ?? 0,
+          usage: u,
+          estimated,
+        };
       })();
       return finished;
     };
@@ -331,74 +294,12 @@ export class AiGateway {
 
   private async releaseQuietly(id: string, err: unknown): Promise<void> {
     const msg = err instanceof Error ? err.message : String(err);
-    await ledger.release(this.db, id, 'failed', msg);
+    await this.ledger.release(id, 'failed', msg);
   }
 
+  /** A provider or feature failure as the gateway's HTTP error (AI envelope); anything else unchanged. */
   toHttpError(err: unknown): unknown {
-    if (err instanceof ProviderError) return providerHttpError(err);
-    if (err instanceof UnsupportedFeatureError) return new HttpError(400, err.message, { code: 'unsupported_feature', ...(err.param ? { param: err.param } : {}) });
-    return err;
+    return toHttpError(err);
   }
 }
 
-/** The gateway of an app context, created on first use. */
-export function gatewayOf(ctx: AppContext): AiGateway {
-  ctx.services.ai ??= new AiGateway(ctx.db, ctx.config.ai);
-  return ctx.services.ai;
-}
-
-/**
- * The engine's AI port for one workflow run: chat calls go through the gateway (same providers,
- * same catalog) and are billed to the run's account through the same ledger (source 'workflow').
- */
-export function createAiPort(ctx: AppContext, billedAccount: string, workspaceId: string | null = null): AiPort {
-  const gateway = gatewayOf(ctx);
-  return {
-    async chat(req: PortChatRequest): Promise<PortChatResponse> {
-      const messages: ChatMessage[] = req.messages.map((m): ChatMessage => {
-        switch (m.role) {
-          case 'assistant':
-            return {
-              role: 'assistant',
-              content: m.content,
-              ...(m.toolCalls && m.toolCalls.length > 0
-                ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-                : {}),
-            };
-          case 'tool':
-            return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
-          default:
-            return { role: m.role, content: m.content };
-        }
-      });
-      const request: ChatRequest = { model: req.model, messages };
-      if (req.temperature !== undefined) request.temperature = req.temperature;
-      if (req.maxTokens !== undefined) request.max_tokens = req.maxTokens;
-      if (req.tools && req.tools.length > 0) {
-        request.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters } }));
-        const tc = req.toolChoice;
-        if (tc) request.tool_choice = typeof tc === 'string' ? tc : { type: 'function', function: { name: tc.name } };
-      }
-      if (req.responseSchema) {
-        request.response_format = { type: 'json_schema', json_schema: { name: req.responseSchema.name, schema: req.responseSchema.schema, strict: false } };
-      }
-      let result: CompletionResult;
-      try {
-        result = await gateway.complete({ account: billedAccount, source: 'workflow', workspaceId }, request, req.signal);
-      } catch (err) {
-        if (err instanceof HttpError) throw new Error(`${req.model}: ${err.message}`);
-        throw err;
-      }
-      const choice = result.completion.choices[0];
-      const usage = result.completion.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      return {
-        content: typeof choice?.message.content === 'string' ? choice.message.content : null,
-        toolCalls: (choice?.message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
-        finishReason: choice?.finish_reason ?? 'stop',
-        usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens },
-        costUsd: ledger.nanoToUsd(result.costNano),
-        model: result.model.id,
-      };
-    },
-  };
-}

@@ -5,9 +5,8 @@ import type { AppContext } from '../context.js';
 import { requireAuth } from '../http/auth.js';
 import { badRequest, errorBody } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
-import { portContributions } from '../runs/area.js';
-import { createAiPort, gatewayOf, type Billing } from './gateway.js';
-import * as ledger from './credit-ledger.js';
+import type { AiGateway, Billing } from './gateway.js';
+import { formatUsd, roundUsd } from './money.js';
 import { SSE_DONE, sseData } from './sse.js';
 import type { ChatCompletionChunk, ChatRequest } from './providers/types.js';
 
@@ -129,10 +128,11 @@ const balanceSchema = z.object({
 
 const ledgerEntrySchema = z.object({
   id: z.string(),
-  kind: z.enum(['grant', 'reserve', 'settle', 'release']),
-  amountUsd: z.number().describe('Change to the balance (a settle returns the deposit and takes the cost)'),
+  kind: z.enum(['grant', 'reserve', 'settle', 'release', 'overage']),
+  amountUsd: z.number().describe('Change to the balance (a settle returns the deposit and takes the cost; an overage changes nothing)'),
   balanceAfterUsd: z.number(),
-  costUsd: z.number().nullable().describe('Cost of the request (settle entries)'),
+  costUsd: z.number().nullable()
+    .describe('settle: what the request was charged (at most its deposit); overage: the cost reported beyond the deposit, not charged'),
   requestId: z.string().nullable(),
   model: z.string().nullable(),
   note: z.string().nullable(),
@@ -186,174 +186,167 @@ async function write(reply: FastifyReply, text: string): Promise<boolean> {
 // Routes
 // ---------------------------------------------------------------------------------------------
 
-let portContributed = false;
+/**
+ * The AI area's routes over its gateway (built by the composition root). Registers nothing outside
+ * this plugin; the gateway's abandoned-deposit sweep runs while the app does.
+ */
+export function aiRoutes(gateway: AiGateway): FastifyPluginAsyncZod<{ ctx: AppContext }> {
+  return async (app) => {
+    const routeConfig = { auth: 'bearer' as const, errorFamily: 'ai' as const };
+    const security: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
 
-export const aiRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const gateway = gatewayOf(ctx);
-  const { db } = ctx;
-  const routeConfig = { auth: 'bearer' as const, errorFamily: 'ai' as const };
-  const security: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
+    // Reservations of a process that died mid-request are returned after the upstream timeout.
+    app.addHook('onReady', async () => gateway.start());
+    app.addHook('onClose', async () => gateway.close());
 
-  // Reservations of a process that died mid-request are returned after the upstream timeout.
-  const sweep = setInterval(() => {
-    ledger.releaseAbandoned(db, ctx.config.ai.timeoutMs + 120_000).catch((err: unknown) => ctx.log.warn({ err }, 'releasing abandoned AI deposits failed'));
-  }, 60_000);
-  sweep.unref();
-  ctx.onClose.push(async () => clearInterval(sweep));
+    app.post('/api/v1/ai/chat/completions', {
+      schema: {
+        tags: ['ai'], summary: 'Create a chat completion (OpenAI-compatible); billed against the credit balance', security,
+        body: chatRequestSchema,
+        response: { 200: completionSchema, ...aiErrors },
+      },
+      config: routeConfig,
+    }, async (request, reply) => {
+      const billing = billingOf(request);
+      const body = normalize(request.body);
+      if (!body.stream) {
+        const r = await gateway.complete(billing, body);
+        reply.header('X-Credits-Used', formatUsd(r.costNano)).header('X-Credits-Remaining', formatUsd(r.balanceAfterNano));
+        return r.completion as z.infer<typeof completionSchema>;
+      }
 
-  // Workflow runs reach the models through the AI port, billed to the run's account.
-  if (!portContributed) {
-    portContributed = true;
-    portContributions.push((c, run) => ({ ai: createAiPort(c, run.billedAccount, run.workspaceId) }));
-  }
-
-  app.post('/api/v1/ai/chat/completions', {
-    schema: {
-      tags: ['ai'], summary: 'Create a chat completion (OpenAI-compatible); billed against the credit balance', security,
-      body: chatRequestSchema,
-      response: { 200: completionSchema, ...aiErrors },
-    },
-    config: routeConfig,
-  }, async (request, reply) => {
-    const billing = billingOf(request);
-    const body = normalize(request.body);
-    if (!body.stream) {
-      const r = await gateway.complete(billing, body);
-      reply.header('X-Credits-Used', ledger.formatUsd(r.costNano)).header('X-Credits-Remaining', ledger.formatUsd(r.balanceAfterNano));
-      return r.completion as z.infer<typeof completionSchema>;
-    }
-
-    // Streaming. The client going away aborts the upstream call; what was generated is settled.
-    const abort = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) abort.abort();
-    };
-    reply.raw.on('close', onClose);
-    let session;
-    try {
-      session = await gateway.startStream(billing, body, abort.signal);
-    } catch (err) {
+      // Streaming. The client going away aborts the upstream call; what was generated is settled.
+      const abort = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) abort.abort();
+      };
+      reply.raw.on('close', onClose);
+      let session;
+      try {
+        session = await gateway.startStream(billing, body, abort.signal);
+      } catch (err) {
+        reply.raw.off('close', onClose);
+        throw err;
+      }
+      const includeUsage = body.stream_options?.include_usage === true;
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': request.id,
+        // Sent before the cost is known: the deposit and the balance after it. The settled figures
+        // follow as HTTP trailers of the same names.
+        'x-credits-used': formatUsd(session.depositNano),
+        'x-credits-remaining': formatUsd(session.balanceAfterReserveNano),
+        trailer: 'X-Credits-Used, X-Credits-Remaining',
+      });
+      let outcome: 'completed' | 'aborted' | 'failed' = 'completed';
+      let failure: unknown;
+      try {
+        for await (const chunk of session.chunks) {
+          const c: ChatCompletionChunk = chunk;
+          if (c.choices.length === 0) {
+            if (!includeUsage || !c.usage) continue;
+          } else if (!includeUsage) {
+            delete c.usage;
+          }
+          if (!(await write(reply, sseData(c)))) {
+            outcome = 'aborted';
+            break;
+          }
+        }
+      } catch (err) {
+        if (abort.signal.aborted) outcome = 'aborted';
+        else {
+          outcome = 'failed';
+          failure = err;
+          const httpErr = gateway.toHttpError(err) as { status?: number; message?: string; extra?: Record<string, unknown> };
+          request.log.warn({ err }, 'AI stream failed mid-way');
+          await write(reply, sseData(errorBody('ai', httpErr.status ?? 502, httpErr.message ?? 'The provider failed', httpErr.extra ?? {})));
+        }
+      }
+      if (outcome === 'aborted') abort.abort(); // the upstream call stops too
+      else await write(reply, SSE_DONE);
+      const settled = await session.finish(outcome, failure).catch((err: unknown) => {
+        request.log.error({ err }, 'settling an AI stream failed');
+        return undefined;
+      });
       reply.raw.off('close', onClose);
-      throw err;
-    }
-    const includeUsage = body.stream_options?.include_usage === true;
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': request.id,
-      // Sent before the cost is known: the deposit and the balance after it. The settled figures
-      // follow as HTTP trailers of the same names.
-      'x-credits-used': ledger.formatUsd(session.depositNano),
-      'x-credits-remaining': ledger.formatUsd(session.balanceAfterReserveNano),
-      trailer: 'X-Credits-Used, X-Credits-Remaining',
-    });
-    let outcome: 'completed' | 'aborted' | 'failed' = 'completed';
-    let failure: unknown;
-    try {
-      for await (const chunk of session.chunks) {
-        const c: ChatCompletionChunk = chunk;
-        if (c.choices.length === 0) {
-          if (!includeUsage || !c.usage) continue;
-        } else if (!includeUsage) {
-          delete c.usage;
+      if (!reply.raw.destroyed && !reply.raw.writableEnded) {
+        if (settled) {
+          reply.raw.addTrailers({
+            'X-Credits-Used': formatUsd(settled.costNano),
+            'X-Credits-Remaining': formatUsd(settled.balanceAfterNano),
+          });
         }
-        if (!(await write(reply, sseData(c)))) {
-          outcome = 'aborted';
-          break;
-        }
+        reply.raw.end();
       }
-    } catch (err) {
-      if (abort.signal.aborted) outcome = 'aborted';
-      else {
-        outcome = 'failed';
-        failure = err;
-        const httpErr = gateway.toHttpError(err) as { status?: number; message?: string; extra?: Record<string, unknown> };
-        request.log.warn({ err }, 'AI stream failed mid-way');
-        await write(reply, sseData(errorBody('ai', httpErr.status ?? 502, httpErr.message ?? 'The provider failed', httpErr.extra ?? {})));
-      }
-    }
-    if (outcome === 'aborted') abort.abort(); // the upstream call stops too
-    else await write(reply, SSE_DONE);
-    const settled = await session.finish(outcome, failure).catch((err: unknown) => {
-      request.log.error({ err }, 'settling an AI stream failed');
-      return undefined;
     });
-    reply.raw.off('close', onClose);
-    if (!reply.raw.destroyed && !reply.raw.writableEnded) {
-      if (settled) {
-        reply.raw.addTrailers({
-          'X-Credits-Used': ledger.formatUsd(settled.costNano),
-          'X-Credits-Remaining': ledger.formatUsd(settled.balanceAfterNano),
-        });
-      }
-      reply.raw.end();
-    }
-  });
 
-  app.get('/api/v1/ai/models', {
-    schema: {
-      tags: ['ai'], summary: 'Models available through the gateway (only those of configured providers)', security,
-      response: { 200: modelListSchema, ...aiErrors },
-    },
-    config: routeConfig,
-  }, async () => {
-    const models = await gateway.catalog.list();
-    return {
-      object: 'list' as const,
-      data: models.map((m) => ({ id: m.id, object: 'model' as const, created: m.created, owned_by: m.provider })),
-    };
-  });
+    app.get('/api/v1/ai/models', {
+      schema: {
+        tags: ['ai'], summary: 'Models available through the gateway (only those of configured providers)', security,
+        response: { 200: modelListSchema, ...aiErrors },
+      },
+      config: routeConfig,
+    }, async () => {
+      const models = await gateway.catalog.list();
+      return {
+        object: 'list' as const,
+        data: models.map((m) => ({ id: m.id, object: 'model' as const, created: m.created, owned_by: m.provider })),
+      };
+    });
 
-  app.get('/api/v1/ai/credits', {
-    schema: {
-      tags: ['ai'], summary: "Credit balance of the caller's billed account", security,
-      response: { 200: balanceSchema, ...aiErrors },
-    },
-    config: routeConfig,
-  }, async (request) => {
-    const { account } = billingOf(request);
-    const b = await ledger.getBalance(db, account);
-    return {
-      account,
-      balanceUsd: ledger.roundUsd(b?.balanceNano ?? 0),
-      reservedUsd: ledger.roundUsd(b?.reservedNano ?? 0),
-      updatedAt: b ? b.updatedAt.toISOString() : null,
-    };
-  });
+    app.get('/api/v1/ai/credits', {
+      schema: {
+        tags: ['ai'], summary: "Credit balance of the caller's billed account", security,
+        response: { 200: balanceSchema, ...aiErrors },
+      },
+      config: routeConfig,
+    }, async (request) => {
+      const { account } = billingOf(request);
+      const b = await gateway.balance(account);
+      return {
+        account,
+        balanceUsd: roundUsd(b?.balanceNano ?? 0),
+        reservedUsd: roundUsd(b?.reservedNano ?? 0),
+        updatedAt: b ? b.updatedAt.toISOString() : null,
+      };
+    });
 
-  app.get('/api/v1/ai/credits/ledger', {
-    schema: {
-      tags: ['ai'], summary: "Movements of the caller's credit balance, newest first (grant, reserve, settle, release)", security,
-      querystring: z.object({
-        limit: z.coerce.number().int().min(1).max(200).default(50),
-        cursor: z.string().max(512).optional(),
-      }),
-      response: { 200: z.object({ data: z.array(ledgerEntrySchema), nextCursor: z.string().optional() }), ...aiErrors },
-    },
-    config: routeConfig,
-  }, async (request) => {
-    const { account } = billingOf(request);
-    const { limit, cursor } = request.query;
-    const after = decodeCursor(cursor);
-    if (after && !/^\d{1,18}$/.test(after.id)) throw badRequest('Invalid cursor');
-    const rows = await ledger.listLedger(db, account, limit + 1, after ? Number(after.id) : undefined);
-    const p = page(rows, limit, (r) => ({ t: r.created_at.toISOString(), id: String(r.id) }));
-    return {
-      data: p.data.map((r) => ({
-        id: String(r.id),
-        kind: r.kind,
-        amountUsd: ledger.roundUsd(r.amount_nano),
-        balanceAfterUsd: ledger.roundUsd(r.balance_after_nano),
-        costUsd: r.cost_nano === null ? null : ledger.roundUsd(r.cost_nano),
-        requestId: r.request_id,
-        model: r.model,
-        note: r.note,
-        createdAt: r.created_at.toISOString(),
-      })),
-      ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
-    };
-  });
-};
+    app.get('/api/v1/ai/credits/ledger', {
+      schema: {
+        tags: ['ai'], summary: "Movements of the caller's credit balance, newest first (grant, reserve, settle, release, overage)", security,
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().max(512).optional(),
+        }),
+        response: { 200: z.object({ data: z.array(ledgerEntrySchema), nextCursor: z.string().optional() }), ...aiErrors },
+      },
+      config: routeConfig,
+    }, async (request) => {
+      const { account } = billingOf(request);
+      const { limit, cursor } = request.query;
+      const after = decodeCursor(cursor);
+      if (after && !/^\d{1,18}$/.test(after.id)) throw badRequest('Invalid cursor');
+      const rows = await gateway.ledgerEntries(account, limit + 1, after ? Number(after.id) : undefined);
+      const p = page(rows, limit, (r) => ({ t: r.created_at.toISOString(), id: String(r.id) }));
+      return {
+        data: p.data.map((r) => ({
+          id: String(r.id),
+          kind: r.kind,
+          amountUsd: roundUsd(r.amount_nano),
+          balanceAfterUsd: roundUsd(r.balance_after_nano),
+          costUsd: r.cost_nano === null ? null : roundUsd(r.cost_nano),
+          requestId: r.request_id,
+          model: r.model,
+          note: r.note,
+          createdAt: r.created_at.toISOString(),
+        })),
+        ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
+      };
+    });
+  };
+}

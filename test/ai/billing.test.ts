@@ -1,19 +1,21 @@
 import OpenAI from 'openai';
 import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/harness.js';
+import { startAiServer, type AiTestServer } from './ai-server.js';
 import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
-import { estimatePromptTokens } from '../../src/ai/gateway.js';
+import { AiGateway } from '../../src/ai/gateway.js';
+import { estimatePromptTokens } from '../../src/ai/tokens.js';
+import { periodCost, recordCost } from '../../src/limits/usage.js';
 
-let t: TestServer;
+let t: AiTestServer;
 let fake: FakeProviders;
 let account: string;
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  t = await startTestServer({ env: { ...fake.env } });
+  t = await startAiServer({ env: { ...fake.env } });
   account = `workspace:${t.workspaceId}`;
 });
 afterAll(async () => {
@@ -24,7 +26,7 @@ beforeEach(() => {
   fake.handler = () => ({ text: 'ok', usage: { prompt: 100, completion: 50 } });
 });
 
-const db = () => t.server.ctx.db;
+const db = () => t.db;
 const hi = [{ role: 'user' as const, content: 'hi' }];
 const balance = async () => (await ledger.getBalance(db(), account)) ?? { balanceNano: 0, reservedNano: 0 };
 async function setBalance(usd: number) {
@@ -44,6 +46,12 @@ async function waitFor<T>(fn: () => Promise<T | undefined>, what: string, ms = 5
   }
 }
 
+/** Every usage event of an account, USD. */
+async function usageTotal(acct: string): Promise<number> {
+  const r = await db().query<{ s: number }>('SELECT COALESCE(sum(amount_usd), 0)::float8 AS s FROM usage_events WHERE account = $1', [acct]);
+  return Number(r[0].s);
+}
+
 async function ledgerSum(): Promise<number> {
   const r = await db().query<{ s: number | null }>('SELECT COALESCE(sum(amount_nano), 0)::int8 AS s FROM ai_credit_ledger WHERE account = $1', [account]);
   return Number(r[0].s);
@@ -53,7 +61,7 @@ describe('concurrency', () => {
   it('50 parallel requests never spend beyond the balance, and the ledger adds up', async () => {
     await setBalance(0.1);
     const start = await balance();
-    const startUsage = await ledger.periodCost(db(), account, new Date(0));
+    const startUsage = await usageTotal(account);
     fake.handler = () => ({ text: 'ok', delayMs: 80, usage: { prompt: 100, completion: 500 } });
     const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
     const results = await Promise.all(Array.from({ length: 50 }, () => t.call('POST', '/api/v1/ai/chat/completions', body)));
@@ -82,7 +90,7 @@ describe('concurrency', () => {
     );
     const byId = new Map(entries.map((e) => [e.request_id, e.kinds]));
     for (const r of ok) expect(byId.get(r.body.id)).toBe('reserve,settle');
-    const usage = await ledger.periodCost(db(), account, new Date(0));
+    const usage = await usageTotal(account);
     expect(usage - startUsage).toBeCloseTo((ok.length * cost) / 1e9, 9);
   });
 
@@ -102,7 +110,7 @@ describe('batched ledger writes', () => {
     await ledger.grant(db(), accounts[0], 1_000_000, 'test');
     await ledger.grant(db(), accounts[1], 350_000, 'test');
     const deposits = Array.from({ length: 40 }, (_, i) => ({ account: accounts[i % 2], deposit: 50_000 + (i % 5) * 20_000, id: `chatcmpl-batch-${i}` }));
-    const results = await Promise.all(deposits.map((d) => ledger.reserve(db(), {
+    const results = await Promise.all(deposits.map((d) => t.gateway.ledger.reserve({
       id: d.id, account: d.account, depositNano: d.deposit, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api',
     })));
     for (const [ai, acct] of accounts.entries()) {
@@ -114,7 +122,7 @@ describe('batched ledger writes', () => {
       for (const [i, r] of results.entries()) if (!r.ok && deposits[i].account === acct) expect(r.balanceNano).toBeLessThan(deposits[i].deposit);
     }
     const admittedIds = deposits.filter((_, i) => results[i].ok);
-    const settled = await Promise.all(admittedIds.map((d, i) => ledger.settle(db(), d.id, {
+    const settled = await Promise.all(admittedIds.map((d, i) => t.gateway.ledger.settle(d.id, {
       costNano: i * 1000, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed',
     })));
     expect(settled.every((x) => x !== undefined)).toBe(true);
@@ -193,7 +201,7 @@ describe('streaming and disconnects', () => {
         res.on('error', reject);
       });
       req.on('error', reject);
-      req.end(JSON.stringify({ model: 'gpt-4o', messages: hi, stream: true, max_tokens: 600 }));
+      req.end(JSON.stringify({ model: 'gpt-4o', messages: hi, stream: true, max_tokens: 1000 }));
     });
     expect(status).toBe(200);
     expect(body.trim().endsWith('data: [DONE]')).toBe(true);
@@ -244,7 +252,7 @@ describe('streaming and disconnects', () => {
 
 describe('timeouts, abandoned deposits and usage events', () => {
   it('a provider slower than WEFT_AI_TIMEOUT_MS gives 504 and the deposit back', async () => {
-    const slow = await startTestServer({ env: { ...fake.env, WEFT_AI_TIMEOUT_MS: '1000', WEFT_AI_STARTING_CREDITS_USD: '1' } });
+    const slow = await startAiServer({ env: { ...fake.env, WEFT_AI_TIMEOUT_MS: '1000', WEFT_AI_STARTING_CREDITS_USD: '1' } });
     try {
       fake.handler = () => ({ text: 'late', delayMs: 1500 });
       const r = await slow.call('POST', '/api/v1/ai/chat/completions', { model: 'gpt-4o', messages: hi });
@@ -259,31 +267,41 @@ describe('timeouts, abandoned deposits and usage events', () => {
 
   it('releases reservations a dead process left behind', async () => {
     await setBalance(1);
-    const r = await ledger.reserve(db(), { id: 'chatcmpl-orphan', account, depositNano: 5_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' });
+    const r = await t.gateway.ledger.reserve({ id: 'chatcmpl-orphan', account, depositNano: 5_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' });
     expect(r.ok).toBe(true);
     expect((await balance()).reservedNano).toBe(5_000_000);
-    expect(await ledger.releaseAbandoned(db(), 60_000)).toBe(0);
+    expect(await t.gateway.ledger.releaseAbandoned(60_000)).toBe(0);
     await db().query("UPDATE ai_requests SET created_at = now() - interval '1 hour' WHERE id = 'chatcmpl-orphan'");
-    expect(await ledger.releaseAbandoned(db(), 60_000)).toBe(1);
+    expect(await t.gateway.ledger.releaseAbandoned(60_000)).toBe(1);
     const b = await balance();
     expect(b.reservedNano).toBe(0);
     expect(b.balanceNano).toBe(ledger.usdToNano(1));
-    expect(await ledger.settle(db(), 'chatcmpl-orphan', { costNano: 1, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed' })).toBeUndefined();
+    expect(await t.gateway.ledger.settle('chatcmpl-orphan', { costNano: 1, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed' })).toBeUndefined();
   });
 
-  it('periodCost sums usage events since a date; a repeated idempotency key is ignored', async () => {
+  it('usage events: one per key, billed in the period of the usage clock (the limits service\'s)', async () => {
     const acct = `workspace:00000000-0000-4000-8000-00000000cafe`;
-    const since = new Date(Date.now() - 1000);
-    expect(await ledger.periodCost(db(), acct, since)).toBe(0);
-    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1' })).toBe(true);
-    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1' })).toBe(false);
-    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 0.125, source: 'test', idempotencyKey: 'k2' })).toBe(true);
-    expect(await ledger.recordUsageEvent(db(), { account: acct, amountUsd: 9, source: 'test', idempotencyKey: 'old', at: new Date('2020-01-15T00:00:00Z') })).toBe(true);
-    expect(await ledger.periodCost(db(), acct, since)).toBeCloseTo(0.375, 9);
-    expect(await ledger.periodCost(db(), acct, new Date('2019-01-01'))).toBeCloseTo(9.375, 9);
-    expect(await ledger.periodCost(db(), acct, new Date(Date.now() + 60_000))).toBe(0);
+    const now = new Date();
+    expect(await periodCost(db(), acct, now)).toBe(0);
+    expect(await recordCost(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1', at: now })).toBe(true);
+    expect(await recordCost(db(), { account: acct, amountUsd: 0.25, source: 'test', idempotencyKey: 'k1', at: now })).toBe(false);
+    expect(await recordCost(db(), { account: acct, amountUsd: 0.125, source: 'test', idempotencyKey: 'k2', at: now })).toBe(true);
+    expect(await recordCost(db(), { account: acct, amountUsd: 9, source: 'test', idempotencyKey: 'old', at: new Date('2020-01-15T00:00:00Z') })).toBe(true);
+    expect(await periodCost(db(), acct, now)).toBeCloseTo(0.375, 9);
+    expect(await periodCost(db(), acct, new Date('2020-01-31T23:59:59Z'))).toBeCloseTo(9, 9);
+    expect(await periodCost(db(), acct, new Date('2020-02-01T00:00:00Z'))).toBe(0);
     const period = await db().query<{ p: string }>("SELECT period::text AS p FROM usage_events WHERE idempotency_key = 'old'");
     expect(period[0].p).toBe('2020-01-01');
+
+    // The gateway's settlements take their period from the clock it was given, not the database's.
+    const clock = { now: () => Date.parse('2031-07-31T23:59:59.900Z') };
+    const gateway = new AiGateway(db(), t.config.ai, { clock });
+    await ledger.grant(db(), acct, 1_000_000_000, 'test');
+    expect((await gateway.ledger.reserve({ id: 'chatcmpl-clock', account: acct, depositNano: 500_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' })).ok).toBe(true);
+    await gateway.ledger.settle('chatcmpl-clock', { costNano: 250_000, promptTokens: 10, completionTokens: 10, estimated: false, outcome: 'completed' });
+    const ev = await db().query<{ p: string; amount: string }>("SELECT period::text AS p, amount_usd::text AS amount FROM usage_events WHERE idempotency_key = 'ai:chatcmpl-clock'");
+    expect(ev[0]).toEqual({ p: '2031-07-01', amount: '0.000250000' });
+    expect(await periodCost(db(), acct, new Date(clock.now()))).toBeCloseTo(0.00025, 9);
   });
 
   it('formats USD with 6 decimals on integers', () => {

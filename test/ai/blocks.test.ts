@@ -1,16 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { compile, runWorkflow, type ChildWorkflowPort, type RunResult, type WorkflowDefinition } from '../../src/engine/index.js';
+import { compile, realClock, runWorkflow, type ChildWorkflowPort, type RunResult, type WorkflowDefinition } from '../../src/engine/index.js';
 import { GuardedHttp } from '../../src/net/guarded-http.js';
 import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
-import { createAiPort } from '../../src/ai/gateway.js';
 import * as ledger from '../../src/ai/credit-ledger.js';
-import { startTestServer, type TestServer } from '../support/harness.js';
+import { startAiServer, type AiTestServer } from './ai-server.js';
 import { startFakeProviders, type FakeProviders, type RecordedRequest } from '../support/fake-providers.js';
-import { deploy } from '../support/workflows.js';
 
-let t: TestServer;
+let t: AiTestServer;
 let fake: FakeProviders;
 let account: string;
 let tools: http.Server;
@@ -29,9 +27,9 @@ const childPort: ChildWorkflowPort = {
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  t = await startTestServer({ env: { ...fake.env } });
+  t = await startAiServer({ env: { ...fake.env } });
   account = `workspace:${t.workspaceId}`;
-  await ledger.grant(t.server.ctx.db, account, ledger.usdToNano(20), 'test');
+  await ledger.grant(t.db, account, ledger.usdToNano(20), 'test');
   tools = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -60,7 +58,7 @@ const start = (fields: { name: string; type: string }[] = []) => ({ id: 'start',
 
 async function run(def: WorkflowDefinition, input: Record<string, unknown> = {}, billed = account): Promise<RunResult> {
   const graph = compile(def);
-  return runWorkflow(graph, { input, ports: { http: httpPort, sandbox, workflows: childPort, ai: createAiPort(t.server.ctx, billed, t.workspaceId) } });
+  return runWorkflow(graph, { input, ports: { http: httpPort, sandbox, clock: realClock, workflows: childPort, ai: t.gateway.portFor(billed, t.workspaceId) } });
 }
 const outputOf = (r: RunResult, blockId: string): any => r.trace.find((s) => s.blockId === blockId)?.output;
 const lastUser = (req: RecordedRequest) => req.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1)?.content;
@@ -68,12 +66,12 @@ const lastUser = (req: RecordedRequest) => req.body.messages.filter((m: { role: 
 describe('agent block', () => {
   it('resolves references in its prompts, calls the model and bills the run account', async () => {
     fake.handler = () => ({ text: 'Tides follow the moon.', usage: { prompt: 1000, completion: 500 } });
-    const before = (await ledger.getBalance(t.server.ctx.db, account))!.balanceNano;
+    const before = (await ledger.getBalance(t.db, account))!.balanceNano;
     const r = await run({
       name: 'a',
       blocks: [start([{ name: 'topic', type: 'string' }]), {
         id: 'writer', type: 'agent', name: 'Writer',
-        config: { model: 'gpt-4o', systemPrompt: 'You write one sentence.', userPrompt: 'Write about <start.topic>.', temperature: 0.3, maxTokens: 600 },
+        config: { model: 'gpt-4o', systemPrompt: 'You write one sentence.', userPrompt: 'Write about <start.topic>.', temperature: 0.3, maxTokens: 1000 },
       }],
       edges: [{ from: 'start', to: 'writer' }],
     }, { topic: 'tides' });
@@ -81,10 +79,10 @@ describe('agent block', () => {
     expect(r.output).toMatchObject({ content: 'Tides follow the moon.', model: 'gpt-4o', tokens: { prompt: 1000, completion: 500, total: 1500 }, cost: 0.0075, toolCalls: [] });
     const req = fake.requests.at(-1)!;
     expect(req.body.messages).toEqual([{ role: 'system', content: 'You write one sentence.' }, { role: 'user', content: 'Write about tides.' }]);
-    expect(req.body).toMatchObject({ temperature: 0.3, max_completion_tokens: 600 });
-    const after = (await ledger.getBalance(t.server.ctx.db, account))!.balanceNano;
+    expect(req.body).toMatchObject({ temperature: 0.3, max_completion_tokens: 1000 });
+    const after = (await ledger.getBalance(t.db, account))!.balanceNano;
     expect(before - after).toBe(7_500_000);
-    const rows = await t.server.ctx.db.query<{ source: string; workspace_id: string }>("SELECT source, workspace_id FROM ai_requests WHERE account = $1 ORDER BY created_at DESC LIMIT 1", [account]);
+    const rows = await t.db.query<{ source: string; workspace_id: string }>("SELECT source, workspace_id FROM ai_requests WHERE account = $1 ORDER BY created_at DESC LIMIT 1", [account]);
     expect(rows[0]).toEqual({ source: 'workflow', workspace_id: t.workspaceId });
   });
 
@@ -274,23 +272,5 @@ describe('evaluator block', () => {
     });
     expect(r.status).toBe('failed');
     expect(r.error?.message).toMatch(/no numeric score for metric "accuracy"/);
-  });
-});
-
-describe('through the execute API', () => {
-  it('a deployed workflow with an agent runs and bills the workspace', async () => {
-    fake.handler = () => ({ text: 'Deployed hello', usage: { prompt: 10, completion: 5 } });
-    const id = await deploy(t, 'agent-api', {
-      blocks: [start([{ name: 'who', type: 'string' }]), { id: 'agent', type: 'agent', name: 'Agent', config: { model: 'gpt-4o', userPrompt: 'Greet <start.who>' } },
-        { id: 'reply', type: 'response', name: 'Reply', config: { data: { text: '<agent.content>', cost: '<agent.cost>' } } }],
-      edges: [{ from: 'start', to: 'agent' }, { from: 'agent', to: 'reply' }],
-    });
-    const before = (await ledger.getBalance(t.server.ctx.db, account))!.balanceNano;
-    const r = await t.call('POST', `/api/workflows/${id}/execute`, { who: 'Ada' });
-    expect(r.status, r.text).toBe(200);
-    expect(r.body).toMatchObject({ text: 'Deployed hello', cost: 0.000075 });
-    expect(lastUser(fake.requests.at(-1)!)).toBe('Greet Ada');
-    const after = (await ledger.getBalance(t.server.ctx.db, account))!.balanceNano;
-    expect(before - after).toBe(75_000);
   });
 });

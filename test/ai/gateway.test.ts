@@ -392,7 +392,7 @@ describe('billing arithmetic', () => {
     await ledger.grant(t.db, userAccount, ledger.usdToNano(1), 'test');
     const wsBefore = await balanceNano();
     fake.handler = () => ({ text: 'ok', usage: { prompt: 1000, completion: 500 } });
-    const r = await request(`${t.url}/api/v1/ai/chat/completions`, 'POST', { model: 'gpt-4o', messages: hi, max_tokens: 600 }, { authorization: `Bearer ${personal.secret}` });
+    const r = await request(`${t.url}/api/v1/ai/chat/completions`, 'POST', { model: 'gpt-4o', messages: hi, max_tokens: 1000 }, { authorization: `Bearer ${personal.secret}` });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-credits-used')).toBe('0.007500');
     expect(r.headers.get('x-credits-remaining')).toBe('0.992500');

@@ -1,17 +1,17 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/harness.js';
+import { startAiServer, type AiTestServer } from './ai-server.js';
 import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
 import * as ledger from '../../src/ai/credit-ledger.js';
 
-let t: TestServer;
+let t: AiTestServer;
 let fake: FakeProviders;
 let client: OpenAI;
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  t = await startTestServer({ env: { ...fake.env } });
-  await ledger.grant(t.server.ctx.db, `workspace:${t.workspaceId}`, ledger.usdToNano(50), 'test');
+  t = await startAiServer({ env: { ...fake.env } });
+  await ledger.grant(t.db, `workspace:${t.workspaceId}`, ledger.usdToNano(50), 'test');
   client = new OpenAI({ baseURL: `${t.url}/api/v1/ai`, apiKey: t.apiKey, maxRetries: 0 });
 });
 afterAll(async () => {
