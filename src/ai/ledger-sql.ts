@@ -170,7 +170,7 @@ WITH s AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, id text, cost bigint, prompt int, completion int, estimated boolean, outcome text, period text)
 ), q AS (
   UPDATE ai_requests AS r
-     SET status = 'settled', cost_nano = s.cost, prompt_tokens = s.prompt, completion_tokens = s.completion,
+     SET status = 'settled', cost_nano = LEAST(s.cost, r.deposit_nano), prompt_tokens = s.prompt, completion_tokens = s.completion,
          usage_estimated = s.estimated, outcome = s.outcome, finished_at = ${NOW}
     FROM s
    WHERE r.id = s.id AND r.status = 'reserved'
@@ -206,7 +206,7 @@ WITH s AS (
   SELECT $1::text AS id, $2::bigint AS cost, $3::int AS prompt, $4::int AS completion, $7::text AS period
 ), q AS (
   UPDATE ai_requests AS r
-     SET status = 'settled', cost_nano = s.cost, prompt_tokens = s.prompt, completion_tokens = s.completion,
+     SET status = 'settled', cost_nano = LEAST(s.cost, r.deposit_nano), prompt_tokens = s.prompt, completion_tokens = s.completion,
          usage_estimated = $5, outcome = $6, finished_at = ${NOW}
     FROM s
    WHERE r.id = s.id AND r.status = 'reserved'
