@@ -1,6 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
-import { billingPeriod } from '../limits/usage.js';
-import type { Clock } from '../limits/token-bucket.js';
+import { UsageRecorder } from '../limits/usage.js';
 import { Batcher } from './batcher.js';
 import {
   releaseSql, reserveBatch, settleBatch,
@@ -134,8 +133,8 @@ export async function listLedger(q: Queryable, account: string, limit: number, b
 export interface CreditLedgerOptions {
   /** Balance an account starts with the first time it reserves (recorded as a grant). */
   startingNano?: number;
-  /** The clock of billing periods (pass the limits service's, so moving one moves both). */
-  clock?: Clock;
+  /** Billing periods of the usage events written at settlement (the limits service's, so one clock decides). */
+  usage?: UsageRecorder;
 }
 
 /**
@@ -146,13 +145,13 @@ export class CreditLedger {
   private readonly reserves: Batcher<ReserveInput, ReserveResult | undefined>;
   private readonly settles: Batcher<SettleItem, SettleResult | undefined>;
   private readonly startingNano: number;
-  private readonly clock: Clock;
+  private readonly usage: UsageRecorder;
 
   constructor(readonly db: Database, opts: CreditLedgerOptions = {}) {
     this.reserves = new Batcher((items) => reserveBatch(db, items));
     this.settles = new Batcher((items) => settleBatch(db, items));
     this.startingNano = opts.startingNano ?? 0;
-    this.clock = opts.clock ?? { now: () => Date.now() };
+    this.usage = opts.usage ?? new UsageRecorder();
   }
 
   /**
@@ -173,7 +172,7 @@ export class CreditLedger {
    * Undefined when the request was not (or no longer) reserved.
    */
   settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
-    return this.settles.run({ id, input, period: billingPeriod(new Date(this.clock.now())) });
+    return this.settles.run({ id, input, period: this.usage.period() });
   }
 
   /** Gives the whole deposit back (the request failed before anything was generated). */

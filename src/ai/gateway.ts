@@ -4,7 +4,7 @@ import type { AiConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
-import type { Clock } from '../limits/token-bucket.js';
+import type { UsageRecorder } from '../limits/usage.js';
 import { createAiPort } from './ai-port.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
 import { CreditLedger, getBalance, listLedger, type LedgerRow } from './credit-ledger.js';
@@ -57,8 +57,8 @@ export interface StreamSession {
 
 /** What the gateway needs besides its database and configuration (handed in by the composition root). */
 export interface AiGatewayDeps {
-  /** The clock of billing periods of the usage events it writes: pass the limits service's clock. */
-  clock?: Clock;
+  /** Usage accounting (the limits service's): billing periods of the usage events settlements write. */
+  usage?: UsageRecorder;
   log?: Logger;
   /** Default: the providers configured in `config` (tests may hand in others). */
   providers?: Map<ProviderName, Provider>;
@@ -85,7 +85,7 @@ export class AiGateway {
     this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.ledger = new CreditLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), clock: deps.clock });
+    this.ledger = new CreditLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
   }

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { requireAuth } from '../http/auth.js';
+import { requireAuth, type AuthContext } from '../http/auth.js';
 import { badRequest, errorBody } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import type { AiGateway, Billing } from './gateway.js';
@@ -143,13 +143,16 @@ const ledgerEntrySchema = z.object({
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-function billingOf(request: FastifyRequest): Billing {
+/** Who pays for a key's requests: the accounts area decides (a workspace key its workspace, a personal key its user). */
+export interface BilledAccounts {
+  billedAccount(auth: AuthContext): Promise<{ account: string }>;
+}
+
+async function billingOf(accounts: BilledAccounts, request: FastifyRequest): Promise<Billing> {
   const auth = requireAuth(request);
-  const base = { source: 'api' as const, httpRequestId: request.id, apiKeyId: auth.keyId };
-  if (auth.keyType === 'workspace' && auth.keyWorkspaceId) {
-    return { ...base, account: `workspace:${auth.keyWorkspaceId}`, workspaceId: auth.keyWorkspaceId };
-  }
-  return { ...base, account: `user:${auth.userId}`, workspaceId: null };
+  const { account } = await accounts.billedAccount(auth);
+  const workspaceId = auth.keyType === 'workspace' ? auth.keyWorkspaceId : null;
+  return { source: 'api', httpRequestId: request.id, apiKeyId: auth.keyId, account, workspaceId };
 }
 
 /** Drops explicit nulls of optional fields so providers see "not set". */
@@ -190,7 +193,7 @@ async function write(reply: FastifyReply, text: string): Promise<boolean> {
  * The AI area's routes over its gateway (built by the composition root). Registers nothing outside
  * this plugin; the gateway's abandoned-deposit sweep runs while the app does.
  */
-export function aiRoutes(gateway: AiGateway): FastifyPluginAsyncZod<{ ctx: AppContext }> {
+export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app) => {
     const routeConfig = { auth: 'bearer' as const, errorFamily: 'ai' as const };
     const security: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
@@ -207,7 +210,7 @@ export function aiRoutes(gateway: AiGateway): FastifyPluginAsyncZod<{ ctx: AppCo
       },
       config: routeConfig,
     }, async (request, reply) => {
-      const billing = billingOf(request);
+      const billing = await billingOf(accounts, request);
       const body = normalize(request.body);
       if (!body.stream) {
         const r = await gateway.complete(billing, body);
@@ -306,7 +309,7 @@ export function aiRoutes(gateway: AiGateway): FastifyPluginAsyncZod<{ ctx: AppCo
       },
       config: routeConfig,
     }, async (request) => {
-      const { account } = billingOf(request);
+      const { account } = await billingOf(accounts, request);
       const b = await gateway.balance(account);
       return {
         account,
@@ -327,7 +330,7 @@ export function aiRoutes(gateway: AiGateway): FastifyPluginAsyncZod<{ ctx: AppCo
       },
       config: routeConfig,
     }, async (request) => {
-      const { account } = billingOf(request);
+      const { account } = await billingOf(accounts, request);
       const { limit, cursor } = request.query;
       const after = decodeCursor(cursor);
       if (after && !/^\d{1,18}$/.test(after.id)) throw badRequest('Invalid cursor');

@@ -74,3 +74,30 @@ export function usageEventsInsertSql(from: string, c: UsageEventColumns): string
     FROM ${from}
   ON CONFLICT (idempotency_key) DO NOTHING`;
 }
+
+/**
+ * Usage accounting on one clock (the limits service's, which tests move): the period a cost falls
+ * in, recording costs, and the period's cost. Handed to every area that records costs.
+ */
+export class UsageRecorder {
+  constructor(private readonly clock: { now(): number } = { now: () => Date.now() }) {}
+
+  now(): Date {
+    return new Date(this.clock.now());
+  }
+
+  /** The billing period of `at` (default: now on this clock). */
+  period(at: Date = this.now()): string {
+    return billingPeriod(at);
+  }
+
+  /** Records a cost at now on this clock (unless `at` is given), once per idempotency key. */
+  record(q: Queryable, e: Omit<CostEvent, 'at'> & { at?: Date }): Promise<boolean> {
+    return recordCost(q, { ...e, at: e.at ?? this.now() });
+  }
+
+  /** The account's cost in the current period. */
+  currentCost(q: Queryable, account: string): Promise<number> {
+    return periodCost(q, account, this.now());
+  }
+}

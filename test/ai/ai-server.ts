@@ -1,5 +1,5 @@
 // An HTTP server with the AI area alone, built the way the composition root builds it: a database
-// from the test template, `new AiGateway(db, config.ai, deps)` and `aiRoutes(gateway)` on a Fastify
+// from the test template, `new AiGateway(db, config.ai, deps)` and `aiRoutes(gateway, accounts)` on a Fastify
 // app with the shared HTTP layer (error envelopes, JSON parser, key authentication). Keys are
 // verified by a table of test keys, so these suites depend on no other area.
 import fs from 'node:fs';
@@ -131,7 +131,11 @@ export async function startAiServer(opts: { env?: Record<string, string> } = {})
   });
   app.get('/api/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());
   // The routes take nothing from the context: the gateway carries what they need.
-  await app.register(aiRoutes(gateway), { ctx: {} as AppContext });
+  // Who pays, as the accounts area answers it: a workspace key its workspace, a personal key its user.
+  const accounts = {
+    billedAccount: async (auth: AuthContext) => ({ account: auth.keyType === 'workspace' ? `workspace:${auth.keyWorkspaceId}` : `user:${auth.userId}` }),
+  };
+  await app.register(aiRoutes(gateway, accounts), { ctx: {} as AppContext });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;

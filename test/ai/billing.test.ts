@@ -7,7 +7,7 @@ import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
 import { AiGateway } from '../../src/ai/gateway.js';
 import { estimatePromptTokens } from '../../src/ai/tokens.js';
-import { periodCost, recordCost } from '../../src/limits/usage.js';
+import { periodCost, recordCost, UsageRecorder } from '../../src/limits/usage.js';
 
 let t: AiTestServer;
 let fake: FakeProviders;
@@ -293,9 +293,9 @@ describe('timeouts, abandoned deposits and usage events', () => {
     const period = await db().query<{ p: string }>("SELECT period::text AS p FROM usage_events WHERE idempotency_key = 'old'");
     expect(period[0].p).toBe('2020-01-01');
 
-    // The gateway's settlements take their period from the clock it was given, not the database's.
+    // The gateway's settlements take their period from the usage recorder's clock, not the database's.
     const clock = { now: () => Date.parse('2031-07-31T23:59:59.900Z') };
-    const gateway = new AiGateway(db(), t.config.ai, { clock });
+    const gateway = new AiGateway(db(), t.config.ai, { usage: new UsageRecorder(clock) });
     await ledger.grant(db(), acct, 1_000_000_000, 'test');
     expect((await gateway.ledger.reserve({ id: 'chatcmpl-clock', account: acct, depositNano: 500_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' })).ok).toBe(true);
     await gateway.ledger.settle('chatcmpl-clock', { costNano: 250_000, promptTokens: 10, completionTokens: 10, estimated: false, outcome: 'completed' });
