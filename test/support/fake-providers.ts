@@ -28,6 +28,8 @@ export interface FakeReply {
   failAfterPieces?: number;
   /** Finish reason in the provider's own vocabulary is derived from this. */
   finish?: 'stop' | 'length';
+  /** Answer 200 with a body that is not JSON (a whole answer), or a stream event that is not JSON. */
+  malformed?: boolean;
 }
 
 export interface RecordedRequest {
@@ -124,6 +126,15 @@ export async function startFakeProviders(): Promise<FakeProviders> {
     if (reply.status && reply.status >= 400) return json(res, reply.status, errorBody(provider, reply.status, reply.errorMessage ?? 'upstream failure'));
 
     const stream = provider === 'gemini' ? p.includes(':streamGenerateContent') : body?.stream === true;
+    if (reply.malformed && !stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end('{"choices": [ this is not json');
+    }
+    if (reply.malformed) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Named like a content event, so a parser that dispatches on event names reads it too.
+      return res.end('event: content_block_delta\ndata: {"truncated": \n\n');
+    }
     if (!stream) {
       if (provider === 'anthropic') return json(res, 200, anthropicMessage(body, reply));
       if (provider === 'gemini') return json(res, 200, geminiResponse(reply, reply.text ?? '', true));
