@@ -1,4 +1,3 @@
-import { HttpError } from '../http/errors.js';
 import { CellError, type Column, coerceCell, coerceDate, dateInstant } from './columns.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
@@ -18,7 +17,18 @@ export const FILTER_OPERATORS = [
 ] as const;
 type Operator = (typeof FILTER_OPERATORS)[number];
 
-const bad = (message: string) => new HttpError(400, message);
+/**
+ * A filter, sort or their JSON text that cannot be compiled. Pure: callers at the HTTP edge answer it
+ * with a 400 carrying the message; `field` names the column or key at fault when there is one.
+ */
+export class FilterError extends Error {
+  constructor(message: string, readonly field?: string) {
+    super(message);
+    this.name = 'FilterError';
+  }
+}
+
+const bad = (message: string, field?: string) => new FilterError(message, field);
 
 /** Collects positional parameters: `add(value)` returns `$n`. */
 export class SqlParams {
@@ -114,9 +124,9 @@ export function parseJsonObjectParam(text: string | undefined, what: 'filter' | 
 
 function column(state: State, name: string, where: string): Column | SystemField {
   if (isSystem(name)) return name;
-  if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in ${where}`);
+  if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in ${where}`, name);
   const c = state.columns.get(name);
-  if (!c) throw bad(`Unknown column "${name}" in ${where}`);
+  if (!c) throw bad(`Unknown column "${name}" in ${where}`, name);
   return c;
 }
 
@@ -124,7 +134,7 @@ function operand(c: Column, op: string, v: unknown): unknown {
   try {
     return coerceCell(c, v);
   } catch (err) {
-    if (err instanceof CellError) throw bad(`Invalid value for ${op} on column "${c.name}" (${c.type}): ${err.message}`);
+    if (err instanceof CellError) throw bad(`Invalid value for ${op} on column "${c.name}" (${c.type}): ${err.message}`, c.name);
     throw err;
   }
 }
@@ -134,18 +144,18 @@ function systemOperand(f: SystemField, op: string, v: unknown): string {
     try {
       return dateInstant(coerceDate(v));
     } catch (err) {
-      if (err instanceof CellError) throw bad(`Invalid value for ${op} on "${f}": ${err.message}`);
+      if (err instanceof CellError) throw bad(`Invalid value for ${op} on "${f}": ${err.message}`, f);
       throw err;
     }
   }
-  if (typeof v !== 'string') throw bad(`Invalid value for ${op} on "${f}": expected a string`);
+  if (typeof v !== 'string') throw bad(`Invalid value for ${op} on "${f}": expected a string`, f);
   return v;
 }
 
 function flag(op: string, name: string, v: unknown): boolean {
   if (v === true || v === 'true') return true;
   if (v === false || v === 'false') return false;
-  throw bad(`${op} on "${name}" expects true or false`);
+  throw bad(`${op} on "${name}" expects true or false`, name);
 }
 
 function likePattern(v: string, op: '$contains' | '$startsWith' | '$endsWith'): string {
@@ -175,8 +185,8 @@ function isNullSql(state: State, c: Column): string {
 }
 
 function inList(state: State, c: Column, op: string, values: unknown): { sql: string; hasNull: boolean } {
-  if (!Array.isArray(values)) throw bad(`${op} on column "${c.name}" expects an array`);
-  if (values.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxInValues} values`);
+  if (!Array.isArray(values)) throw bad(`${op} on column "${c.name}" expects an array`, c.name);
+  if (values.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxInValues} values`, c.name);
   const nonNull = values.filter((v) => v !== null && v !== undefined);
   const hasNull = nonNull.length !== values.length;
   const parts: string[] = [];
@@ -217,28 +227,28 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
     case '$gte':
     case '$lt':
     case '$lte': {
-      if (v === null) throw bad(`${op} on column "${c.name}" needs a value`);
+      if (v === null) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
       const cmp = RANGE_SQL[op];
       if (c.type === 'number') return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::numeric`, excludesNull: true };
       if (c.type === 'date') {
         return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(dateInstant(operand(c, op, v) as string))}::timestamptz`, excludesNull: true };
       }
       if (c.type === 'string') return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::text`, excludesNull: true };
-      throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`);
+      throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
     }
     case '$contains':
     case '$startsWith':
     case '$endsWith': {
       if (c.type === 'json' && op === '$contains') {
-        if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`);
+        if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
         const value = operand(c, op, v);
         return { sql: `${jsonExpression(c.name, alias)} @> ${params.add(JSON.stringify(value))}::jsonb`, excludesNull: true };
       }
-      if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`);
-      if (typeof v !== 'string' && typeof v !== 'number') throw bad(`${op} on column "${c.name}" expects a string`);
+      if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
+      if (typeof v !== 'string' && typeof v !== 'number') throw bad(`${op} on column "${c.name}" expects a string`, c.name);
       const text = String(v);
-      if (text.length === 0) throw bad(`${op} on column "${c.name}" needs a non-empty string`);
-      if (text.length > TABLE_LIMITS.maxStringLength) throw bad(`${op} on column "${c.name}": value is too long`);
+      if (text.length === 0) throw bad(`${op} on column "${c.name}" needs a non-empty string`, c.name);
+      if (text.length > TABLE_LIMITS.maxStringLength) throw bad(`${op} on column "${c.name}": value is too long`, c.name);
       operand({ ...c, type: 'string' }, op, text);
       return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ILIKE ${params.add(likePattern(text, op))}`, excludesNull: true };
     }
@@ -266,8 +276,8 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
       return `${col} ${RANGE_SQL[op]} ${state.params.add(systemOperand(f, op, v))}::${type}`;
     case '$in':
     case '$nin': {
-      if (!Array.isArray(v)) throw bad(`${op} on "${f}" expects an array`);
-      if (v.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on "${f}" has more than ${TABLE_LIMITS.maxInValues} values`);
+      if (!Array.isArray(v)) throw bad(`${op} on "${f}" expects an array`, f);
+      if (v.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on "${f}" has more than ${TABLE_LIMITS.maxInValues} values`, f);
       const values = v.filter((x) => x !== null).map((x) => systemOperand(f, op, x));
       const any = values.length === 0 ? 'FALSE' : `${col} = ANY(${state.params.add(values)}::${type}[])`;
       return op === '$in' ? any : `NOT (${any})`;
@@ -275,8 +285,8 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
     case '$contains':
     case '$startsWith':
     case '$endsWith':
-      if (f !== 'id') throw bad(`Operator ${op} is not supported on "${f}"`);
-      if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${f}" needs a non-empty string`);
+      if (f !== 'id') throw bad(`Operator ${op} is not supported on "${f}"`, f);
+      if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${f}" needs a non-empty string`, f);
       return `${col} ILIKE ${state.params.add(likePattern(v, op))}`;
     case '$isNull':
       return flag(op, f, v) ? 'FALSE' : 'TRUE';
@@ -289,7 +299,7 @@ function isOperator(k: string): k is Operator {
   return (FILTER_OPERATORS as readonly string[]).includes(k);
 }
 
-function invalidOperator(op: string): HttpError {
+function invalidOperator(op: string): FilterError {
   return bad(`Invalid operator ${JSON.stringify(op.slice(0, 40))}. Allowed operators: ${FILTER_OPERATORS.join(', ')}, $and, $or`);
 }
 
@@ -306,10 +316,10 @@ function fieldCondition(state: State, name: string, spec: unknown, nonNull: Set<
   const ops: [string, unknown][] = isPlainObject(spec) && Object.keys(spec).some((k) => k.startsWith('$'))
     ? Object.entries(spec)
     : [['$eq', spec]];
-  if (ops.length === 0) throw bad(`Empty condition for "${name}"`);
+  if (ops.length === 0) throw bad(`Empty condition for "${name}"`, name);
   const parts: string[] = [];
   for (const [op, v] of ops) {
-    if (!op.startsWith('$')) throw bad(`Condition for "${name}" mixes operators and plain keys ("${op.slice(0, 40)}")`);
+    if (!op.startsWith('$')) throw bad(`Condition for "${name}" mixes operators and plain keys ("${op.slice(0, 40)}")`, name);
     if (!isOperator(op)) throw invalidOperator(op);
     count(state);
     if (typeof c === 'string') {
@@ -379,15 +389,15 @@ export function compileSort(
     for (const [name, dirRaw] of entries) {
       const dir = typeof dirRaw === 'string' ? dirRaw.toLowerCase() : dirRaw === 1 ? 'asc' : dirRaw === -1 ? 'desc' : undefined;
       if (dir !== 'asc' && dir !== 'desc') {
-        throw bad(`Invalid sort direction for "${name.slice(0, 60)}": use "asc" or "desc"`);
+        throw bad(`Invalid sort direction for "${name.slice(0, 60)}": use "asc" or "desc"`, name);
       }
       if (isSystem(name)) {
         keys.push(`${a}${SYSTEM[name].sql} ${dir.toUpperCase()}`);
         continue;
       }
-      if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`);
+      if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`, name);
       const c = byName.get(name);
-      if (!c) throw bad(`Unknown column "${name}" in sort`);
+      if (!c) throw bad(`Unknown column "${name}" in sort`, name);
       const expr = typedExpression(c, alias);
       keys.push(dir === 'asc' ? `${expr} ASC` : nonNull.has(name) ? `${expr} DESC` : `${expr} DESC NULLS LAST`);
     }

@@ -33,6 +33,12 @@ export const TABLE_LIMITS = {
   maxBatch: 1000,
   maxQueryLimit: 1000,
   defaultQueryLimit: 100,
+  /**
+   * Bytes of row data (the rows' stored JSON text) one page of a query returns at most, whatever its
+   * `limit`: a page stops early once the next row would pass it (it always holds at least one row).
+   * The default of TablesService's `maxPageBytes` option (env WEFT_TABLE_PAGE_MAX_BYTES).
+   */
+  maxPageBytes: 8 * 1024 * 1024,
   /** Nesting of a json cell's value. */
   maxJsonDepth: 64,
   /** Characters of the JSON-encoded filter / sort query parameters. */

@@ -1,80 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
-import { authorizeWorkspace } from '../http/auth.js';
+import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponses, errorSchema } from '../http/schemas.js';
-import { portContributions } from '../runs/area.js';
-import { planChangeHooks } from '../limits/area.js';
-import { registerStorageSource } from '../limits/storage.js';
-import { COLUMN_TYPES } from './columns.js';
+import { filterErrorToHttp } from './errors.js';
 import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
-import * as service from './service.js';
+import {
+  batchLimit, column, columnInput, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, row, rowData,
+  rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors,
+} from './schemas.js';
+import type { TablesService } from './service.js';
 
-/** HTTP surface of Tables: parse, authorize, shape. Logic lives in service.ts. */
-
-const workspaceId = z
-  .string({ error: (iss) => (iss.input === undefined ? 'workspaceId is required' : 'workspaceId must be a string') })
-  .min(1)
-  .max(128)
-  .describe('Workspace id');
-const workspaceQuery = z.object({
-  workspaceId: z
-    .string({ error: (iss) => (iss.input === undefined ? 'workspaceId query parameter is required' : 'workspaceId must be a string') })
-    .min(1)
-    .max(128)
-    .describe('Workspace id'),
-});
-const optionalWorkspaceQuery = z.object({ workspaceId: z.string().min(1).max(128).optional().describe('Workspace id (or in the body)') });
-const optionalWorkspaceBody = z.object({ workspaceId: z.string().min(1).max(128).optional().describe('Workspace id (or in the query)') }).nullish();
-
-const tableParams = z.object({ tableId: z.string().min(1).max(128).describe('Table id (tbl_ + 32 hex)') });
-const rowParams = tableParams.extend({ rowId: z.string().min(1).max(128).describe('Row id (row_ + 32 hex)') });
-
-const columnType = z.enum(COLUMN_TYPES);
-const columnInput = z.object({
-  name: z.string().min(1).max(TABLE_LIMITS.maxColumnNameLength).describe('Letters, digits and underscores; not starting with a digit'),
-  type: columnType,
-  required: z.boolean().optional().describe('Default false'),
-  unique: z.boolean().optional().describe('Default false; enforced by the database'),
-  options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
-    .describe('Allowed values of a select column (required for select, refused otherwise)'),
-});
-const column = z.object({
-  name: z.string(),
-  type: columnType,
-  required: z.boolean(),
-  unique: z.boolean(),
-  options: z.array(z.string()).optional(),
-}).describe('Column');
-const table = z.object({
-  id: z.string(),
-  name: z.string(),
-  description: z.string(),
-  schema: z.object({ columns: z.array(column) }),
-  rowCount: z.number().int(),
-  maxRows: z.number().int().describe("The plan's rows-per-table limit"),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-}).describe('Table');
-const rowData = z.record(z.string(), z.unknown()).describe('Column name to value');
-const row = z.object({
-  id: z.string(),
-  data: rowData,
-  position: z.number().int(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-}).describe('Row');
-const filterObject = z.record(z.string(), z.unknown()).describe(
-  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $startsWith $endsWith $isNull $isNotNull, combined with $and / $or',
-);
-const batchLimit = z.number().int().min(1).max(TABLE_LIMITS.maxBatch);
-
-const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
-const writeErrors = { ...errorResponses, 409: errorSchema };
-
-let portContributed = false;
+/** HTTP surface of Tables: parse, authorize, shape. Logic lives in the TablesService it is given. */
 
 /** workspaceId from the query or the body (DELETE routes accept both). */
 function workspaceOf(query: { workspaceId?: string }, body: unknown): string {
@@ -88,318 +25,313 @@ function workspaceOf(query: { workspaceId?: string }, body: unknown): string {
   return id;
 }
 
-export const tableRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const { db } = ctx;
-  const tags = ['tables'];
-
-  // Workflow runs reach the tables of their workspace through the table block's port.
-  if (!portContributed) {
-    portContributed = true;
-    portContributions.push((c, run) => ({ tables: service.createTablesPort(c.db, run.workspaceId, run.plan) }));
-    registerStorageSource(service.tableStorageBytes);
-    planChangeHooks.push(service.applyPlanToTables);
+/** The `filter` / `sort` query parameter as an object; malformed JSON is a 400. */
+function jsonParam(text: string | undefined, what: 'filter' | 'sort'): Record<string, unknown> | undefined {
+  try {
+    return parseJsonObjectParam(text, what);
+  } catch (err) {
+    throw filterErrorToHttp(err);
   }
+}
 
-  app.post('/api/v1/tables', {
-    schema: {
-      tags, summary: 'Create a table',
-      body: z.object({
-        workspaceId,
-        name: z.string().min(1).max(TABLE_LIMITS.maxTableNameLength).describe('Letters, digits and underscores; unique in the workspace'),
-        description: z.string().max(TABLE_LIMITS.maxDescriptionLength).nullable().optional(),
-        schema: z.object({ columns: z.array(columnInput).min(1).max(TABLE_LIMITS.maxColumns) }),
-      }),
-      response: { 200: ok(z.object({ table, message: z.string() })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const created = await service.createTable(
-      db,
-      { workspaceId: access.workspaceId, plan: access.plan },
-      { name: request.body.name, description: request.body.description, columns: request.body.schema.columns },
-      { userId: access.userId, keyId: access.keyId },
-    );
-    return { success: true as const, data: { table: created, message: 'Table created successfully' } };
-  });
+/** The Tables routes over `service`; `accounts` checks each caller's access to the workspace. */
+export function tableRoutes(service: TablesService, accounts: AccessControlled): FastifyPluginAsyncZod {
+  return async (app) => {
+    const tags = ['tables'];
 
-  app.get('/api/v1/tables', {
-    schema: {
-      tags, summary: 'List the tables of a workspace',
-      querystring: workspaceQuery,
-      response: { 200: ok(z.object({ tables: z.array(table), totalCount: z.number().int() })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'read');
-    const tables = await service.listTables(db, access.workspaceId);
-    return { success: true as const, data: { tables, totalCount: tables.length } };
-  });
-
-  app.get('/api/v1/tables/:tableId', {
-    schema: {
-      tags, summary: 'Get a table and its schema',
-      params: tableParams,
-      querystring: workspaceQuery,
-      response: { 200: ok(z.object({ table })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'read');
-    return { success: true as const, data: { table: await service.getTable(db, access.workspaceId, request.params.tableId) } };
-  });
-
-  app.delete('/api/v1/tables/:tableId', {
-    schema: {
-      tags, summary: 'Delete a table and all its rows (irreversible)',
-      params: tableParams,
-      querystring: optionalWorkspaceQuery,
-      body: optionalWorkspaceBody,
-      response: { 200: ok(z.object({ message: z.string() })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, workspaceOf(request.query, request.body), 'write');
-    await service.deleteTable(db, access.workspaceId, request.params.tableId, { userId: access.userId, keyId: access.keyId });
-    return { success: true as const, data: { message: 'Table deleted successfully' } };
-  });
-
-  app.post('/api/v1/tables/:tableId/columns', {
-    schema: {
-      tags, summary: 'Add a column; returns all columns',
-      params: tableParams,
-      body: z.object({
-        workspaceId,
-        column: columnInput.extend({
-          position: z.number().int().min(0).optional().describe('Index to insert the column at (default: last)'),
+    app.post('/api/v1/tables', {
+      schema: {
+        tags, summary: 'Create a table',
+        body: z.object({
+          workspaceId,
+          name: z.string().min(1).max(TABLE_LIMITS.maxTableNameLength).describe('Letters, digits and underscores; unique in the workspace'),
+          description: z.string().max(TABLE_LIMITS.maxDescriptionLength).nullable().optional(),
+          schema: z.object({ columns: z.array(columnInput).min(1).max(TABLE_LIMITS.maxColumns) }),
         }),
-      }),
-      response: { 200: ok(z.object({ columns: z.array(column) })), ...writeErrors },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const { position, ...col } = request.body.column;
-    const columns = await service.addColumn(db, access.workspaceId, request.params.tableId, col, position);
-    return { success: true as const, data: { columns } };
-  });
+        response: { 200: ok(z.object({ table, message: z.string() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const created = await service.createTable({ workspaceId: access.workspaceId, plan: access.plan },
+        { name: request.body.name, description: request.body.description, columns: request.body.schema.columns },
+        actorOf(access),
+      );
+      return { success: true as const, data: { table: created, message: 'Table created successfully' } };
+    });
 
-  app.get('/api/v1/tables/:tableId/rows', {
-    schema: {
-      tags, summary: 'Query rows with an optional filter, sort and offset pagination',
-      params: tableParams,
-      querystring: workspaceQuery.extend({
-        filter: z.string().max(TABLE_LIMITS.maxFilterLength).optional().describe('JSON-encoded filter object'),
-        sort: z.string().max(TABLE_LIMITS.maxSortLength).optional().describe('JSON-encoded {"column": "asc"|"desc", ...}; key order is priority'),
-        limit: z.coerce.number({ error: 'Limit must be an integer' })
-          .int('Limit must be an integer').min(1, 'Limit must be at least 1').max(TABLE_LIMITS.maxQueryLimit, `Limit cannot exceed ${TABLE_LIMITS.maxQueryLimit}`)
-          .default(TABLE_LIMITS.defaultQueryLimit),
-        offset: z.coerce.number({ error: 'Offset must be an integer' })
-          .int('Offset must be an integer').min(0, 'Offset must be at least 0').max(1_000_000_000, 'Offset is too large')
-          .default(0),
-      }),
-      response: {
-        200: ok(z.object({
-          rows: z.array(row),
-          rowCount: z.number().int().describe('Rows in this response'),
-          totalCount: z.number().int().describe('Rows matching the filter'),
-          limit: z.number().int(),
-          offset: z.number().int(),
-        })),
-        ...errorResponses,
+    app.get('/api/v1/tables', {
+      schema: {
+        tags, summary: 'List the tables of a workspace',
+        querystring: workspaceQuery,
+        response: { 200: ok(z.object({ tables: z.array(table), totalCount: z.number().int() })), ...errorResponses },
       },
-    },
-  }, async (request) => {
-    const { filter, sort, limit, offset } = request.query;
-    const parsedFilter = parseJsonObjectParam(filter, 'filter');
-    const parsedSort = parseJsonObjectParam(sort, 'sort');
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'read');
-    const r = await service.queryRows(db, access.workspaceId, request.params.tableId, { filter: parsedFilter, sort: parsedSort, limit, offset });
-    return { success: true as const, data: { rows: r.rows, rowCount: r.rows.length, totalCount: r.totalCount, limit: r.limit, offset: r.offset } };
-  });
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      const tables = await service.listTables(access.workspaceId);
+      return { success: true as const, data: { tables, totalCount: tables.length } };
+    });
 
-  app.post('/api/v1/tables/:tableId/rows', {
-    schema: {
-      tags, summary: 'Insert one row (data) or a batch (rows, 1 to 1000), all or nothing',
-      params: tableParams,
-      body: z.object({
-        workspaceId,
-        data: rowData.optional().describe('One row'),
-        rows: z.array(rowData).min(1).max(TABLE_LIMITS.maxBatch).optional().describe('A batch of rows; wins over data'),
-      }),
-      response: {
-        200: ok(z.union([
-          z.object({ row, message: z.string() }),
-          z.object({ rows: z.array(row), insertedCount: z.number().int(), message: z.string() }),
-        ])),
-        ...writeErrors,
+    app.get('/api/v1/tables/:tableId', {
+      schema: {
+        tags, summary: 'Get a table and its schema',
+        params: tableParams,
+        querystring: workspaceQuery,
+        response: { 200: ok(z.object({ table })), ...errorResponses },
       },
-    },
-  }, async (request) => {
-    const { rows, data } = request.body;
-    if (rows === undefined && data === undefined) throw new HttpError(400, 'Provide data (one row) or rows (a batch of rows)');
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    if (rows !== undefined) {
-      const inserted = await service.insertRows(db, access.workspaceId, request.params.tableId, rows, true);
-      return {
-        success: true as const,
-        data: { rows: inserted, insertedCount: inserted.length, message: `Successfully inserted ${inserted.length} rows` },
-      };
-    }
-    const [inserted] = await service.insertRows(db, access.workspaceId, request.params.tableId, [data ?? {}], false);
-    return { success: true as const, data: { row: inserted, message: 'Row inserted successfully' } };
-  });
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      return { success: true as const, data: { table: await service.getTable(access.workspaceId, request.params.tableId) } };
+    });
 
-  app.put('/api/v1/tables/:tableId/rows', {
-    schema: {
-      tags, summary: 'Update every row matching a filter (data is merged into each row)',
-      params: tableParams,
-      body: z.object({
-        workspaceId,
-        filter: filterObject,
-        data: rowData.describe('Values to set; null clears a column'),
-        limit: batchLimit.optional().describe('Update only the first N matching rows in table order'),
-      }),
-      response: {
-        200: ok(z.object({ message: z.string(), updatedCount: z.number().int(), updatedRowIds: z.array(z.string()) })),
-        ...writeErrors,
+    app.delete('/api/v1/tables/:tableId', {
+      schema: {
+        tags, summary: 'Delete a table and all its rows (irreversible)',
+        params: tableParams,
+        querystring: optionalWorkspaceQuery,
+        body: optionalWorkspaceBody,
+        response: { 200: ok(z.object({ message: z.string() })), ...errorResponses },
       },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const { filter, data, limit } = request.body;
-    const ids = await service.updateRowsByFilter(db, access.workspaceId, request.params.tableId, filter, data, limit);
-    return {
-      success: true as const,
-      data: {
-        message: ids.length > 0 ? 'Rows updated successfully' : 'No rows matched the filter criteria',
-        updatedCount: ids.length,
-        updatedRowIds: ids,
-      },
-    };
-  });
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');
+      await service.deleteTable(access.workspaceId, request.params.tableId, actorOf(access));
+      return { success: true as const, data: { message: 'Table deleted successfully' } };
+    });
 
-  app.patch('/api/v1/tables/:tableId/rows', {
-    schema: {
-      tags, summary: 'Update several rows by id (each patch is merged into its row), all or nothing',
-      params: tableParams,
-      body: z.object({
-        workspaceId,
-        updates: z.array(z.object({ rowId: z.string().min(1).max(128), data: rowData })).min(1).max(TABLE_LIMITS.maxBatch),
-      }),
-      response: {
-        200: ok(z.object({ message: z.string(), updatedCount: z.number().int(), updatedRowIds: z.array(z.string()) })),
-        ...writeErrors,
+    app.post('/api/v1/tables/:tableId/columns', {
+      schema: {
+        tags, summary: 'Add a column; returns all columns',
+        params: tableParams,
+        body: z.object({
+          workspaceId,
+          column: columnInput.extend({
+            position: z.number().int().min(0).optional().describe('Index to insert the column at (default: last)'),
+          }),
+        }),
+        response: { 200: ok(z.object({ columns: z.array(column) })), ...writeErrors },
       },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const ids = await service.updateRowsById(db, access.workspaceId, request.params.tableId, request.body.updates);
-    return { success: true as const, data: { message: 'Rows updated successfully', updatedCount: ids.length, updatedRowIds: ids } };
-  });
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const { position, ...col } = request.body.column;
+      const columns = await service.addColumn(access.workspaceId, request.params.tableId, col, position);
+      return { success: true as const, data: { columns } };
+    });
 
-  app.delete('/api/v1/tables/:tableId/rows', {
-    schema: {
-      tags, summary: 'Delete rows by id (rowIds) or by filter',
-      params: tableParams,
-      querystring: optionalWorkspaceQuery,
-      body: z.object({
-        workspaceId: workspaceId.optional(),
-        rowIds: z.array(z.string().min(1).max(128)).min(1).max(TABLE_LIMITS.maxBatch).optional(),
-        filter: filterObject.optional(),
-        limit: batchLimit.optional().describe('With filter: delete only the first N matching rows in table order'),
-      }),
-      response: {
-        200: ok(z.object({
-          message: z.string(),
-          deletedCount: z.number().int(),
-          deletedRowIds: z.array(z.string()),
-          requestedCount: z.number().int().optional(),
-          missingRowIds: z.array(z.string()).optional(),
-        })),
-        ...errorResponses,
+    app.get('/api/v1/tables/:tableId/rows', {
+      schema: {
+        tags, summary: 'Query rows with an optional filter, sort and offset pagination',
+        params: tableParams,
+        querystring: rowsQuery,
+        response: {
+          200: ok(rowPage),
+          ...errorResponses,
+        },
       },
-    },
-  }, async (request) => {
-    const { rowIds, filter, limit } = request.body;
-    if ((rowIds === undefined) === (filter === undefined)) throw new HttpError(400, 'Provide either filter or rowIds, but not both');
-    const access = await authorizeWorkspace(db, request, workspaceOf(request.query, request.body), 'write');
-    if (rowIds !== undefined) {
-      const r = await service.deleteRows(db, access.workspaceId, request.params.tableId, { rowIds });
-      const n = r.deletedRowIds.length;
+    }, async (request) => {
+      const { filter, sort, limit, offset } = request.query;
+      const parsedFilter = jsonParam(filter, 'filter');
+      const parsedSort = jsonParam(sort, 'sort');
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      const r = await service.queryRows(access.workspaceId, request.params.tableId, { filter: parsedFilter, sort: parsedSort, limit, offset });
+      // A page holds at most `limit` rows and at most the service's page byte budget of row data (at least
+      // one row): cut short, it says `truncated`. The client pages on from `nextOffset` (= offset + rowCount)
+      // until `nextOffset` (and `nextCursor`, as in the reference) is null.
       return {
         success: true as const,
         data: {
-          message: n > 0 ? `Successfully deleted ${n} rows` : 'No matching rows found for the provided IDs',
-          deletedCount: n,
-          deletedRowIds: r.deletedRowIds,
-          requestedCount: new Set(rowIds).size,
-          ...(r.missingRowIds ? { missingRowIds: r.missingRowIds } : {}),
+          rows: r.rows, rowCount: r.rows.length, totalCount: r.totalCount, limit: r.limit, offset: r.offset,
+          truncated: r.truncated, nextOffset: r.nextOffset, nextCursor: r.nextOffset === null ? null : String(r.nextOffset),
         },
       };
-    }
-    const r = await service.deleteRows(db, access.workspaceId, request.params.tableId, { filter: filter ?? {}, limit });
-    const n = r.deletedRowIds.length;
-    return {
-      success: true as const,
-      data: { message: n > 0 ? `Successfully deleted ${n} rows` : 'No rows matched the filter criteria', deletedCount: n, deletedRowIds: r.deletedRowIds },
-    };
-  });
+    });
 
-  app.post('/api/v1/tables/:tableId/rows/upsert', {
-    schema: {
-      tags, summary: 'Insert a row, or replace the row whose unique conflictTarget column holds the same value',
-      params: tableParams,
-      body: z.object({
-        workspaceId,
-        data: rowData,
-        conflictTarget: z.string().min(1).max(128).optional().describe('A unique column; optional when the table has exactly one'),
-      }),
-      response: {
-        200: ok(z.object({ row, operation: z.enum(['insert', 'update']), message: z.string() })),
-        ...writeErrors,
+    app.post('/api/v1/tables/:tableId/rows', {
+      schema: {
+        tags, summary: 'Insert one row (data) or a batch (rows, 1 to 1000), all or nothing',
+        params: tableParams,
+        body: z.object({
+          workspaceId,
+          data: rowData.optional().describe('One row'),
+          rows: z.array(rowData).min(1).max(TABLE_LIMITS.maxBatch).optional().describe('A batch of rows; wins over data'),
+        }),
+        response: {
+          200: ok(z.union([
+            z.object({ row, message: z.string() }),
+            z.object({ rows: z.array(row), insertedCount: z.number().int(), message: z.string() }),
+          ])),
+          ...writeErrors,
+        },
       },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const r = await service.upsertRow(db, access.workspaceId, request.params.tableId, request.body.data, request.body.conflictTarget);
-    return {
-      success: true as const,
-      data: { row: r.row, operation: r.operation, message: r.operation === 'insert' ? 'Row inserted successfully' : 'Row updated successfully' },
-    };
-  });
+    }, async (request) => {
+      const { rows, data } = request.body;
+      if (rows === undefined && data === undefined) throw new HttpError(400, 'Provide data (one row) or rows (a batch of rows)');
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      if (rows !== undefined) {
+        const inserted = await service.insertRows(access.workspaceId, request.params.tableId, rows, true);
+        return {
+          success: true as const,
+          data: { rows: inserted, insertedCount: inserted.length, message: `Successfully inserted ${inserted.length} rows` },
+        };
+      }
+      const [inserted] = await service.insertRows(access.workspaceId, request.params.tableId, [data ?? {}], false);
+      return { success: true as const, data: { row: inserted, message: 'Row inserted successfully' } };
+    });
 
-  app.get('/api/v1/tables/:tableId/rows/:rowId', {
-    schema: {
-      tags, summary: 'Get one row',
-      params: rowParams,
-      querystring: workspaceQuery,
-      response: { 200: ok(z.object({ row })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.query.workspaceId, 'read');
-    return { success: true as const, data: { row: await service.getRow(db, access.workspaceId, request.params.tableId, request.params.rowId) } };
-  });
+    app.put('/api/v1/tables/:tableId/rows', {
+      schema: {
+        tags, summary: 'Update every row matching a filter (data is merged into each row)',
+        params: tableParams,
+        body: z.object({
+          workspaceId,
+          filter: filterObject,
+          data: rowData.describe('Values to set; null clears a column'),
+          limit: batchLimit.optional().describe('Update only the first N matching rows in table order'),
+        }),
+        response: {
+          200: ok(z.object({ message: z.string(), updatedCount: z.number().int(), updatedRowIds: z.array(z.string()) })),
+          ...writeErrors,
+        },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const { filter, data, limit } = request.body;
+      const ids = await service.updateRowsByFilter(access.workspaceId, request.params.tableId, filter, data, limit);
+      return {
+        success: true as const,
+        data: {
+          message: ids.length > 0 ? 'Rows updated successfully' : 'No rows matched the filter criteria',
+          updatedCount: ids.length,
+          updatedRowIds: ids,
+        },
+      };
+    });
 
-  app.patch('/api/v1/tables/:tableId/rows/:rowId', {
-    schema: {
-      tags, summary: 'Update one row (data is merged into the row)',
-      params: rowParams,
-      body: z.object({ workspaceId, data: rowData.describe('Values to set; null clears a column') }),
-      response: { 200: ok(z.object({ row, message: z.string() })), ...writeErrors },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, request.body.workspaceId, 'write');
-    const updated = await service.updateRow(db, access.workspaceId, request.params.tableId, request.params.rowId, request.body.data);
-    return { success: true as const, data: { row: updated, message: 'Row updated successfully' } };
-  });
+    app.patch('/api/v1/tables/:tableId/rows', {
+      schema: {
+        tags, summary: 'Update several rows by id (each patch is merged into its row), all or nothing',
+        params: tableParams,
+        body: z.object({
+          workspaceId,
+          updates: z.array(z.object({ rowId: z.string().min(1).max(128), data: rowData })).min(1).max(TABLE_LIMITS.maxBatch),
+        }),
+        response: {
+          200: ok(z.object({ message: z.string(), updatedCount: z.number().int(), updatedRowIds: z.array(z.string()) })),
+          ...writeErrors,
+        },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const ids = await service.updateRowsById(access.workspaceId, request.params.tableId, request.body.updates);
+      return { success: true as const, data: { message: 'Rows updated successfully', updatedCount: ids.length, updatedRowIds: ids } };
+    });
 
-  app.delete('/api/v1/tables/:tableId/rows/:rowId', {
-    schema: {
-      tags, summary: 'Delete one row',
-      params: rowParams,
-      querystring: optionalWorkspaceQuery,
-      body: optionalWorkspaceBody,
-      response: { 200: ok(z.object({ message: z.string(), deletedCount: z.number().int() })), ...errorResponses },
-    },
-  }, async (request) => {
-    const access = await authorizeWorkspace(db, request, workspaceOf(request.query, request.body), 'write');
-    await service.deleteRow(db, access.workspaceId, request.params.tableId, request.params.rowId);
-    return { success: true as const, data: { message: 'Row deleted successfully', deletedCount: 1 } };
-  });
-};
+    app.delete('/api/v1/tables/:tableId/rows', {
+      schema: {
+        tags, summary: 'Delete rows by id (rowIds) or by filter',
+        params: tableParams,
+        querystring: optionalWorkspaceQuery,
+        body: z.object({
+          workspaceId: workspaceId.optional(),
+          rowIds: z.array(z.string().min(1).max(128)).min(1).max(TABLE_LIMITS.maxBatch).optional(),
+          filter: filterObject.optional(),
+          limit: batchLimit.optional().describe('With filter: delete only the first N matching rows in table order'),
+        }),
+        response: {
+          200: ok(z.object({
+            message: z.string(),
+            deletedCount: z.number().int(),
+            deletedRowIds: z.array(z.string()),
+            requestedCount: z.number().int().optional(),
+            missingRowIds: z.array(z.string()).optional(),
+          })),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const { rowIds, filter, limit } = request.body;
+      if ((rowIds === undefined) === (filter === undefined)) throw new HttpError(400, 'Provide either filter or rowIds, but not both');
+      const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');
+      if (rowIds !== undefined) {
+        const r = await service.deleteRows(access.workspaceId, request.params.tableId, { rowIds });
+        const n = r.deletedRowIds.length;
+        return {
+          success: true as const,
+          data: {
+            message: n > 0 ? `Successfully deleted ${n} rows` : 'No matching rows found for the provided IDs',
+            deletedCount: n,
+            deletedRowIds: r.deletedRowIds,
+            requestedCount: new Set(rowIds).size,
+            ...(r.missingRowIds ? { missingRowIds: r.missingRowIds } : {}),
+          },
+        };
+      }
+      const r = await service.deleteRows(access.workspaceId, request.params.tableId, { filter: filter ?? {}, limit });
+      const n = r.deletedRowIds.length;
+      return {
+        success: true as const,
+        data: { message: n > 0 ? `Successfully deleted ${n} rows` : 'No rows matched the filter criteria', deletedCount: n, deletedRowIds: r.deletedRowIds },
+      };
+    });
+
+    app.post('/api/v1/tables/:tableId/rows/upsert', {
+      schema: {
+        tags, summary: 'Insert a row, or replace the row whose unique conflictTarget column holds the same value',
+        params: tableParams,
+        body: z.object({
+          workspaceId,
+          data: rowData,
+          conflictTarget: z.string().min(1).max(128).optional().describe('A unique column; optional when the table has exactly one'),
+        }),
+        response: {
+          200: ok(z.object({ row, operation: z.enum(['insert', 'update']), message: z.string() })),
+          ...writeErrors,
+        },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const r = await service.upsertRow(access.workspaceId, request.params.tableId, request.body.data, request.body.conflictTarget);
+      return {
+        success: true as const,
+        data: { row: r.row, operation: r.operation, message: r.operation === 'insert' ? 'Row inserted successfully' : 'Row updated successfully' },
+      };
+    });
+
+    app.get('/api/v1/tables/:tableId/rows/:rowId', {
+      schema: {
+        tags, summary: 'Get one row',
+        params: rowParams,
+        querystring: workspaceQuery,
+        response: { 200: ok(z.object({ row })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      return { success: true as const, data: { row: await service.getRow(access.workspaceId, request.params.tableId, request.params.rowId) } };
+    });
+
+    app.patch('/api/v1/tables/:tableId/rows/:rowId', {
+      schema: {
+        tags, summary: 'Update one row (data is merged into the row)',
+        params: rowParams,
+        body: z.object({ workspaceId, data: rowData.describe('Values to set; null clears a column') }),
+        response: { 200: ok(z.object({ row, message: z.string() })), ...writeErrors },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const updated = await service.updateRow(access.workspaceId, request.params.tableId, request.params.rowId, request.body.data);
+      return { success: true as const, data: { row: updated, message: 'Row updated successfully' } };
+    });
+
+    app.delete('/api/v1/tables/:tableId/rows/:rowId', {
+      schema: {
+        tags, summary: 'Delete one row',
+        params: rowParams,
+        querystring: optionalWorkspaceQuery,
+        body: optionalWorkspaceBody,
+        response: { 200: ok(z.object({ message: z.string(), deletedCount: z.number().int() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');
+      await service.deleteRow(access.workspaceId, request.params.tableId, request.params.rowId);
+      return { success: true as const, data: { message: 'Row deleted successfully', deletedCount: 1 } };
+    });
+  };
+}

@@ -149,35 +149,31 @@ export async function dropTableIndexes(q: Queryable, tableId: string): Promise<v
 // Rows
 // ------------------------------------------------------------------------------------------------
 
-/**
- * Reserves `n` row slots: atomically checks the row cap and the schema version, bumps the count and
- * hands out positions. Locks the table row until the transaction ends. Returns the first position,
- * or undefined when the table is gone, full or its schema changed.
- */
-export async function reserveRows(q: Queryable, tableId: string, workspaceId: string, n: number, schemaVersion: number): Promise<number | undefined> {
-  const rows = await q.query<{ first: number | string }>(
-    `UPDATE tables SET row_count = row_count + $3::int, next_position = next_position + $3::int
-      WHERE id = $1 AND workspace_id = $2 AND schema_version = $4 AND row_count + $3::int <= max_rows
-      RETURNING next_position - $3::int AS first`,
-    [tableId, workspaceId, n, schemaVersion],
-  );
-  return rows[0] ? Number(rows[0].first) : undefined;
+export interface TableLock {
+  schema_version: number;
+  row_count: number;
+  max_rows: number;
+  /** Position of the next inserted row; the writer holding the lock inserts from it and moves it on. */
+  next_position: number;
 }
 
 /** Locks the table row (all row writes of a table serialize on it) and returns its counters. */
-export async function lockTable(q: Queryable, tableId: string, workspaceId: string): Promise<{ schema_version: number; row_count: number; max_rows: number } | undefined> {
-  const rows = await q.query<{ schema_version: number; row_count: number; max_rows: number }>(
-    'SELECT schema_version, row_count, max_rows FROM tables WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
+export async function lockTable(q: Queryable, tableId: string, workspaceId: string): Promise<TableLock | undefined> {
+  const rows = await q.query<TableLock>(
+    'SELECT schema_version, row_count, max_rows, next_position FROM tables WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
     [tableId, workspaceId],
   );
-  return rows[0];
+  const r = rows[0];
+  return r ? { ...r, next_position: Number(r.next_position) } : undefined;
 }
 
-export async function adjustCounters(q: Queryable, tableId: string, rowDelta: number, bytesDelta: number): Promise<void> {
-  if (rowDelta === 0 && bytesDelta === 0) return;
+/** Applies a write's changes to the locked table's counters: rows, bytes and positions handed out. */
+export async function adjustCounters(q: Queryable, tableId: string, rowDelta: number, bytesDelta: number, positionsUsed = 0): Promise<void> {
+  if (rowDelta === 0 && bytesDelta === 0 && positionsUsed === 0) return;
   await q.query(
-    'UPDATE tables SET row_count = row_count + $2::int, bytes = bytes + $3::bigint WHERE id = $1',
-    [tableId, rowDelta, bytesDelta],
+    `UPDATE tables SET row_count = row_count + $2::int, bytes = bytes + $3::bigint, next_position = next_position + $4::bigint
+      WHERE id = $1`,
+    [tableId, rowDelta, bytesDelta, positionsUsed],
   );
 }
 
@@ -214,6 +210,40 @@ export async function selectRows(
     `SELECT ${ROW_COLUMNS} FROM table_rows r WHERE r.table_id = $1 AND ${where}
       ORDER BY ${orderBy} LIMIT $${n + 1} OFFSET $${n + 2}`,
     [...params, limit, offset],
+  );
+}
+
+/** A row of a byte-capped page: `data` is null for the rows past the page's byte budget. */
+export interface PageRow extends Omit<RowRecord, 'data'> {
+  data: Record<string, unknown> | null;
+}
+
+/**
+ * Like selectRows, but the database sends the data of a row only while the page's running total of
+ * row bytes (in page order) stays within `maxBytes`, and always for the first row; the rows past it
+ * come back with `data` null (ids and positions only), so the caller knows the page was cut short.
+ */
+export async function selectPage(
+  q: Queryable,
+  where: string,
+  orderBy: string,
+  params: unknown[],
+  limit: number,
+  offset: number,
+  maxBytes: number,
+): Promise<PageRow[]> {
+  const n = params.length;
+  return q.query<PageRow>(
+    `SELECT p.id, CASE WHEN sum(p.bytes) OVER w <= $${n + 3}::bigint OR row_number() OVER w = 1 THEN p.data END AS data,
+            p.position, p.created_at, p.updated_at
+       FROM (
+         SELECT ${ROW_COLUMNS}, r.bytes, row_number() OVER (ORDER BY ${orderBy}) AS n
+           FROM table_rows r WHERE r.table_id = $1 AND ${where}
+          ORDER BY ${orderBy} LIMIT $${n + 1} OFFSET $${n + 2}
+       ) p
+     WINDOW w AS (ORDER BY p.n ROWS UNBOUNDED PRECEDING)
+     ORDER BY p.n`,
+    [...params, limit, offset, maxBytes],
   );
 }
 

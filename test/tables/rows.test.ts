@@ -325,8 +325,11 @@ describe('schema changes racing row writes', () => {
 
 describe('schema changed between validation and write', () => {
   it('validates again against the new schema', async () => {
-    const { addColumn, insertRows } = await import('../../src/tables/service.js');
+    const { TablesService, tableStorageBytes } = await import('../../src/tables/service.js');
+    const { StorageAccounting } = await import('../../src/limits/storage.js');
     const db = t.server.ctx.db;
+    const storage = new StorageAccounting([tableStorageBytes], async () => undefined);
+    const tables = new TablesService(db, { storage });
     const id = await c.createTable(uniqueName('retry'), [{ name: 'a', type: 'string' }]);
     let injected = false;
     // A database whose first transaction starts only after another writer added a required column.
@@ -335,15 +338,16 @@ describe('schema changed between validation and write', () => {
         value: async (fn: Parameters<typeof db.tx>[0]) => {
           if (!injected) {
             injected = true;
-            await addColumn(db, c.workspaceId, id, { name: 'must', type: 'number', required: true });
+            await tables.addColumn(c.workspaceId, id, { name: 'must', type: 'number', required: true });
           }
           return db.tx(fn);
         },
       },
     }) as typeof db;
-    await expect(insertRows(racing, c.workspaceId, id, [{ a: 'x' }], false)).rejects.toMatchObject({ status: 400, message: 'Missing required field: must' });
+    const racingTables = new TablesService(racing, { storage });
+    await expect(racingTables.insertRows(c.workspaceId, id, [{ a: 'x' }], false)).rejects.toMatchObject({ status: 400, message: 'Missing required field: must' });
     expect(injected).toBe(true);
-    const ok = await insertRows(racing, c.workspaceId, id, [{ a: 'y', must: '3' }], false);
+    const ok = await racingTables.insertRows(c.workspaceId, id, [{ a: 'y', must: '3' }], false);
     expect(ok[0].data).toEqual({ a: 'y', must: 3 });
     expect(await c.all(id)).toEqual([{ a: 'y', must: 3 }]);
   });

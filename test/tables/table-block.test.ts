@@ -1,15 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, runWorkflow, validateDefinition, type BlockDefinition, type EnginePorts, type WorkflowDefinition } from '../../src/engine/index.js';
-import { createTablesPort } from '../../src/tables/service.js';
+import {
+  compile, realClock, runWorkflow, validateDefinition, type BlockDefinition, type EnginePorts, type WorkflowDefinition,
+} from '../../src/engine/index.js';
+import { StorageAccounting } from '../../src/limits/storage.js';
+import { TablesService, tableStorageBytes } from '../../src/tables/service.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { TablesClient, otherWorkspace } from './helpers.js';
 
 let t: TestServer;
 let c: TablesClient;
 let tableId: string;
+let tables: TablesService;
 
 beforeAll(async () => {
   t = await startTestServer();
+  tables = new TablesService(t.server.ctx.db, { storage: new StorageAccounting([tableStorageBytes], async () => undefined) });
   c = await otherWorkspace(t, 'team');
   tableId = await c.createTable('contacts', [
     { name: 'email', type: 'string', required: true, unique: true },
@@ -25,7 +30,7 @@ afterAll(async () => {
 const unused = { request: async () => { throw new Error('not used'); }, run: async () => { throw new Error('not used'); } };
 
 function ports(workspaceId = c.workspaceId): EnginePorts {
-  return { http: unused, sandbox: unused, tables: createTablesPort(t.server.ctx.db, workspaceId, 'team') };
+  return { http: unused, sandbox: unused, clock: realClock, tables: tables.portFor(workspaceId, 'team') };
 }
 
 const start: BlockDefinition = {
@@ -109,15 +114,18 @@ describe('table block', () => {
   });
 
   it('fails clearly without a tables port', async () => {
-    const r = await run([table('q', { operation: 'query' })], {}, undefined, { http: unused, sandbox: unused });
+    const r = await run([table('q', { operation: 'query' })], {}, undefined, { http: unused, sandbox: unused, clock: realClock });
     expect(r.status).toBe('failed');
     expect(r.error?.message).toMatch(/tables are not available/);
   });
 
   it('validates the config when a definition is checked', () => {
+    // References must name declared start fields: declare the filter passed in as input.
+    const inputFormat = [...(start.config as { inputFormat: unknown[] }).inputFormat, { name: 'filter', type: 'object' }];
+    const withFilter: BlockDefinition = { ...start, config: { inputFormat } };
     const check = (config: Record<string, unknown>): string[] => {
       const r = validateDefinition({
-        name: 'v', blocks: [start, { id: 't', type: 'table', name: 't', config }], edges: [{ from: 'start', to: 't' }],
+        name: 'v', blocks: [withFilter, { id: 't', type: 'table', name: 't', config }], edges: [{ from: 'start', to: 't' }],
       });
       return r.ok ? [] : r.errors.map((i) => i.message);
     };

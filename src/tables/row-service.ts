@@ -1,0 +1,361 @@
+import type { Database, Queryable } from '../db/database.js';
+import { HttpError } from '../http/errors.js';
+import type { StorageGuard } from '../limits/storage.js';
+import { newHexId } from '../ids.js';
+import { type Column, type RowIssue, columnMap, prepareRow, rowIssuesError } from './columns.js';
+import { rowNotFound, tableNotFound } from './errors.js';
+import { TABLE_LIMITS } from './limits.js';
+import type { PlannerStats } from './planner-stats.js';
+import * as store from './store.js';
+import type { TableLock, TableRow, WrittenRow } from './store.js';
+import { type Filter, type RowPage, type RowQuery, checkPaging, compileWhere, queryPage } from './row-query.js';
+import { type PublicRow, publicRow } from './wire-format.js';
+import { SchemaChanged, checkRowSizes, mapRowWriteError, rowLimitError } from './write-errors.js';
+
+/** Rows of user tables: every write goes through one path (`writeRows`); reads are in row-query.ts. Scoped to a workspace per call. */
+
+type Data = Record<string, unknown>;
+export type { Filter, RowPage, RowQuery, Sort } from './row-query.js';
+
+export interface RowUpdate {
+  rowId: string;
+  data: Data;
+}
+
+export interface UpsertResult {
+  row: PublicRow;
+  operation: 'insert' | 'update';
+}
+
+export interface DeleteResult {
+  deletedRowIds: string[];
+  missingRowIds?: string[];
+}
+
+export interface RowServiceDeps {
+  storage: StorageGuard;
+  stats: PlannerStats;
+  /** Bytes of row data one page of a query returns at most. */
+  maxPageBytes: number;
+}
+
+/** What a write changed, for the counters, the size and storage checks, and the planner statistics. */
+interface RowChanges<T> {
+  inserted?: WrittenRow[];
+  updated?: WrittenRow[];
+  deleted?: { id: string; bytes: number }[];
+  result: T;
+}
+
+/** Inside a write's transaction, with the table locked. */
+interface WriteContext {
+  q: Queryable;
+  lock: TableLock;
+  /** Inserts rows at the end of the table, within its row cap (all or none). */
+  insert(rows: Data[]): Promise<WrittenRow[]>;
+}
+
+/** A prepared write: validated against `table`, ready to run. */
+interface RowWrite<T> {
+  /**
+   * The data the write carries, validated against the table's schema. When given, a schema change since
+   * the validation makes the write start over (validated again); it also names a unique conflict's value.
+   */
+  data?: Data[];
+  /** Batch index of a row, to word a row size error per entry (`Row 3: ...`). */
+  indexOf?: (id: string) => number | undefined;
+  apply(ctx: WriteContext): Promise<RowChanges<T>>;
+}
+
+/** What a write's preparation returns: the write, or its answer when nothing needs writing. */
+type Prepared<T> = RowWrite<T> | { done: T };
+
+const byPosition = (a: { position: number | string }, b: { position: number | string }) => Number(a.position) - Number(b.position);
+const sumBytes = (rows: { bytes: number }[]) => rows.reduce((s, r) => s + Number(r.bytes), 0);
+
+function checkBatchLimit(limit: number | undefined): void {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > TABLE_LIMITS.maxBatch)) {
+    throw new HttpError(400, `limit must be an integer from 1 to ${TABLE_LIMITS.maxBatch}`);
+  }
+}
+
+function nonEmptyFilter(filter: Filter | undefined): Filter {
+  if (!filter || Object.keys(filter).length === 0) throw new HttpError(400, 'Filter must not be empty');
+  return filter;
+}
+
+function preparePatch(table: TableRow, data: Data, path: (string | number)[]) {
+  const r = prepareRow(columnMap(table.columns), data, { full: false, path });
+  if (r.issues.length > 0) throw rowIssuesError(r.issues);
+  return r.row;
+}
+
+const emptyPatch = (p: { set: Data; unset: string[] }) => Object.keys(p.set).length === 0 && p.unset.length === 0;
+
+
+export class RowService {
+  constructor(
+    private readonly db: Database,
+    private readonly deps: RowServiceDeps,
+  ) {}
+
+  private async requireTable(workspaceId: string, tableId: string): Promise<TableRow> {
+    const t = await store.findTable(this.db, workspaceId, tableId);
+    if (!t) throw tableNotFound();
+    return t;
+  }
+
+  /**
+   * The one path of every row write (insert, update, upsert, delete): looks the table up, prepares the
+   * write against its schema, then in one transaction locks the table, writes, refuses rows over the size
+   * limit, updates the table's row, byte and position counters and checks the workspace's storage.
+   * Database errors become the HTTP errors they stand for; a schema change since the validation starts
+   * over (up to 3 times).
+   */
+  private async writeRows<T>(workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const table = await this.requireTable(workspaceId, tableId);
+      const write = await prepare(table);
+      if ('done' in write) return write.done;
+      try {
+        const { result, changed } = await this.db.tx(async (q) => {
+          const lock = await store.lockTable(q, table.id, workspaceId);
+          if (!lock) throw tableNotFound();
+          if (write.data && lock.schema_version !== table.schema_version) throw new SchemaChanged();
+          let positionsUsed = 0;
+          const insert = async (rows: Data[]): Promise<WrittenRow[]> => {
+            if (lock.row_count + rows.length > lock.max_rows) throw rowLimitError(lock.max_rows, rows.length);
+            const first = lock.next_position + positionsUsed;
+            positionsUsed += rows.length;
+            const payload = JSON.stringify(rows.map((data) => ({ id: newHexId('row_'), data })));
+            return (await store.insertRows(q, table.id, first, payload))
+              .map((r) => ({ ...r, data: rows[Number(r.position) - first] }))
+              .sort(byPosition);
+          };
+          const c = await write.apply({ q, lock, insert });
+          const inserted = c.inserted ?? [];
+          const updated = c.updated ?? [];
+          const deleted = c.deleted ?? [];
+          checkRowSizes([...inserted, ...updated], write.indexOf);
+          const addedBytes = sumBytes(inserted) + updated.reduce((s, r) => s + Number(r.bytes) - Number(r.old_bytes ?? 0), 0) - sumBytes(deleted);
+          await store.adjustCounters(q, table.id, inserted.length - deleted.length, addedBytes, positionsUsed);
+          await this.deps.storage.checkAfterWrite(q, workspaceId, addedBytes);
+          return { result: c.result, changed: inserted.length + updated.length + deleted.length };
+        });
+        this.deps.stats.noteRowChanges(changed);
+        return result;
+      } catch (err) {
+        if (err instanceof SchemaChanged && attempt < 3) continue;
+        throw mapRowWriteError(err, table.columns, write.data);
+      }
+    }
+  }
+
+  /** Inserts rows (all or none). `batch` words errors per row index (`rows[i]`). */
+  async insertRows(workspaceId: string, tableId: string, inputs: Data[], batch: boolean): Promise<PublicRow[]> {
+    if (inputs.length === 0) throw new HttpError(400, 'rows must contain at least one row');
+    if (inputs.length > TABLE_LIMITS.maxBatch) throw new HttpError(400, `At most ${TABLE_LIMITS.maxBatch} rows can be inserted at once`);
+    return this.writeRows(workspaceId, tableId, (table) => {
+      const columns = columnMap(table.columns);
+      const issues: RowIssue[] = [];
+      const prepared = inputs.map((data, i) => {
+        const r = prepareRow(columns, data, { full: true, path: batch ? ['rows', i] : ['data'], row: batch ? i : undefined });
+        issues.push(...r.issues);
+        return r.row.set;
+      });
+      if (issues.length > 0) throw rowIssuesError(issues);
+      let written: WrittenRow[] = [];
+      return {
+        data: prepared,
+        indexOf: inputs.length > 1 ? (id) => written.findIndex((r) => r.id === id) : undefined,
+        apply: async ({ insert }) => {
+          written = await insert(prepared);
+          return { inserted: written, result: written.map((r) => publicRow(r, table.columns)) };
+        },
+      };
+    });
+  }
+
+  async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
+    checkPaging(query);
+    return queryPage(this.db, await this.requireTable(workspaceId, tableId), query, this.deps.maxPageBytes);
+  }
+
+  async getRow(workspaceId: string, tableId: string, rowId: string): Promise<PublicRow> {
+    const table = await this.requireTable(workspaceId, tableId);
+    const row = store.isRowId(rowId) ? await store.findRow(this.db, table.id, rowId) : undefined;
+    if (!row) throw rowNotFound();
+    return publicRow(row, table.columns);
+  }
+
+  /** Merges `data` into every row matching `filter` (or the first `limit` of them in table order). */
+  async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
+    checkBatchLimit(limit);
+    return this.writeRows<string[]>(workspaceId, tableId, (table) => {
+      const { params, f } = compileWhere(table, nonEmptyFilter(filter));
+      const patch = preparePatch(table, data, ['data']);
+      if (emptyPatch(patch)) return { done: [] };
+      return {
+        data: [patch.set],
+        apply: async ({ q }) => {
+          const rows = await store.mergeIntoMatching(q, f.sql, params.values, patch.set, patch.unset, limit);
+          return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
+        },
+      };
+    });
+  }
+
+  /** Merges a patch into each listed row; every row must exist, else nothing is written. */
+  async updateRowsById(workspaceId: string, tableId: string, updates: RowUpdate[]): Promise<string[]> {
+    if (updates.length === 0) throw new HttpError(400, 'updates must contain at least one entry');
+    if (updates.length > TABLE_LIMITS.maxBatch) throw new HttpError(400, `At most ${TABLE_LIMITS.maxBatch} rows can be updated at once`);
+    const ids = updates.map((u) => u.rowId);
+    if (new Set(ids).size !== ids.length) throw new HttpError(400, 'updates must not contain duplicate rowId values');
+    const order = new Map(ids.map((id, i) => [id, i]));
+    return this.writeRows(workspaceId, tableId, (table) => {
+      const columns = columnMap(table.columns);
+      const issues: RowIssue[] = [];
+      const patches = updates.map((u, i) => {
+        const r = prepareRow(columns, u.data, { full: false, path: ['updates', i, 'data'], row: i });
+        issues.push(...r.issues);
+        return { id: u.rowId, s: r.row.set, u: r.row.unset };
+      });
+      if (issues.length > 0) throw rowIssuesError(issues);
+      const malformed = ids.filter((id) => !store.isRowId(id));
+      if (malformed.length > 0) throw new HttpError(400, `Rows not found: ${malformed.slice(0, 20).join(', ')}`);
+      return {
+        data: patches.map((p) => p.s),
+        indexOf: (id) => order.get(id),
+        apply: async ({ q }) => {
+          const rows = await store.mergeById(q, table.id, JSON.stringify(patches));
+          if (rows.length !== ids.length) {
+            const found = new Set(rows.map((r) => r.id));
+            throw new HttpError(400, `Rows not found: ${ids.filter((id) => !found.has(id)).slice(0, 20).join(', ')}`);
+          }
+          return { updated: rows, result: rows.map((r) => r.id).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0)) };
+        },
+      };
+    });
+  }
+
+  /** Merges `data` into one row and returns it. */
+  async updateRow(workspaceId: string, tableId: string, rowId: string, data: Data): Promise<PublicRow> {
+    return this.writeRows<PublicRow>(workspaceId, tableId, async (table) => {
+      const patch = preparePatch(table, data, ['data']);
+      if (!store.isRowId(rowId)) throw rowNotFound();
+      if (emptyPatch(patch)) {
+        // Nothing to change: the row as it is.
+        const row = await store.findRow(this.db, table.id, rowId);
+        if (!row) throw rowNotFound();
+        return { done: publicRow(row, table.columns) };
+      }
+      return {
+        data: [patch.set],
+        apply: async ({ q }) => {
+          const rows = await store.mergeById(q, table.id, JSON.stringify([{ id: rowId, s: patch.set, u: patch.unset }]));
+          if (rows.length === 0) throw rowNotFound();
+          return { updated: rows, result: publicRow(rows[0], table.columns) };
+        },
+      };
+    });
+  }
+
+  /** Deletes rows by id (unknown ids are reported, not an error) or by a non-empty filter. */
+  async deleteRows(
+    workspaceId: string,
+    tableId: string,
+    target: { rowIds: string[] } | { filter: Filter; limit?: number },
+  ): Promise<DeleteResult> {
+    if ('rowIds' in target) {
+      const ids = [...new Set(target.rowIds)];
+      return this.writeRows(workspaceId, tableId, (table) => {
+        if (ids.length === 0) throw new HttpError(400, 'rowIds must contain at least one id');
+        if (ids.length > TABLE_LIMITS.maxBatch) throw new HttpError(400, `At most ${TABLE_LIMITS.maxBatch} rows can be deleted at once`);
+        const valid = ids.filter(store.isRowId);
+        return {
+          apply: async ({ q }) => {
+            const rows = valid.length > 0 ? await store.deleteByIds(q, table.id, valid) : [];
+            const gone = new Set(rows.map((r) => r.id));
+            const missing = ids.filter((id) => !gone.has(id));
+            return {
+              deleted: rows,
+              result: { deletedRowIds: ids.filter((id) => gone.has(id)), ...(missing.length > 0 ? { missingRowIds: missing } : {}) },
+            };
+          },
+        };
+      });
+    }
+    return this.writeRows(workspaceId, tableId, (table) => {
+      checkBatchLimit(target.limit);
+      const { params, f } = compileWhere(table, nonEmptyFilter(target.filter));
+      return {
+        apply: async ({ q }) => {
+          const rows = await store.deleteMatching(q, f.sql, params.values, target.limit);
+          return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
+        },
+      };
+    });
+  }
+
+  async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {
+    await this.writeRows(workspaceId, tableId, (table) => {
+      if (!store.isRowId(rowId)) throw rowNotFound();
+      return {
+        apply: async ({ q }) => {
+          const rows = await store.deleteByIds(q, table.id, [rowId]);
+          if (rows.length === 0) throw rowNotFound();
+          return { deleted: rows, result: undefined };
+        },
+      };
+    });
+  }
+
+  /**
+   * Inserts a row, or replaces the data of the row whose `conflictTarget` unique column holds the same
+   * value. The target may be omitted when the table has exactly one unique column.
+   */
+  async upsertRow(
+    workspaceId: string,
+    tableId: string,
+    data: Data,
+    conflictTarget?: string,
+  ): Promise<UpsertResult> {
+    return this.writeRows<UpsertResult>(workspaceId, tableId, (table) => {
+      const target = conflictColumn(table, conflictTarget);
+      const r = prepareRow(columnMap(table.columns), data, { full: true, path: ['data'] });
+      if (r.issues.length > 0) throw rowIssuesError(r.issues);
+      const set = r.row.set;
+      const value = set[target.name];
+      if (value === undefined) throw new HttpError(400, `Upsert data must include a value for the conflict target column "${target.name}"`);
+      return {
+        data: [set],
+        apply: async ({ q, insert }) => {
+          const existing = await store.findByUnique(q, table.id, target, value);
+          if (existing) {
+            const row = await store.replaceRow(q, table.id, existing.id, set);
+            if (!row) throw rowNotFound();
+            return { updated: [row], result: { row: publicRow(row, table.columns), operation: 'update' } };
+          }
+          const [row] = await insert([set]);
+          return { inserted: [row], result: { row: publicRow(row, table.columns), operation: 'insert' } };
+        },
+      };
+    });
+  }
+}
+
+/** The unique column an upsert matches on: the one named, or the table's only unique column. */
+function conflictColumn(table: TableRow, conflictTarget: string | undefined): Column {
+  const uniques = table.columns.filter((c) => c.unique);
+  if (uniques.length === 0) throw new HttpError(400, 'Upsert requires at least one unique column in the table');
+  if (conflictTarget === undefined) {
+    if (uniques.length === 1) return uniques[0];
+    throw new HttpError(400, `The table has several unique columns: give conflictTarget (one of ${uniques.map((c) => c.name).join(', ')})`);
+  }
+  const target = table.columns.find((c) => c.name === conflictTarget);
+  if (!target) throw new HttpError(400, `Unknown column "${conflictTarget}" in conflictTarget`);
+  if (!target.unique) {
+    throw new HttpError(400, `conflictTarget "${conflictTarget}" is not a unique column. Unique columns: ${uniques.map((c) => c.name).join(', ')}`);
+  }
+  return target;
+}

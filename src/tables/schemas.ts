@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { errorResponses, errorSchema } from '../http/schemas.js';
+import { COLUMN_TYPES } from './columns.js';
+import { TABLE_LIMITS } from './limits.js';
+
+/** Request and response schemas of the Tables HTTP surface (also the OpenAPI document's). */
+
+export const workspaceId = z
+  .string({ error: (iss) => (iss.input === undefined ? 'workspaceId is required' : 'workspaceId must be a string') })
+  .min(1)
+  .max(128)
+  .describe('Workspace id');
+export const workspaceQuery = z.object({
+  workspaceId: z
+    .string({ error: (iss) => (iss.input === undefined ? 'workspaceId query parameter is required' : 'workspaceId must be a string') })
+    .min(1)
+    .max(128)
+    .describe('Workspace id'),
+});
+export const optionalWorkspaceQuery = z.object({ workspaceId: z.string().min(1).max(128).optional().describe('Workspace id (or in the body)') });
+export const optionalWorkspaceBody = z.object({ workspaceId: z.string().min(1).max(128).optional().describe('Workspace id (or in the query)') }).nullish();
+
+export const tableParams = z.object({ tableId: z.string().min(1).max(128).describe('Table id (tbl_ + 32 hex)') });
+export const rowParams = tableParams.extend({ rowId: z.string().min(1).max(128).describe('Row id (row_ + 32 hex)') });
+
+const columnType = z.enum(COLUMN_TYPES);
+export const columnInput = z.object({
+  name: z.string().min(1).max(TABLE_LIMITS.maxColumnNameLength).describe('Letters, digits and underscores; not starting with a digit'),
+  type: columnType,
+  required: z.boolean().optional().describe('Default false'),
+  unique: z.boolean().optional().describe('Default false; enforced by the database'),
+  options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
+    .describe('Allowed values of a select column (required for select, refused otherwise)'),
+});
+export const column = z.object({
+  name: z.string(),
+  type: columnType,
+  required: z.boolean(),
+  unique: z.boolean(),
+  options: z.array(z.string()).optional(),
+}).describe('Column');
+export const table = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  schema: z.object({ columns: z.array(column) }),
+  rowCount: z.number().int(),
+  maxRows: z.number().int().describe("The plan's rows-per-table limit"),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).describe('Table');
+export const rowData = z.record(z.string(), z.unknown()).describe('Column name to value');
+export const row = z.object({
+  id: z.string(),
+  data: rowData,
+  position: z.number().int(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).describe('Row');
+export const filterObject = z.record(z.string(), z.unknown()).describe(
+  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $startsWith $endsWith $isNull $isNotNull, combined with $and / $or',
+);
+export const batchLimit = z.number().int().min(1).max(TABLE_LIMITS.maxBatch);
+
+export const rowsQuery = workspaceQuery.extend({
+  filter: z.string().max(TABLE_LIMITS.maxFilterLength).optional().describe('JSON-encoded filter object'),
+  sort: z.string().max(TABLE_LIMITS.maxSortLength).optional().describe('JSON-encoded {"column": "asc"|"desc", ...}; key order is priority'),
+  limit: z.coerce.number({ error: 'Limit must be an integer' })
+    .int('Limit must be an integer').min(1, 'Limit must be at least 1').max(TABLE_LIMITS.maxQueryLimit, `Limit cannot exceed ${TABLE_LIMITS.maxQueryLimit}`)
+    .default(TABLE_LIMITS.defaultQueryLimit),
+  offset: z.coerce.number({ error: 'Offset must be an integer' })
+    .int('Offset must be an integer').min(0, 'Offset must be at least 0').max(1_000_000_000, 'Offset is too large')
+    .default(0),
+});
+
+export const rowPage = z.object({
+  rows: z.array(row),
+  rowCount: z.number().int().describe('Rows in this response'),
+  totalCount: z.number().int().describe('Rows matching the filter'),
+  limit: z.number().int(),
+  offset: z.number().int(),
+  truncated: z.boolean().describe('True when the page stopped before `limit` rows because of the page byte budget'),
+  nextOffset: z.number().int().nullable().describe('The offset of the next page (offset + rowCount); null when no rows follow'),
+  nextCursor: z.string().nullable().describe('Null on the last page; otherwise more rows follow (page on with nextOffset)'),
+});
+
+export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+export const writeErrors = { ...errorResponses, 409: errorSchema };
+export { errorResponses };
