@@ -102,8 +102,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(workflowRoutes(workflows, accounts, limits));
   await app.register(runRoutes(runs, workflows, accounts), { ctx });
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
-  await app.register(tableRoutes(tables, accounts), { ctx });
-  await app.register(aiRoutes(ai, accounts, limits), { ctx });
+  await app.register(tableRoutes(tables, accounts));
+  await app.register(aiRoutes(ai, accounts), { ctx });
   return app;
 }
 

@@ -4,7 +4,7 @@ import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable 
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
-import { billingPeriod, periodCost, recordRunCharge } from './usage.js';
+import { billingPeriod, periodCost, recordRunCharge, UsageRecorder } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -46,7 +46,12 @@ export class LimitsService {
     private readonly plans: PlanTable,
     /** Every area's stored bytes against the plan's quota (the sources are handed in by the composition root). */
     readonly storage: StorageGuard,
-  ) {}
+  ) {
+    this.usage = new UsageRecorder(clock);
+  }
+
+  /** Usage accounting on this service's clock: the one writer of usage events that other areas are handed. */
+  readonly usage: UsageRecorder;
 
   /** The limits of a plan, configuration overrides applied. */
   plan(name: string): PlanLimits {
