@@ -1,5 +1,8 @@
 import { CellError, type Column, coerceCell, coerceDate, dateInstant } from './columns.js';
+import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
+
+export { jsonExpression, typedExpression, uniqueExpression } from './column-sql.js';
 
 /**
  * Compiles the JSON filter and sort of the rows API to parameterized SQL over `table_rows`.
@@ -40,45 +43,6 @@ export class SqlParams {
     this.values.push(value);
     return `$${this.values.length}`;
   }
-}
-
-/** A quoted SQL string literal of a column name that was checked against the schema. */
-function nameLiteral(name: string): string {
-  if (!NAME_PATTERN.test(name)) throw new Error(`unsafe column name ${name}`);
-  return `'${name}'`;
-}
-
-/** `data->'col'` (jsonb) for an alias. */
-export function jsonExpression(column: string, alias = ''): string {
-  return `${alias ? `${alias}.` : ''}data->${nameLiteral(column)}`;
-}
-
-/**
- * The typed expression of a column, identical to the expression indexes built for number and
- * date columns (without an alias there) so the planner can match them.
- */
-export function typedExpression(column: Column, alias = ''): string {
-  const a = alias ? `${alias}.` : '';
-  const lit = nameLiteral(column.name);
-  switch (column.type) {
-    case 'number':
-      return `((${a}data->${lit})::numeric)`;
-    case 'date':
-      return `weft_table_ts(${a}data->>${lit})`;
-    case 'boolean':
-      return `((${a}data->${lit})::boolean)`;
-    case 'json':
-      return `(${a}data->${lit})`;
-    case 'string':
-    case 'select':
-      return `((${a}data->>${lit}) COLLATE "C")`;
-  }
-}
-
-/** The expression a unique column's index is built on: equality of stored values (instants for dates). */
-export function uniqueExpression(column: Column, alias = ''): string {
-  const a = alias ? `${alias}.` : '';
-  return column.type === 'date' ? `weft_table_ts(${a}data->>${nameLiteral(column.name)})` : `(${a}data->${nameLiteral(column.name)})`;
 }
 
 type SystemField = 'id' | 'createdAt' | 'updatedAt';
@@ -368,20 +332,26 @@ export function compileFilter(
   return { sql: group(state, filter, 1, nonNull), nonNull };
 }
 
+/** One ORDER BY key: an expression and its direction (with the null placement when not the default). */
+export interface SortKey {
+  expr: string;
+  order: 'ASC' | 'DESC' | 'DESC NULLS LAST';
+}
+
 /**
- * Compiles a sort object `{col: "asc"|"desc", ...}` (key order = priority) to an ORDER BY list,
- * ending with the row position as a stable tiebreak. Nulls sort last in both directions; on
- * columns the filter already requires to be non-null, the default null placement is used so that
- * a descending sort can walk an index backwards.
+ * Compiles a sort object `{col: "asc"|"desc", ...}` (key order = priority) to ORDER BY keys, ending
+ * with the row position as a stable tiebreak (unique within a table, so the order is total). Nulls
+ * sort last in both directions; on columns the filter already requires to be non-null, the default
+ * null placement is used so that a descending sort can walk an index backwards.
  */
-export function compileSort(
+export function compileSortKeys(
   sort: Record<string, unknown> | undefined,
   columns: Column[],
   nonNull: Set<string> = new Set(),
   alias = '',
-): string {
+): SortKey[] {
   const a = alias ? `${alias}.` : '';
-  const keys: string[] = [];
+  const keys: SortKey[] = [];
   if (sort) {
     const entries = Object.entries(sort);
     if (entries.length > TABLE_LIMITS.maxSortKeys) throw bad(`sort has more than ${TABLE_LIMITS.maxSortKeys} keys`);
@@ -392,16 +362,28 @@ export function compileSort(
         throw bad(`Invalid sort direction for "${name.slice(0, 60)}": use "asc" or "desc"`, name);
       }
       if (isSystem(name)) {
-        keys.push(`${a}${SYSTEM[name].sql} ${dir.toUpperCase()}`);
+        keys.push({ expr: `${a}${SYSTEM[name].sql}`, order: dir === 'asc' ? 'ASC' : 'DESC' });
         continue;
       }
       if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`, name);
       const c = byName.get(name);
       if (!c) throw bad(`Unknown column "${name}" in sort`, name);
-      const expr = typedExpression(c, alias);
-      keys.push(dir === 'asc' ? `${expr} ASC` : nonNull.has(name) ? `${expr} DESC` : `${expr} DESC NULLS LAST`);
+      keys.push({ expr: typedExpression(c, alias), order: dir === 'asc' ? 'ASC' : nonNull.has(name) ? 'DESC' : 'DESC NULLS LAST' });
     }
   }
-  keys.push(`${a}position ASC`);
-  return keys.join(', ');
+  keys.push({ expr: `${a}position`, order: 'ASC' });
+  return keys;
+}
+
+/** An ORDER BY list of sort keys. */
+export const orderBySql = (keys: SortKey[]): string => keys.map((k) => `${k.expr} ${k.order}`).join(', ');
+
+/** The ORDER BY list of compileSortKeys. */
+export function compileSort(
+  sort: Record<string, unknown> | undefined,
+  columns: Column[],
+  nonNull: Set<string> = new Set(),
+  alias = '',
+): string {
+  return orderBySql(compileSortKeys(sort, columns, nonNull, alias));
 }

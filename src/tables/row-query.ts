@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { compilingFilter } from './errors.js';
-import { SqlParams, compileFilter, compileSort } from './filter-sql.js';
+import { SqlParams, compileFilter, compileSortKeys, orderBySql } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import * as store from './store.js';
 import type { RowRecord, TableRow } from './store.js';
@@ -54,16 +54,16 @@ export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, 
   const limit = query.limit ?? TABLE_LIMITS.defaultQueryLimit;
   const offset = query.offset ?? 0;
   const { params, f } = compileWhere(table, query.filter);
-  const orderBy = compilingFilter(() => compileSort(query.sort, table.columns, f.nonNull, 'r'));
+  const keys = compilingFilter(() => compileSortKeys(query.sort, table.columns, f.nonNull, 'r'));
   let rows: RowRecord[];
   // Rows the page matched, also those past the byte budget (which come back without their data).
   let matched: number;
   if (Number(table.bytes) <= maxPageBytes) {
     // The whole table fits in the budget, so any page of it does: the plain query.
-    rows = await store.selectRows(q, f.sql, orderBy, params.values, limit, offset);
+    rows = await store.selectRows(q, f.sql, orderBySql(keys), params.values, limit, offset);
     matched = rows.length;
   } else {
-    const page = await store.selectPage(q, f.sql, orderBy, params.values, limit, offset, maxPageBytes);
+    const page = await store.selectPage(q, f.sql, keys, params.values, limit, offset, maxPageBytes);
     rows = page.filter((r): r is RowRecord => r.data !== null);
     matched = page.length;
   }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/database.js';
 import type { Column } from './columns.js';
-import { typedExpression, uniqueExpression } from './filter-sql.js';
+import { typedExpression, uniqueExpression } from './column-sql.js';
+import { type SortKey, orderBySql } from './filter-sql.js';
 
 /** SQL of the Tables capability. Every query is scoped by table id, and table lookups by workspace. */
 
@@ -222,27 +223,33 @@ export interface PageRow extends Omit<RowRecord, 'data'> {
  * Like selectRows, but the database sends the data of a row only while the page's running total of
  * row bytes (in page order) stays within `maxBytes`, and always for the first row; the rows past it
  * come back with `data` null (ids and positions only), so the caller knows the page was cut short.
+ * The inner query is the plain page (ORDER BY ... LIMIT, so a bounded sort or an index walk); it
+ * projects its sort keys, so the running total re-sorts only the page's rows, in the same total order
+ * (the last key is the position, unique in a table).
  */
 export async function selectPage(
   q: Queryable,
   where: string,
-  orderBy: string,
+  keys: SortKey[],
   params: unknown[],
   limit: number,
   offset: number,
   maxBytes: number,
 ): Promise<PageRow[]> {
   const n = params.length;
+  const orderBy = orderBySql(keys);
+  const projected = keys.map((k, i) => `${k.expr} AS k${i}`).join(', ');
+  const pageOrder = keys.map((k, i) => `p.k${i} ${k.order}`).join(', ');
   return q.query<PageRow>(
     `SELECT p.id, CASE WHEN sum(p.bytes) OVER w <= $${n + 3}::bigint OR row_number() OVER w = 1 THEN p.data END AS data,
             p.position, p.created_at, p.updated_at
        FROM (
-         SELECT ${ROW_COLUMNS}, r.bytes, row_number() OVER (ORDER BY ${orderBy}) AS n
+         SELECT ${ROW_COLUMNS}, r.bytes, ${projected}
            FROM table_rows r WHERE r.table_id = $1 AND ${where}
           ORDER BY ${orderBy} LIMIT $${n + 1} OFFSET $${n + 2}
        ) p
-     WINDOW w AS (ORDER BY p.n ROWS UNBOUNDED PRECEDING)
-     ORDER BY p.n`,
+     WINDOW w AS (ORDER BY ${pageOrder} ROWS UNBOUNDED PRECEDING)
+     ORDER BY ${pageOrder}`,
     [...params, limit, offset, maxBytes],
   );
 }
