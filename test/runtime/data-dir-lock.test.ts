@@ -10,13 +10,18 @@ import { lockDataDir } from '../../src/runtime.js';
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'weft-lock-'));
 const configFor = (dir: string) => loadConfig({ WEFT_DATA_DIR: dir });
 
-/** A child that leaves a zombie behind: `sh` forks `true`, prints its pid, then becomes `sleep` (which never reaps it). */
+/**
+ * A child that leaves a zombie behind: `sh` starts a short `sleep` in the background, prints its pid, then
+ * becomes a long `sleep`, which never reaps the short one when it ends.
+ */
 async function withZombie(fn: (pid: number) => void): Promise<void> {
-  const child = spawn('sh', ['-c', 'true & echo $!; exec sleep 10'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 10'], { stdio: ['ignore', 'pipe', 'ignore'] });
   try {
     const pid = await new Promise<number>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
     // Wait until the kernel shows it as a zombie.
-    for (let i = 0; i < 50 && !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
+    const zombie = () => fs.existsSync(`/proc/${pid}/stat`) && fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+    for (let i = 0; i < 150 && !zombie(); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(zombie()).toBe(true);
     fn(pid);
   } finally {
     child.kill('SIGKILL');
