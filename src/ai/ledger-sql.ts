@@ -1,12 +1,15 @@
-import type { Queryable } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { usageEventsInsertSql } from '../limits/usage.js';
 
 // The statements of the credit ledger that run per request (reserve, settle, release), each for one
 // request and, for reserve and settle, for a batch of requests in flight at the same time (group
 // commit: one statement for every request that queued while the previous statement ran). Within a
 // batch, the deposits of one account are taken in arrival order while their running sum fits the
-// balance, so concurrent reservations can never take more than the balance holds. The balance rows
-// are locked (FOR UPDATE) before they are read, which keeps this true across processes on PostgreSQL.
+// balance, so concurrent reservations can never take more than the balance holds. A batch locks its
+// balance rows (FOR UPDATE, in account order) in a statement of its own before the batch statement
+// reads them: on PostgreSQL a statement's snapshot may predate a settlement that committed while it
+// waited for the lock, and reading the balance in a later statement of the same transaction is what
+// makes the figures it computes (what fits, the ledger's balance_after) the ones it writes.
 //
 // A settlement charges the actual cost, AT MOST the deposit reserved for the request. Usage a
 // provider reports beyond the deposit is not charged: it is written as an 'overage' ledger entry
@@ -122,14 +125,22 @@ SELECT true AS ok, b.balance_nano::int8 AS left_after FROM b CROSS JOIN a
 UNION ALL
 SELECT false, balance_nano::int8 FROM ai_credit_balances WHERE account = $1 AND NOT EXISTS (SELECT 1 FROM b)`;
 
+/** Locks the balance rows of these accounts, in account order (no deadlock between two batches). */
+async function lockBalances(q: Queryable, accounts: string[]): Promise<void> {
+  await q.query('SELECT 1 FROM ai_credit_balances WHERE account = ANY($1::text[]) ORDER BY account FOR UPDATE', [[...new Set(accounts)]]);
+}
+
 /** Reservations of a batch; undefined for an account without a balance row yet (the caller creates it). */
-export async function reserveBatch(db: Queryable, items: ReserveInput[]): Promise<(ReserveResult | undefined)[]> {
+export async function reserveBatch(db: Database, items: ReserveInput[]): Promise<(ReserveResult | undefined)[]> {
   if (items.length === 1) return [await reserveOne(db, items[0])];
   const payload = items.map((i, ord) => ({
     ord, id: i.id, account: i.account, deposit: i.depositNano, model: i.model, provider: i.provider, stream: i.stream, source: i.source,
     http_request_id: i.httpRequestId ?? null, workspace_id: i.workspaceId ?? null, api_key_id: i.apiKeyId ?? null,
   }));
-  const rows = await db.query<{ ord: number; ok: boolean; left_after: number }>(reserveSql, [JSON.stringify(payload)]);
+  const rows = await db.tx(async (q) => {
+    await lockBalances(q, items.map((i) => i.account));
+    return q.query<{ ord: number; ok: boolean; left_after: number }>(reserveSql, [JSON.stringify(payload)]);
+  });
   const out: (ReserveResult | undefined)[] = items.map(() => undefined);
   const left = new Map<string, number>();
   for (const r of [...rows].sort((a, b) => Number(a.ord) - Number(b.ord))) left.set(items[Number(r.ord)].account, Number(r.left_after));
@@ -238,7 +249,7 @@ const settleResult = (r: SettleRow): SettleResult => ({
 const costOf = (input: SettleInput): number => Math.max(0, Math.round(input.costNano));
 
 /** Settlements of a batch; undefined for a request that was not (or no longer) reserved. */
-export async function settleBatch(db: Queryable, items: SettleItem[]): Promise<(SettleResult | undefined)[]> {
+export async function settleBatch(db: Database, items: SettleItem[]): Promise<(SettleResult | undefined)[]> {
   if (items.length === 1) {
     const { id, input, period } = items[0];
     const rows = await db.query<SettleRow>(settleOneSql, [
@@ -250,7 +261,11 @@ export async function settleBatch(db: Queryable, items: SettleItem[]): Promise<(
     ord, id, cost: costOf(input), prompt: input.promptTokens, completion: input.completionTokens,
     estimated: input.estimated, outcome: input.outcome, period,
   }));
-  const rows = await db.query<SettleRow & { ord: number }>(settleSql, [JSON.stringify(payload)]);
+  const rows = await db.tx(async (q) => {
+    const accounts = await q.query<{ account: string }>('SELECT DISTINCT account FROM ai_requests WHERE id = ANY($1::text[])', [items.map((i) => i.id)]);
+    await lockBalances(q, accounts.map((a) => a.account));
+    return q.query<SettleRow & { ord: number }>(settleSql, [JSON.stringify(payload)]);
+  });
   const out: (SettleResult | undefined)[] = items.map(() => undefined);
   for (const r of rows) out[Number(r.ord)] = settleResult(r);
   return out;

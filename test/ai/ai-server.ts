@@ -56,6 +56,8 @@ export interface AiTestServer {
   userId: string;
   /** A new key: a personal key bills `user:<userId>`. */
   createKey(type: 'personal' | 'workspace'): string;
+  /** Errors the routes threw (answered 500 and the like), newest last, for failure messages. */
+  errors: Error[];
   /** fetch against the server with the workspace key unless `headers` overrides it. */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse>;
   close(): Promise<void>;
@@ -119,6 +121,10 @@ export async function startAiServer(opts: { env?: Record<string, string> } = {})
     reply.header('X-Request-Id', req.id);
   });
   registerErrorHandling(app);
+  const errors: Error[] = [];
+  app.addHook('onError', async (_req, _reply, err) => {
+    errors.push(err);
+  });
   registerJsonParser(app);
   registerAuth(app, async (secret) => keys.get(secret));
   await app.register(swagger, {
@@ -141,7 +147,7 @@ export async function startAiServer(opts: { env?: Record<string, string> } = {})
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   let closing: Promise<void> | undefined;
   return {
-    db, gateway, config, url, apiKey, workspaceId, userId, createKey,
+    db, gateway, config, url, apiKey, workspaceId, userId, createKey, errors,
     call: (method, p, body, headers = {}) => request(url + p, method, body, { 'x-api-key': apiKey, ...headers }),
     close: () => {
       closing ??= (async () => {
