@@ -7,17 +7,14 @@
 // (applySyncPromise), so all of the user's code, awaits included, runs inside the one script run
 // that isolated-vm's timeout covers; a host-side timer also bounds the whole call (a promise that
 // never settles).
-// Scheduling: the pool has `poolSize` isolates and each runs one call at a time, so a call's
-// timeout starts when its code starts (a call that waits for an isolate is bounded by its abort
-// signal, not its timeout). Calls carry a tenant (`forTenant`, one per workspace): while other
-// tenants wait, a tenant gets no more than its share of the pool (half, at least 1), waiters are
-// served round-robin across tenants, and a tenant under its share that finds every isolate held by
-// tenants over theirs (taken while nobody else was waiting) gets a temporary extra isolate, so one
-// workspace's infinite loops never stall another's calls. (About 530 lines: the scheduler and the
-// isolate handling belong together.)
+// Scheduling: the isolates are the slots of a FairPool (fair-pool.ts), each running one call at a
+// time, so a call's timeout starts when its code starts. Calls carry a tenant (`forTenant`, one per
+// workspace) so that one workspace's infinite loops never stall another's calls.
 import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxResult } from '../engine/types.js';
+import { FairPool } from './fair-pool.js';
+import { CODE_LINE_OFFSET, functionSource } from './prelude.js';
 
 export interface IsolatedVmSandboxOptions {
   /** Memory limit per isolate in MB (default 128). */
@@ -60,78 +57,6 @@ export class SandboxError extends Error {
 
 const MAX_RESULT_CHARS = 32 * 1024 * 1024;
 
-// Runs first in every fresh context: takes the per-call inputs from globals, installs console and
-// fetch, and defines the wrapper that calls the user function and serializes the outcome.
-const PRELUDE = `(function () {
-  const g = globalThis;
-  const stringify = JSON.stringify, parse = JSON.parse;
-  const input = g.__weftIn; delete g.__weftIn;
-  const hostFetch = g.__weftFetch; delete g.__weftFetch;
-  const logs = [];
-  const fmt = (v) => {
-    if (typeof v === 'string') return v;
-    if (v instanceof Error) return String(v.stack || (v.name + ': ' + v.message));
-    try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; } catch (e) { return String(v); }
-  };
-  const writer = (level) => (...args) => {
-    if (logs.length >= 1000) return;
-    let m = args.map(fmt).join(' ');
-    if (m.length > 10000) m = m.slice(0, 10000) + '…';
-    logs.push({ level, message: m });
-  };
-  g.console = { log: writer('log'), info: writer('info'), warn: writer('warn'), error: writer('error'), debug: writer('log') };
-  const toHeaders = (h) => {
-    const out = {};
-    if (!h) return out;
-    if (Array.isArray(h)) { for (const [k, v] of h) out[String(k)] = String(v); return out; }
-    if (typeof h.forEach === 'function' && typeof h.get === 'function') { h.forEach((v, k) => { out[String(k)] = String(v); }); return out; }
-    for (const k of Object.keys(h)) out[k] = String(h[k]);
-    return out;
-  };
-  g.fetch = async (url, init) => {
-    if (!hostFetch) throw new Error('fetch is not available here');
-    init = init || {};
-    const body = init.body === undefined || init.body === null ? undefined : (typeof init.body === 'string' ? init.body : JSON.stringify(init.body));
-    const req = JSON.stringify({ url: String(url), method: init.method ? String(init.method).toUpperCase() : 'GET', headers: toHeaders(init.headers), body });
-    const res = JSON.parse(hostFetch.applySyncPromise(undefined, [req], { arguments: { copy: true } }));
-    if (res.error !== undefined) throw new Error(res.error);
-    const h = res.headers;
-    const headers = {
-      get: (n) => { const v = h[String(n).toLowerCase()]; return v === undefined ? null : v; },
-      has: (n) => h[String(n).toLowerCase()] !== undefined,
-      forEach: (cb) => { for (const k of Object.keys(h)) cb(h[k], k); },
-      entries: () => Object.entries(h)[Symbol.iterator](),
-      keys: () => Object.keys(h)[Symbol.iterator](),
-      [Symbol.iterator]: () => Object.entries(h)[Symbol.iterator](),
-      toJSON: () => h,
-    };
-    return {
-      ok: res.status >= 200 && res.status < 300, status: res.status, statusText: '', url: String(url), headers,
-      text: async () => res.body,
-      json: async () => JSON.parse(res.body),
-    };
-  };
-  g.__weftMain = (fn) => {
-    delete g.__weftMain;
-    const errText = (e) => {
-      if (e instanceof Error) return (e.name && e.name !== 'Error' ? e.name + ': ' : '') + e.message;
-      try { return typeof e === 'string' ? e : JSON.stringify(e); } catch (x) { return String(e); }
-    };
-    return Promise.resolve()
-      .then(() => fn.apply(undefined, input === undefined ? [] : parse(input)))
-      .then((value) => {
-        try {
-          return stringify({ ok: true, value: value === undefined ? null : value, logs });
-        } catch (e) {
-          return stringify({ ok: false, error: 'the returned value cannot be serialized as JSON: ' + errText(e), logs });
-        }
-      }, (e) => stringify({ ok: false, error: errText(e), logs }));
-  };
-})();`;
-
-// User code starts after the prelude and the wrapper's first line.
-const CODE_LINE_OFFSET = PRELUDE.split('\n').length + 1;
-
 /** Host-side errors (syntax errors) point into the wrapped source: show the user's line. */
 function describeHostError(err: unknown): string {
   const e = err instanceof Error ? err : new Error(String(err));
@@ -143,25 +68,11 @@ function describeHostError(err: unknown): string {
   return message;
 }
 
+/** One isolate of the pool with its caches. */
 interface Slot {
   isolate: ivm.Isolate;
   scripts: Map<string, Promise<ivm.Script>>;
   spare: Promise<ivm.Context> | null;
-  /** Tenant of the call holding the isolate, or null when free. */
-  holder: string | null;
-  lastUsed: number;
-  /** Removed from the pool (a temporary extra isolate that was given back). */
-  retired: boolean;
-}
-
-interface Waiter {
-  tenant: string;
-  /** The isolate holding the run's shared context, taken when free. */
-  prefer?: Slot;
-  resolve: (slot: Slot) => void;
-  reject: (err: Error) => void;
-  signal?: AbortSignal;
-  onAbort?: () => void;
 }
 
 function isJsIdentifier(name: string): boolean {
@@ -179,16 +90,7 @@ export class IsolatedVmSandbox implements SandboxPort {
   private readonly maxFetches: number;
   /** Isolates in the pool (more exist only while lent to tenants under their share). */
   readonly poolSize: number;
-  /** Most isolates one tenant holds while another tenant waits. */
-  private readonly share: number;
-  private readonly slots: Slot[] = [];
-  /** Waiting calls per tenant, FIFO; the map's order is the round-robin order. */
-  private readonly queues = new Map<string, Waiter[]>();
-  /** Isolates held per tenant. */
-  private readonly held = new Map<string, number>();
-  private busy = 0;
-  private disposed = false;
-  private useCounter = 0;
+  private readonly pool: FairPool<Slot>;
   private readonly contextPerRun: boolean;
   private readonly runContexts = new WeakMap<AbortSignal, RunContext>();
 
@@ -198,7 +100,15 @@ export class IsolatedVmSandbox implements SandboxPort {
     this.maxFetches = opts.maxFetchesPerCall ?? 100;
     this.contextPerRun = opts.contextPerRun === true;
     this.poolSize = Math.max(1, Math.floor(opts.poolSize ?? availableParallelism()));
-    this.share = Math.max(1, Math.floor(this.poolSize / 2));
+    this.pool = new FairPool<Slot>({
+      size: this.poolSize,
+      createSlot: () => this.newSlot(),
+      disposeSlot: disposeIsolate,
+      prepareSlot: (slot) => {
+        if (slot.isolate.isDisposed) this.renew(slot);
+      },
+      abortError: (signal) => new SandboxError(abortMessage(signal)),
+    });
   }
 
   /** A SandboxPort whose calls count against `tenant` (a workspace id) for fair scheduling. */
@@ -211,155 +121,21 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   private newSlot(): Slot {
-    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, holder: null, lastUsed: 0, retired: false };
+    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null };
   }
 
   private renew(slot: Slot): void {
-    if (!slot.isolate.isDisposed) {
-      try {
-        slot.isolate.dispose();
-      } catch {
-        // already gone
-      }
-    }
+    disposeIsolate(slot);
     slot.isolate = new ivm.Isolate({ memoryLimit: this.memoryLimitMb });
     slot.scripts = new Map();
     slot.spare = null;
-  }
-
-  /** Isolates held beyond their share by all tenants together: what may be lent out. */
-  private excess(): number {
-    let n = 0;
-    for (const h of this.held.values()) if (h > this.share) n += h - this.share;
-    return n;
-  }
-
-  private othersWaiting(tenant: string): boolean {
-    for (const t of this.queues.keys()) if (t !== tenant) return true;
-    return false;
-  }
-
-  private canStart(tenant: string): boolean {
-    const held = this.held.get(tenant) ?? 0;
-    if (held >= this.share && this.othersWaiting(tenant)) return false;
-    if (this.busy < this.poolSize) return true;
-    // Every isolate is taken, some by tenants over their share: a tenant under its share gets a
-    // temporary extra one rather than waiting for their (possibly endless) calls.
-    return held < this.share && this.busy < this.poolSize + this.excess();
-  }
-
-  /** Waits for an isolate; the call's timeout only starts once it has one. */
-  private acquire(tenant: string, signal?: AbortSignal, prefer?: Slot): Promise<Slot> {
-    let granted: Slot | undefined;
-    const waiter: Waiter = {
-      tenant,
-      prefer,
-      resolve: (slot) => {
-        granted = slot;
-      },
-      reject: () => undefined,
-      signal,
-    };
-    this.enqueue(waiter);
-    this.schedule();
-    if (granted !== undefined) return Promise.resolve(granted);
-    return new Promise<Slot>((resolve, reject) => {
-      waiter.resolve = (slot) => {
-        if (signal && waiter.onAbort) signal.removeEventListener('abort', waiter.onAbort);
-        resolve(slot);
-      };
-      waiter.reject = reject;
-      if (signal) {
-        waiter.onAbort = () => {
-          if (this.dequeue(waiter)) {
-            reject(new SandboxError(abortMessage(signal)));
-            this.schedule(); // one tenant fewer waiting may let another start
-          }
-        };
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
-    });
-  }
-
-  private enqueue(w: Waiter): void {
-    const q = this.queues.get(w.tenant);
-    if (q) q.push(w);
-    else this.queues.set(w.tenant, [w]);
-  }
-
-  private dequeue(w: Waiter): boolean {
-    const q = this.queues.get(w.tenant);
-    const i = q ? q.indexOf(w) : -1;
-    if (!q || i === -1) return false;
-    q.splice(i, 1);
-    if (q.length === 0) this.queues.delete(w.tenant);
-    return true;
-  }
-
-  /** Starts waiting calls while they may: round-robin across tenants, FIFO within one. */
-  private schedule(): void {
-    for (;;) {
-      let started = false;
-      for (const [tenant, q] of this.queues) {
-        if (!this.canStart(tenant)) continue;
-        const w = q.shift() as Waiter;
-        this.queues.delete(tenant);
-        if (q.length > 0) this.queues.set(tenant, q); // to the back of the round
-        w.resolve(this.grant(tenant, w.prefer));
-        started = true;
-        break;
-      }
-      if (!started) return;
-    }
-  }
-
-  private grant(tenant: string, prefer?: Slot): Slot {
-    let slot: Slot | undefined;
-    if (prefer && prefer.holder === null && !prefer.retired) slot = prefer;
-    else {
-      // The most recently used free isolate (warm caches); a new one when none is free.
-      for (const s of this.slots) if (s.holder === null && (slot === undefined || s.lastUsed > slot.lastUsed)) slot = s;
-    }
-    if (slot === undefined) {
-      slot = this.newSlot();
-      this.slots.push(slot);
-    }
-    slot.holder = tenant;
-    slot.lastUsed = ++this.useCounter;
-    this.busy++;
-    this.held.set(tenant, (this.held.get(tenant) ?? 0) + 1);
-    if (slot.isolate.isDisposed) this.renew(slot);
-    return slot;
-  }
-
-  private release(slot: Slot): void {
-    const tenant = slot.holder;
-    if (tenant === null) return;
-    slot.holder = null;
-    this.busy--;
-    const h = (this.held.get(tenant) ?? 1) - 1;
-    if (h > 0) this.held.set(tenant, h);
-    else this.held.delete(tenant);
-    if (this.slots.length > this.poolSize || this.disposed) {
-      // Give back a temporary extra isolate (any free one will do).
-      slot.retired = true;
-      const i = this.slots.indexOf(slot);
-      if (i !== -1) this.slots.splice(i, 1);
-      try {
-        if (!slot.isolate.isDisposed) slot.isolate.dispose();
-      } catch {
-        // already gone
-      }
-    }
-    if (!this.disposed) this.schedule();
   }
 
   private script(slot: Slot, code: string, names: string[]): Promise<ivm.Script> {
     const key = `${names.join(',')}\n${code}`;
     let p = slot.scripts.get(key);
     if (p === undefined) {
-      const source = `${PRELUDE}\n__weftMain(async function (${names.join(', ')}) {\n${code}\n});`;
-      p = slot.isolate.compileScript(source, { filename: 'file:///function.js' });
+      p = slot.isolate.compileScript(functionSource(code, names), { filename: 'file:///function.js' });
       p.catch(() => slot.scripts.delete(key));
       if (slot.scripts.size >= this.scriptCacheSize) {
         const oldest = slot.scripts.keys().next().value;
@@ -390,7 +166,7 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   private async runAs(tenant: string, req: SandboxRequest): Promise<SandboxResult> {
-    if (this.disposed) throw new SandboxError('the sandbox has been shut down');
+    if (this.pool.disposed) throw new SandboxError('the sandbox has been shut down');
     if (req.signal?.aborted) throw new SandboxError(abortMessage(req.signal));
     const names = Object.keys(req.bindings);
     for (const n of names) if (!isJsIdentifier(n)) throw new SandboxError(`invalid binding name "${n}"`);
@@ -404,9 +180,9 @@ export class IsolatedVmSandbox implements SandboxPort {
 
     const signal = req.signal;
     let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
-    const slot = await this.acquire(tenant, signal, shared?.slot);
-    if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || slot.retired)) {
-      const stale = shared.slot.retired || shared.slot.isolate !== shared.isolate;
+    const slot = await this.pool.acquire(tenant, signal, shared?.slot);
+    if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || this.pool.isRetired(slot))) {
+      const stale = this.pool.isRetired(shared.slot) || shared.slot.isolate !== shared.isolate;
       // The run's context lives on another isolate that is busy: this call gets a fresh context.
       shared = stale && signal ? this.openRunContext(slot, signal) : undefined;
     } else if (!shared && this.contextPerRun && signal) {
@@ -425,7 +201,7 @@ export class IsolatedVmSandbox implements SandboxPort {
         );
       });
     } finally {
-      if (busy === null || busyDone) this.release(slot);
+      if (busy === null || busyDone) this.pool.release(slot);
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
         const limit = new Promise<void>((resolve) => {
@@ -433,7 +209,7 @@ export class IsolatedVmSandbox implements SandboxPort {
         });
         void Promise.race([(busy as Promise<unknown>).catch(() => undefined), limit]).then(() => {
           clearTimeout(timer);
-          this.release(slot);
+          this.pool.release(slot);
         });
       }
     }
@@ -581,15 +357,14 @@ export class IsolatedVmSandbox implements SandboxPort {
 
   /** Disposes all isolates. */
   dispose(): void {
-    this.disposed = true;
-    for (const q of this.queues.values()) for (const w of q) w.reject(new SandboxError('the sandbox has been shut down'));
-    this.queues.clear();
-    for (const s of this.slots) {
-      try {
-        if (!s.isolate.isDisposed) s.isolate.dispose();
-      } catch {
-        // ignore
-      }
-    }
+    this.pool.dispose(new SandboxError('the sandbox has been shut down'));
+  }
+}
+
+function disposeIsolate(slot: Slot): void {
+  try {
+    if (!slot.isolate.isDisposed) slot.isolate.dispose();
+  } catch {
+    // already gone
   }
 }
