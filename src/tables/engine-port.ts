@@ -1,4 +1,4 @@
-import type { TablesPort } from '../engine/blocks/table.js';
+import type { TablesPort } from '../engine/index.js';
 import type { RowService } from './row-service.js';
 
 /**

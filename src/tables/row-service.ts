@@ -124,7 +124,7 @@ export class RowService {
           if (write.data && lock.schema_version !== table.schema_version) throw new SchemaChanged();
           let positionsUsed = 0;
           const insert = async (rows: Data[]): Promise<WrittenRow[]> => {
-            if (lock.row_count + rows.length > lock.max_rows) throw rowLimitError(lock.max_rows, rows.length);
+            if (lock.row_count + positionsUsed + rows.length > lock.max_rows) throw rowLimitError(lock.max_rows, rows.length);
             const first = lock.next_position + positionsUsed;
             positionsUsed += rows.length;
             const payload = JSON.stringify(rows.map((data) => ({ id: newHexId('row_'), data })));

@@ -1,5 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
-import type { TablesPort } from '../engine/blocks/table.js';
+import type { TablesPort } from '../engine/index.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import type { ColumnInput } from './columns.js';
 import { tablesEnginePort } from './engine-port.js';
