@@ -41,11 +41,11 @@ export function composeCore(ctx: AppContext): CoreServices {
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
     storageSources: [tableStorageBytes],
-    workspacePlan: (workspaceId) => accounts.workspacePlan(workspaceId),
+    workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
   });
   ctx.onClose.push(() => limits.close());
   const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax });
-  const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes });
+  const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log });
   return { accounts, limits, plans, workflows, tables, ai };

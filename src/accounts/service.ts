@@ -119,11 +119,14 @@ export class AccountsService implements AccessControlled {
     return value;
   }
 
-  /** A workspace's plan, reused for a few seconds (it sets timeouts and limits of runs). */
-  async workspacePlan(workspaceId: string): Promise<string> {
+  /**
+   * A workspace's plan, reused for a few seconds (it sets timeouts and limits of runs). Inside a
+   * transaction pass its `q`: on PGlite a query on the database itself would wait for the transaction.
+   */
+  async workspacePlan(workspaceId: string, q: Queryable = this.db): Promise<string> {
     const hit = this.plans.get(workspaceId);
     if (hit && hit.until > Date.now()) return hit.plan;
-    const plan = (await store.findWorkspace(this.db, workspaceId))?.plan ?? 'free';
+    const plan = (await store.findWorkspace(q, workspaceId))?.plan ?? 'free';
     if (this.plans.size > 10_000) this.plans.clear();
     this.plans.set(workspaceId, { plan, until: Date.now() + 5_000 });
     return plan;

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { planTable } from './plans.js';
 import { PostgresLimits } from './postgres.js';
 import { MemoryRateLimiter, MemorySlots } from './rate-limiter.js';
@@ -15,12 +15,12 @@ import { StorageAccounting, type StorageSource } from './storage.js';
 export function createLimits(
   config: Config,
   db: Database,
-  deps: { storageSources: readonly StorageSource[]; workspacePlan: (workspaceId: string) => Promise<string> },
+  deps: { storageSources: readonly StorageSource[]; workspacePlan: (workspaceId: string, q: Queryable) => Promise<string> },
 ): LimitsService {
   const plans = planTable(config.planLimitsJson);
   const clock = new AdjustableClock();
-  const storage = new StorageAccounting(deps.storageSources, async (workspaceId) =>
-    config.limitsEnabled ? plans(await deps.workspacePlan(workspaceId)).storageBytes : undefined);
+  const storage = new StorageAccounting(deps.storageSources, async (workspaceId, q) =>
+    config.limitsEnabled ? plans(await deps.workspacePlan(workspaceId, q)).storageBytes : undefined);
   if (config.redisUrl) {
     const redis = new RedisLimits(config.redisUrl, clock);
     return new LimitsService(config.limitsEnabled, db, redis, redis, clock, plans, storage);

@@ -4,8 +4,11 @@ import { HttpError } from '../http/errors.js';
 /** Bytes a workspace stores in one area (table rows, documents, files), read inside the caller's transaction. */
 export type StorageSource = (q: Queryable, workspaceId: string) => Promise<number>;
 
-/** The storage limit of a workspace in bytes; undefined when limits are off. */
-export type StorageQuota = (workspaceId: string) => Promise<number | undefined>;
+/**
+ * The storage limit of a workspace in bytes; undefined when limits are off. It reads through `q`, the
+ * writer's open transaction: on PGlite any other query would wait for that transaction to end.
+ */
+export type StorageQuota = (workspaceId: string, q: Queryable) => Promise<number | undefined>;
 
 /** What an area that stores bytes needs from limits: a check inside its own write transaction. */
 export interface StorageGuard {
@@ -43,7 +46,7 @@ export class StorageAccounting implements StorageGuard {
 
   async checkAfterWrite(q: Queryable, workspaceId: string, addedBytes: number): Promise<void> {
     if (addedBytes <= 0) return;
-    const quota = await this.quota(workspaceId);
+    const quota = await this.quota(workspaceId, q);
     if (quota === undefined) return;
     const used = await this.used(q, [workspaceId]);
     if (used > quota) throw storageLimitError(addedBytes, quota, used);

@@ -19,7 +19,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-it.skip('inserts with a personal key after the workspace plan cache expired (no deadlock in the storage check)', { timeout: 30_000 }, async () => {
+it('inserts with a personal key after the workspace plan cache expired (no deadlock in the storage check)', { timeout: 30_000 }, async () => {
   const c = await otherWorkspace(t, 'team');
   const id = await c.createTable(uniqueName('pk'), [{ name: 'a', type: 'string' }]);
   await new Promise((r) => setTimeout(r, 5_500));
