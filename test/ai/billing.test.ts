@@ -67,7 +67,7 @@ describe('concurrency', () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => t.call('POST', '/api/v1/ai/chat/completions', body)));
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
-    expect(results.filter((r) => r.status !== 200 && r.status !== 402).map((r) => `${r.status} ${r.text}`), t.errors.filter((e) => !/Insufficient credits/.test(e.message)).map((e) => e.stack).join('\n')).toEqual([]);
+    expect(results.filter((r) => r.status !== 200 && r.status !== 402).map((r) => `${r.status} ${r.text}`)).toEqual([]);
     expect(ok.length).toBeGreaterThan(0);
     expect(refused.length).toBeGreaterThan(0);
     for (const r of refused) expect(r.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_credits' });

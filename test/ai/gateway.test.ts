@@ -387,7 +387,7 @@ describe('billing arithmetic', () => {
   });
 
   it('bills a personal key to its user, not the workspace', async () => {
-    const personal = { secret: t.createKey('personal') };
+    const personal = { secret: await t.createKey('personal') };
     const userAccount = `user:${t.userId}`;
     await ledger.grant(t.db, userAccount, ledger.usdToNano(1), 'test');
     const wsBefore = await balanceNano();
