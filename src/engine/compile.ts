@@ -66,11 +66,19 @@ export interface CompiledGraph {
   readonly definition: WorkflowDefinition;
   readonly blocks: ReadonlyMap<string, CompiledBlock>;
   readonly root: CompiledScope;
+  /** The block the run enters at (the start block unless compiled for another entry). */
   readonly startId: string;
+  /** Entry blocks by type name: `<start.x>` and `<webhook.x>` read these. */
+  readonly entryIds: ReadonlyMap<string, string>;
   readonly nameToId: ReadonlyMap<string, string>;
   readonly isKnownHead: HeadPredicate;
   /** Code with references bound, per secrets-set and source. */
   bindCode(source: string, secretNames: ReadonlySet<string>, secretsKey: string): BoundCode;
+  /**
+   * The graph entered at the entry block of type `entryType` (e.g. 'webhook'); this graph when that
+   * is already its entry or the definition has no such block. Compiled once, then kept.
+   */
+  forEntry(entryType: string): CompiledGraph;
 }
 
 const CODE_CACHE_LIMIT = 2000;
@@ -79,10 +87,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-export function compile(def: WorkflowDefinition): CompiledGraph {
+export function compile(def: WorkflowDefinition, entryType?: string): CompiledGraph {
   // Save-time-only checks (block cap, output fields, code syntax) are left out: see analyzeDefinition.
   const { issues, analysis } = analyzeDefinition(def, {}, 'compile');
   if (issues.length > 0 || !analysis) throw new DefinitionError(issues);
+  const entryId = (entryType !== undefined ? analysis.entryIds.get(entryType) : undefined) ?? analysis.startId;
 
   const blocks = new Map<string, CompiledBlock>();
   for (const [id, a] of analysis.blocks) {
@@ -157,9 +166,9 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
   }
   for (const list of byParent.values()) list.sort((x, y) => x.order - y.order);
 
-  // Top level: only blocks reachable from the start block take part.
-  const reachable = new Set<string>([analysis.startId]);
-  const stack = [analysis.startId];
+  // Top level: only blocks reachable from the entry block take part.
+  const reachable = new Set<string>([entryId]);
+  const stack = [entryId];
   for (let id = stack.pop(); id !== undefined; id = stack.pop()) {
     for (const e of getOrThrow(blocks, id, 'block').outgoing) {
       if (!reachable.has(e.to)) {
@@ -181,7 +190,7 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
     containerId: null,
     kind: null,
     nodes: (byParent.get(null) ?? []).filter((b) => reachable.has(b.id)).map((b) => b.id),
-    entries: [analysis.startId],
+    entries: [entryId],
   };
 
   for (const b of blocks.values()) {
@@ -197,13 +206,25 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
 
   const codeCache = new Map<string, BoundCode>();
   const isKnownHead = analysis.isKnownHead;
-  return {
+  const variants = new Map<string, CompiledGraph>();
+  const graph: CompiledGraph = {
     definition: analysis.definition,
     blocks,
     root,
-    startId: analysis.startId,
+    startId: entryId,
+    entryIds: analysis.entryIds,
     nameToId: analysis.nameToId,
     isKnownHead,
+    forEntry(type) {
+      const id = analysis.entryIds.get(type);
+      if (id === undefined || id === entryId) return graph;
+      let variant = variants.get(type);
+      if (variant === undefined) {
+        variant = compile(def, type);
+        variants.set(type, variant);
+      }
+      return variant;
+    },
     bindCode(source, secretNames, secretsKey) {
       const key = `${secretsKey}\u0001${source}`;
       let bound = codeCache.get(key);
@@ -215,4 +236,5 @@ export function compile(def: WorkflowDefinition): CompiledGraph {
       return bound;
     },
   };
+  return graph;
 }

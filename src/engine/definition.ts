@@ -6,7 +6,7 @@ import { blockTypes } from './blocks/index.js';
 import { bindCode, sourcePosition } from './code.js';
 import { countBlocks, formatPath, jsonPath, label, schemaIssues, workflowDefinitionSchema } from './definition-schema.js';
 import { getOrThrow } from './lookup.js';
-import { collectTokens, normalizeName, RESERVED_HEADS, type HeadPredicate, type RefToken } from './references.js';
+import { collectTokens, ENTRY_HEADS, normalizeName, RESERVED_HEADS, type HeadPredicate, type RefToken } from './references.js';
 import type { BlockDefinition, DefinitionIssue, EdgeDefinition, WorkflowDefinition } from './types.js';
 
 export { blockDefinitionSchema, edgeDefinitionSchema, retryPolicySchema, workflowDefinitionSchema } from './definition-schema.js';
@@ -63,7 +63,10 @@ export interface Analysis {
   definition: WorkflowDefinition;
   blocks: Map<string, AnalyzedBlock & { type: AnyBlockType }>;
   nameToId: Map<string, string>;
+  /** The default entry: the start block, else the only other entry block (a webhook). */
   startId: string;
+  /** Entry blocks by type name (at most one per type). */
+  entryIds: Map<string, string>;
   edges: EdgeDefinition[];
   isKnownHead: HeadPredicate;
 }
@@ -151,7 +154,7 @@ function checkNames(all: AnalyzedBlock[], issues: Issues): Map<string, string> {
       continue;
     }
     const isEntry = b.type?.entry === true;
-    if ((RESERVED_HEADS as readonly string[]).includes(b.normName) && !(b.normName === 'start' && isEntry)) {
+    if ((RESERVED_HEADS as readonly string[]).includes(b.normName) && !(isEntry && b.normName === b.def.type)) {
       issues.push(blockIssue(b, `name "${b.def.name}" is reserved`, 'name', path));
       continue;
     }
@@ -165,8 +168,11 @@ function checkNames(all: AnalyzedBlock[], issues: Issues): Map<string, string> {
   return nameToId;
 }
 
-/** Exactly one entry (start) block, at the top level. Returns its id ('' when missing). */
-function checkStart(all: AnalyzedBlock[], issues: Issues): string {
+/**
+ * Entry blocks: at least one at the top level, at most one per entry type (a workflow may have a start
+ * block, a webhook block, or both). Returns them by type name ('' start id when there is none).
+ */
+function checkStart(all: AnalyzedBlock[], issues: Issues): { startId: string; entryIds: Map<string, string> } {
   const entries = all.filter((b) => b.type?.entry === true);
   const topEntries = entries.filter((b) => b.parentId === null);
   for (const b of entries) {
@@ -175,10 +181,17 @@ function checkStart(all: AnalyzedBlock[], issues: Issues): string {
   if (topEntries.length === 0) {
     issues.push({ message: 'The workflow needs exactly one start block at the top level; found none', path: ['blocks'] });
   }
-  for (const b of topEntries.slice(1)) {
-    issues.push(blockIssue(b, `the workflow needs exactly one start block; found ${topEntries.length}`, 'type', [...b.jsonPath, 'type']));
+  const entryIds = new Map<string, string>();
+  for (const b of topEntries) {
+    if (entryIds.has(b.def.type)) {
+      const n = topEntries.filter((x) => x.def.type === b.def.type).length;
+      issues.push(blockIssue(b, `the workflow needs exactly one ${b.def.type} block; found ${n}`, 'type', [...b.jsonPath, 'type']));
+      continue;
+    }
+    entryIds.set(b.def.type, b.def.id);
   }
-  return topEntries[0]?.def.id ?? '';
+  const startId = entryIds.get('start') ?? topEntries[0]?.def.id ?? '';
+  return { startId, entryIds };
 }
 
 /** Checks one edge; true when it is usable. */
@@ -263,8 +276,9 @@ function referenceProblem(b: AnalyzedBlock, key: string, token: RefToken, ctx: R
     return chain.some((id) => ctx.byId.get(id)?.type?.container === kind) ? null : `<${kind}.*> used outside a ${kind}:`;
   }
   if (token.head === 'variable') return null;
-  const targetId = token.head === 'start' ? ctx.startId : ctx.nameToId.get(token.head);
-  if (targetId === undefined || targetId === '') return token.head === 'start' ? null : 'unknown reference';
+  const isEntryHead = ENTRY_HEADS.includes(token.head);
+  const targetId = isEntryHead ? ctx.entryIds.get(token.head) : ctx.nameToId.get(token.head);
+  if (targetId === undefined || targetId === '') return isEntryHead ? null : 'unknown reference';
   const target = getOrThrow(ctx.byId, targetId, 'block');
   if (target.parentId !== null && !chain.includes(target.parentId)) {
     const container = ctx.byId.get(target.parentId);
@@ -283,7 +297,7 @@ function referenceProblem(b: AnalyzedBlock, key: string, token: RefToken, ctx: R
 interface RefContext {
   byId: Map<string, AnalyzedBlock>;
   nameToId: Map<string, string>;
-  startId: string;
+  entryIds: Map<string, string>;
   isKnownHead: HeadPredicate;
   /** Report references to fields a block's output cannot have. */
   checkFields: boolean;
@@ -357,15 +371,15 @@ export function analyzeDefinition(
   const issues: Issues = [];
   const { byId, all } = collectBlocks(definition, issues);
   const nameToId = checkNames(all, issues);
-  const startId = checkStart(all, issues);
+  const { startId, entryIds } = checkStart(all, issues);
   const edges = checkEdges(definition.edges, byId, issues);
   checkCycles(byId, edges, issues);
   const isKnownHead: HeadPredicate = (head) => nameToId.has(head) || (RESERVED_HEADS as readonly string[]).includes(head);
-  checkReferences(all, { byId, nameToId, startId, isKnownHead, checkFields: save }, issues);
+  checkReferences(all, { byId, nameToId, entryIds, isKnownHead, checkFields: save }, issues);
   if (save && opts.checkCode) checkCodeSyntax(all, isKnownHead, opts.checkCode, issues);
 
   if (issues.length > 0 || !hasTypes(byId)) return { issues, definition };
-  return { issues, definition, analysis: { definition, blocks: byId, nameToId, startId, edges, isKnownHead } };
+  return { issues, definition, analysis: { definition, blocks: byId, nameToId, startId, entryIds, edges, isKnownHead } };
 }
 
 /** Validates a definition (as received on save). */

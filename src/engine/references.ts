@@ -11,7 +11,10 @@ export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/[\s.]+/g, '');
 }
 
-export const RESERVED_HEADS = ['loop', 'parallel', 'variable', 'start'] as const;
+export const RESERVED_HEADS = ['loop', 'parallel', 'variable', 'start', 'webhook'] as const;
+
+/** Heads naming an entry block by its type (`<start.x>`, `<webhook.x>`). */
+export const ENTRY_HEADS: readonly string[] = ['start', 'webhook'];
 
 export interface RefToken {
   kind: 'ref';

@@ -8,7 +8,8 @@ import { ScopeRun } from './scope.js';
 import { isoTime } from './trace.js';
 import type { RunOptions, RunResult } from './types.js';
 
-export async function runWorkflow(graph: CompiledGraph, opts: RunOptions): Promise<RunResult> {
+export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Promise<RunResult> {
+  const graph = opts.entry !== undefined ? compiled.forEntry(opts.entry) : compiled;
   const run = new RunState(graph, opts);
   let outcome: ScopeOutcome | null = null;
   if (!run.stopping) {

@@ -8,7 +8,7 @@ import type { CompiledBlock, CompiledEdge, CompiledGraph, CompiledScope } from '
 import { getOrThrow } from './lookup.js';
 import { executeNode, type NodeResult } from './node.js';
 import type { SandboxResult } from './ports.js';
-import { compileValue, formatInterpolated, navigate, type RefToken, type ResolveEnv } from './references.js';
+import { compileValue, ENTRY_HEADS, formatInterpolated, navigate, type RefToken, type ResolveEnv } from './references.js';
 import type { RunState } from './run-state.js';
 import { errorMessage } from './trace.js';
 
@@ -105,7 +105,7 @@ export class ScopeRun implements ScopeHandle {
     }
     if (head === 'variable') return navigate(this.run.variables, token.path);
     const graph = this.run.graph;
-    const id = head === 'start' ? graph.startId : graph.nameToId.get(head);
+    const id = ENTRY_HEADS.includes(head) ? graph.entryIds.get(head) : graph.nameToId.get(head);
     if (id === undefined) return undefined;
     const target = this.block(id);
     const owner = findUp(this, (s) => s.scope.containerId === target.parentId);

@@ -118,6 +118,8 @@ export interface PausePoint {
 export interface RunOptions {
   /** Raw caller input; the start block resolves declared fields from input.input[field] then input[field]. */
   input: Record<string, unknown>;
+  /** Type of the entry block the run starts at ('webhook' for webhook deliveries); default: the start block. */
+  entry?: string;
   ports: EnginePorts;
   signal?: AbortSignal;
   /** Run timeout; exceeding it ends the run with status 'timed_out'. */

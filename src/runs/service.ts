@@ -101,11 +101,13 @@ export class ExecutionService {
   private async execute(
     run: RunContext,
     graph: ReturnType<WorkflowService['compileVersion']>,
-    opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal; depth?: number;
+    opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal; depth?: number; trigger?: string;
       recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
   ): Promise<RunResult> {
     const result = await runWorkflow(graph, {
       input: opts.input,
+      // A webhook delivery enters at the webhook block; every other run at the start block.
+      entry: opts.trigger === 'webhook' ? 'webhook' : undefined,
       ports: this.deps.ports(run),
       signal: opts.signal,
       depth: opts.depth ?? 0,
@@ -140,7 +142,7 @@ export class ExecutionService {
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
-        input, mode: 'sync', signal: opts.signal,
+        input, mode: 'sync', signal: opts.signal, trigger: opts.trigger,
         // Kept in memory: only a pause needs them (its snapshot).
         onStep: async (s) => {
           steps.push(s);
@@ -220,7 +222,7 @@ export class ExecutionService {
       const plan = await this.deps.accounts.workspacePlan(row.workspace_id);
       const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
-        input: row.input, mode: 'async', signal: this.shutdown.signal, recorded, onStep,
+        input: row.input, mode: 'async', signal: this.shutdown.signal, recorded, onStep, trigger: row.trigger,
       });
       if (this.shutdown.signal.aborted && result.status === 'cancelled') return; // resumes after restart
       const finished = finishedFrom(result);

@@ -14,11 +14,13 @@ import { responseBlock } from './response.js';
 import { startBlock } from './start.js';
 import { tableBlock } from './table.js';
 import { variablesBlock } from './variables.js';
+import { webhookBlock } from './webhook.js';
 import { waitBlock } from './wait.js';
 import { workflowBlock } from './workflow.js';
 
 const builtIn: AnyBlockType[] = [
   startBlock,
+  webhookBlock,
   functionBlock,
   conditionBlock,
   httpBlock,

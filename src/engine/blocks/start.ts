@@ -7,7 +7,7 @@ import { defineBlockType } from '../block-type.js';
 export const inputFieldTypes = ['string', 'number', 'boolean', 'object', 'array', 'files'] as const;
 export type InputFieldType = (typeof inputFieldTypes)[number];
 
-const inputFieldSchema = z.object({
+export const inputFieldSchema = z.object({
   name: z.string().min(1).max(200),
   type: z.enum(inputFieldTypes).default('string'),
   required: z.boolean().optional(),
