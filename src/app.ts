@@ -16,13 +16,14 @@ import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
 import { resumeRoutes } from './runs/resume-routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
 
 /** Builds the HTTP app from the area plugins, each given its services. No business logic here. */
 export async function buildApp(ctx: AppContext, services: Services): Promise<FastifyInstance> {
-  const { accounts, limits, plans, workflows, tables, ai, runs } = services;
+  const { accounts, limits, plans, workflows, tables, ai, runs, webhooks, webhookRegistry } = services;
   const app = Fastify({
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
@@ -99,11 +100,12 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(accountRoutes(accounts));
   await app.register(auditRoutes(accounts, ctx.db));
   await app.register(limitRoutes(limits, accounts, plans));
-  await app.register(workflowRoutes(workflows, accounts, limits));
+  await app.register(workflowRoutes(workflows, accounts, limits, webhookRegistry));
   await app.register(runRoutes(runs, workflows, accounts), { ctx });
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
+  await app.register(webhookRoutes(webhooks), { ctx });
   return app;
 }
 

@@ -15,6 +15,8 @@ import { ExecutionService, type RunContext } from './runs/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
+import { WebhookRegistry } from './webhooks/registry.js';
+import { WebhookService } from './webhooks/service.js';
 import { WorkflowService } from './workflows/service.js';
 
 /** The areas' services, built once per process. */
@@ -25,10 +27,12 @@ export interface CoreServices {
   workflows: WorkflowService;
   tables: TablesService;
   ai: AiGateway;
+  webhookRegistry: WebhookRegistry;
 }
 
 export interface Services extends CoreServices {
   runs: ExecutionService;
+  webhooks: WebhookService;
 }
 
 /**
@@ -44,11 +48,14 @@ export function composeCore(ctx: AppContext): CoreServices {
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
   });
   ctx.onClose.push(() => limits.close());
-  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax });
+  // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
+  const webhookRegistry = new WebhookRegistry(db, config.baseUrl);
+  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax },
+    (q, change) => webhookRegistry.deploymentChanged(q, change));
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log });
-  return { accounts, limits, plans, workflows, tables, ai };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -77,9 +84,10 @@ export function composeServices(ctx: AppContext): Services {
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
+  const webhooks = new WebhookService({ db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits });
   ctx.onClose.push(async () => {
     await runs.close();
     await sandbox.dispose?.();
   });
-  return { ...core, runs };
+  return { ...core, runs, webhooks };
 }

@@ -24,6 +24,8 @@ const envSchema = z.object({
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
   WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  WEFT_WEBHOOK_RETENTION_DAYS: z.coerce.number().min(0.0001).max(365).default(7),
+  WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   // Limits that keep one run or request from hurting the others (DESIGN section 5).
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
@@ -76,6 +78,10 @@ export interface Config {
   planLimitsJson?: string;
   /** How long a worker owns an async job without renewing; a crashed worker's job is taken over after it. */
   jobLeaseMs: number;
+  /** How long a webhook delivery key is remembered (duplicates within it start no run). */
+  webhookRetentionDays: number;
+  /** Lease of a webhook delivery claim not yet answered; an expired one is taken over by a retry. */
+  webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
   sandboxPoolSize: number;
   /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
@@ -143,6 +149,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     limitsEnabled: e.WEFT_LIMITS === 'on',
     planLimitsJson: e.WEFT_PLAN_LIMITS,
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
+    webhookRetentionDays: e.WEFT_WEBHOOK_RETENTION_DAYS,
+    webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,

@@ -43,6 +43,7 @@ export type { CompiledGraph } from './compile.js';
 export { runWorkflow } from './run.js';
 export { RUN_DEFAULTS } from './run-state.js';
 export { blockTypes } from './blocks/index.js';
+export { webhookConfigSchema, type WebhookConfig } from './blocks/webhook.js';
 export { defineBlockType, ChildBlockError, RunStoppedError } from './block-type.js';
 export type {
   BlockType,

@@ -111,6 +111,18 @@ export class LimitsService {
     };
   }
 
+  /**
+   * Takes a token of a rate bucket keyed by something other than a billed account (e.g. one webhook
+   * trigger's workflow), sized like the plan's `mode` bucket. 429 with Retry-After when empty.
+   */
+  async admitKeyed(key: string, plan: string, mode: ExecutionMode): Promise<BucketState> {
+    const [, rate, burst] = this.bucket(key, plan, mode);
+    if (!this.enabled) return this.limiter.peek(`${key}:${mode}`, rate, burst);
+    const { allowed, state } = await this.limiter.take(`${key}:${mode}`, rate, burst);
+    if (!allowed) throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+    return state;
+  }
+
   /** Frees a slot taken by another process or before a restart (async runs). */
   async releaseSlot(account: string, slot: string): Promise<void> {
     await this.slots.release(account, slot);

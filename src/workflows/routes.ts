@@ -19,6 +19,7 @@ const workflowSchema = z.object({
   version: z.number().int().nullable().describe('Active deployed version number'),
   createdAt: z.string(),
   updatedAt: z.string(),
+  webhookUrl: z.string().optional().describe('The webhook trigger URL while the workflow is deployed with a webhook block'),
 });
 const summarySchema = workflowSchema.omit({ definition: true });
 const workflowEnvelope = z.object({ success: z.literal(true), data: z.object({ workflow: workflowSchema }) });
@@ -34,9 +35,16 @@ const deployment = (w: PublicWorkflow) => ({
   data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version },
 });
 
+/** Full webhook trigger URLs of the deployed ones among some workflows (base: WEFT_BASE_URL, else the request's). */
+export type TriggerUrls = { urls(workflowIds: readonly string[], requestBase: string): Promise<Map<string, string>> };
+
+const requestBase = (request: { protocol: string; host: string }) => `${request.protocol}://${request.host}`;
+
 /** Workflow definitions and deployments. */
-export function workflowRoutes(workflows: WorkflowService, accounts: AccountsService, limits: LimitsService): FastifyPluginAsyncZod {
+export function workflowRoutes(workflows: WorkflowService, accounts: AccountsService, limits: LimitsService, triggers?: TriggerUrls): FastifyPluginAsyncZod {
   return async (app) => {
+    const urlsOf = async (ids: string[], request: { protocol: string; host: string }) =>
+      (triggers && ids.length > 0 ? await triggers.urls(ids, requestBase(request)) : new Map<string, string>());
 
   app.post('/api/v1/workflows', {
     schema: {
@@ -73,11 +81,13 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
     const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
     const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
+    const urls = await urlsOf(p.data.filter((r) => r.active_version_id !== null).map((r) => r.id), request);
     return {
       success: true as const,
       data: p.data.map((r) => {
         const { definition: _d, ...rest } = publicWorkflow(r);
-        return rest;
+        const webhookUrl = urls.get(r.id);
+        return webhookUrl ? { ...rest, webhookUrl } : rest;
       }),
       ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
       // The reference adds the caller's execution limits to v1 list responses.
@@ -90,7 +100,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
     const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
-    return { success: true as const, data: { workflow: publicWorkflow(w) } };
+    const webhookUrl = w.active_version_id !== null ? (await urlsOf([w.id], request)).get(w.id) : undefined;
+    return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}) } } };
   });
 
   app.put('/api/v1/workflows/:id', {

@@ -1,6 +1,6 @@
 import type { AccessControlled, Actor, Role, WorkspaceAccess } from '../accounts/service.js';
 import type { AuthContext } from '../http/auth.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { compile, validateDefinition, type CompiledGraph, type WorkflowDefinition } from '../engine/index.js';
@@ -31,6 +31,12 @@ export const publicWorkflow = (w: WorkflowRow): PublicWorkflow => ({
   updatedAt: w.updated_at.toISOString(),
 });
 
+/**
+ * Told inside the deploy, undeploy or rollback transaction which version is now active (null: none).
+ * Throwing refuses the change (e.g. a webhook path held by another workflow).
+ */
+export type DeploymentListener = (q: Queryable, change: { workspaceId: string; workflowId: string; version: VersionRow | null }) => Promise<void>;
+
 /** Options of definition checks: the blocks cap and the code syntax checker (from the sandbox). */
 export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>[1]>;
 
@@ -40,6 +46,7 @@ export class WorkflowService {
     private readonly db: Database,
     private readonly accounts: AccessControlled,
     private readonly definitionOptions: DefinitionChecks = {},
+    private readonly onDeploymentChanged: DeploymentListener = async () => undefined,
   ) {}
 
   /**
@@ -161,6 +168,7 @@ export class WorkflowService {
     if (!locked) throw new HttpError(404, 'Workflow not found');
     const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
     await store.activateVersion(q, id, version.id);
+    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version });
     await recordAudit(q, {
       workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deployed',
       resourceType: 'workflow', resourceId: id, resourceName: w.name, metadata: { version: version.version },
@@ -176,6 +184,7 @@ export class WorkflowService {
     if (!locked) throw new HttpError(404, 'Workflow not found');
     if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
     await store.activateVersion(q, id, null);
+    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: null });
     await recordAudit(q, {
       workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.undeployed',
       resourceType: 'workflow', resourceId: id, resourceName: locked.name,
@@ -201,6 +210,7 @@ export class WorkflowService {
       if (!target) throw new HttpError(400, 'No previous deployment version to roll back to');
     }
     await store.activateVersion(q, id, target.id);
+    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: target });
     await recordAudit(q, {
       workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.rolled_back',
       resourceType: 'workflow', resourceId: id, resourceName: locked.name,

@@ -1,0 +1,132 @@
+// SQL of the webhooks area: the path registry (webhooks) and delivery claims (webhook_deliveries).
+import type { Queryable } from '../db/database.js';
+
+export interface WebhookRow {
+  workflow_id: string;
+  workspace_id: string;
+  block_id: string;
+  path: string;
+  generated_path: string;
+  version_id: string | null;
+}
+
+export interface StoredAnswer {
+  status: number;
+  headers: Record<string, string>;
+  /** JSON body, or a text body when `text` is true. */
+  body: unknown;
+  text?: boolean;
+}
+
+export interface DeliveryRow {
+  workspace_id: string;
+  delivery_key: string;
+  workflow_id: string;
+  claim_token: string;
+  lease_until: Date;
+  execution_id: string | null;
+  answer: StoredAnswer | null;
+  created_at: Date;
+}
+
+const cols = 'workflow_id, workspace_id, block_id, path, generated_path, version_id';
+
+export async function findWebhook(q: Queryable, workflowId: string, lock = false): Promise<WebhookRow | undefined> {
+  const rows = await q.query<WebhookRow>(`SELECT ${cols} FROM webhooks WHERE workflow_id = $1${lock ? ' FOR UPDATE' : ''}`, [workflowId]);
+  return rows[0];
+}
+
+/** The deployed trigger answering at a path. */
+export async function findDeployedByPath(q: Queryable, path: string): Promise<WebhookRow | undefined> {
+  const rows = await q.query<WebhookRow>(`SELECT ${cols} FROM webhooks WHERE path = $1 AND version_id IS NOT NULL`, [path]);
+  return rows[0];
+}
+
+/** Another deployed workflow holding the path, if any. */
+export async function pathHolder(q: Queryable, path: string, workflowId: string): Promise<string | undefined> {
+  const rows = await q.query<{ workflow_id: string }>(
+    'SELECT workflow_id FROM webhooks WHERE path = $1 AND version_id IS NOT NULL AND workflow_id <> $2', [path, workflowId]);
+  return rows[0]?.workflow_id;
+}
+
+export async function saveWebhook(q: Queryable, w: WebhookRow): Promise<void> {
+  await q.query(
+    `INSERT INTO webhooks (${cols}) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (workflow_id) DO UPDATE SET block_id = EXCLUDED.block_id, path = EXCLUDED.path,
+       generated_path = EXCLUDED.generated_path, version_id = EXCLUDED.version_id, updated_at = now()`,
+    [w.workflow_id, w.workspace_id, w.block_id, w.path, w.generated_path, w.version_id],
+  );
+}
+
+export async function deactivate(q: Queryable, workflowId: string): Promise<void> {
+  await q.query('UPDATE webhooks SET version_id = NULL, updated_at = now() WHERE workflow_id = $1', [workflowId]);
+}
+
+/** Deployed triggers of some workflows (for their API data). */
+export async function deployedFor(q: Queryable, workflowIds: readonly string[]): Promise<WebhookRow[]> {
+  if (workflowIds.length === 0) return [];
+  return q.query<WebhookRow>(`SELECT ${cols} FROM webhooks WHERE workflow_id = ANY($1::uuid[]) AND version_id IS NOT NULL`, [workflowIds]);
+}
+
+// -- delivery claims ----------------------------------------------------------------------------
+
+/**
+ * Claims a delivery key: inserts it, or takes over a claim that is past the retention or whose lease
+ * expired before it was answered. Returns the delivery's creation time when this caller now holds it.
+ */
+export async function claimDelivery(
+  q: Queryable,
+  c: { workspaceId: string; key: string; workflowId: string; token: string; leaseMs: number; retentionMs: number },
+): Promise<{ createdAt: Date } | undefined> {
+  const rows = await q.query<{ claim_token: string; created_at: Date }>(
+    `INSERT INTO webhook_deliveries (workspace_id, delivery_key, workflow_id, claim_token, lease_until)
+     VALUES ($1, $2, $3, $4, now() + $5::double precision * interval '1 millisecond')
+     ON CONFLICT (workspace_id, delivery_key) DO UPDATE SET
+       workflow_id = EXCLUDED.workflow_id, claim_token = EXCLUDED.claim_token, lease_until = EXCLUDED.lease_until,
+       execution_id = NULL, answer = NULL,
+       -- A takeover keeps the delivery's identity (its run id derives from it); a forgotten one starts afresh.
+       created_at = CASE WHEN webhook_deliveries.created_at < now() - $6::double precision * interval '1 millisecond'
+                         THEN now() ELSE webhook_deliveries.created_at END
+     WHERE webhook_deliveries.created_at < now() - $6::double precision * interval '1 millisecond'
+        OR (webhook_deliveries.answer IS NULL AND webhook_deliveries.lease_until < now())
+     RETURNING claim_token, created_at`,
+    [c.workspaceId, c.key, c.workflowId, c.token, c.leaseMs, c.retentionMs],
+  );
+  const row = rows[0];
+  return row && row.claim_token === c.token ? { createdAt: row.created_at } : undefined;
+}
+
+export async function findDelivery(q: Queryable, workspaceId: string, key: string): Promise<DeliveryRow | undefined> {
+  const rows = await q.query<DeliveryRow>(
+    `SELECT workspace_id, delivery_key, workflow_id, claim_token, lease_until, execution_id, answer, created_at
+       FROM webhook_deliveries WHERE workspace_id = $1 AND delivery_key = $2`, [workspaceId, key]);
+  return rows[0];
+}
+
+export async function renewDelivery(q: Queryable, workspaceId: string, key: string, token: string, leaseMs: number): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries SET lease_until = now() + $4::double precision * interval '1 millisecond'
+      WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL`,
+    [workspaceId, key, token, leaseMs]);
+}
+
+export async function setExecution(q: Queryable, workspaceId: string, key: string, token: string, executionId: string): Promise<void> {
+  await q.query('UPDATE webhook_deliveries SET execution_id = $4 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
+    [workspaceId, key, token, executionId]);
+}
+
+export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer): Promise<void> {
+  await q.query('UPDATE webhook_deliveries SET answer = $4 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
+    [workspaceId, key, token, JSON.stringify(answer)]);
+}
+
+/** Drops a claim that started nothing (refused by limits, failed before its run), so a retry may run. */
+export async function releaseDelivery(q: Queryable, workspaceId: string, key: string, token: string): Promise<void> {
+  await q.query('DELETE FROM webhook_deliveries WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3', [workspaceId, key, token]);
+}
+
+export async function purgeDeliveries(q: Queryable, retentionMs: number): Promise<number> {
+  const rows = await q.query(
+    `DELETE FROM webhook_deliveries WHERE created_at < now() - $1::double precision * interval '1 millisecond' RETURNING 1`, [retentionMs]);
+  return rows.length;
+}
