@@ -1,0 +1,129 @@
+// Exactly once per delivery: concurrent duplicates, later duplicates, takeover of an abandoned claim,
+// rate limits and usage charging.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createWorkspace } from '../support/accounts.js';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { echo, finishedRuns, post, runsOf, webhookWorkflow } from './support.js';
+
+let t: TestServer;
+const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 } });
+beforeAll(async () => {
+  t = await startTestServer({ env: { WEFT_PLAN_LIMITS: tiny, WEFT_WEBHOOK_LEASE_MS: '1000' } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('exactly once per delivery', () => {
+  it('20 concurrent identical deliveries start one run and all get the same answer', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({}, 'const e = Date.now() + 100; while (Date.now() < e) { /* busy */ } return { a: <webhook.a> }'));
+    const all = await Promise.all(Array.from({ length: 20 }, () => post(url, { a: 7 })));
+    expect(all.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(new Set(all.map((r) => r.text)).size).toBe(1);
+    const [run] = await finishedRuns(t, id);
+    expect(run).toMatchObject({ status: 'completed', output: { a: 7 } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await runsOf(t, id)).toHaveLength(1);
+  });
+
+  it('result mode: concurrent duplicates and a later one get the first run\'s output; one run', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ responseMode: 'result' }, 'const e = Date.now() + 150; while (Date.now() < e) { /* busy */ } return { n: Math.random() }'));
+    const all = await Promise.all(Array.from({ length: 20 }, () => post(url, { a: 1 }, { 'x-github-delivery': 'res-1' })));
+    expect(all.map((r) => `${r.status} ${r.status === 200 ? "" : r.text}`)).toEqual(Array(20).fill("200 "));
+    const n = all[0].body.output.n;
+    expect(all.every((r) => r.body.output.n === n)).toBe(true);
+    const later = await post(url, { a: 'different body, same delivery' }, { 'x-github-delivery': 'res-1' });
+    expect(later.body.output.n).toBe(n);
+    expect(await runsOf(t, id)).toHaveLength(1);
+  });
+
+  it('a duplicate after completion starts no run; keys come from headers, the idempotency field or the body hash', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ idempotencyField: 'order.id' }));
+    expect((await post(url, { a: 1 }, { 'webhook-id': 'msg_1' })).status).toBe(200);
+    await finishedRuns(t, id, 1);
+    expect((await post(url, { a: 2 }, { 'webhook-id': 'msg_1' })).body).toEqual({ message: 'Webhook processed' });
+    expect((await post(url, { a: 3, order: { id: 'o-1' } })).status).toBe(200);
+    expect((await post(url, { a: 4, order: { id: 'o-1' } })).status).toBe(200);
+    expect((await post(url, { a: 5 })).status).toBe(200);
+    expect((await post(url, { a: 5 })).status).toBe(200);
+    expect((await post(url, { a: 6 })).status).toBe(200);
+    await finishedRuns(t, id, 4);
+    await new Promise((r) => setTimeout(r, 300));
+    const outputs = (await runsOf(t, id)).map((r) => (r.output as { a: number }).a).sort();
+    expect(outputs).toEqual([1, 3, 5, 6]);
+  });
+
+  it('keys are scoped to the workspace and workflow: the same delivery id elsewhere runs', async () => {
+    const one = await webhookWorkflow(t, echo());
+    const two = await webhookWorkflow(t, echo());
+    await post(one.url, { a: 1 }, { 'x-github-delivery': 'shared' });
+    await post(two.url, { a: 1 }, { 'x-github-delivery': 'shared' });
+    await finishedRuns(t, one.id);
+    await finishedRuns(t, two.id);
+  });
+
+  it('a claim whose process died (lease expired, no answer) is taken over by the retry', async () => {
+    const { id, url } = await webhookWorkflow(t, echo());
+    // What a process that crashed right after claiming leaves behind.
+    await t.server.ctx.db.query(
+      `INSERT INTO webhook_deliveries (workspace_id, delivery_key, workflow_id, claim_token, lease_until)
+       VALUES ($1, $2, $3, 'dead-process', now() + interval '300 milliseconds')`,
+      [t.workspaceId, `${id}:h:x-github-delivery:crash-1`, id]);
+    const started = Date.now();
+    const r = await post(url, { a: 9 }, { 'x-github-delivery': 'crash-1' });
+    expect(r.status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    const [run] = await finishedRuns(t, id);
+    expect(run.output).toEqual({ a: 9 });
+  });
+
+  it('a takeover after the dead process had queued the run finds that run instead of starting another', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({}, 'const e = Date.now() + 100; while (Date.now() < e) { /* busy */ } return { a: <webhook.a> }'));
+    expect((await post(url, { a: 1 }, { 'x-github-delivery': 'queued-1' })).status).toBe(200);
+    await finishedRuns(t, id);
+    // As if the answer had never been stored and the lease lapsed.
+    await t.server.ctx.db.query(`UPDATE webhook_deliveries SET answer = NULL, lease_until = now() - interval '1 second' WHERE workflow_id = $1`, [id]);
+    expect((await post(url, { a: 1 }, { 'x-github-delivery': 'queued-1' })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await runsOf(t, id)).toHaveLength(1);
+  });
+
+  it('a delivery past the retention runs again', async () => {
+    const { id, url } = await webhookWorkflow(t, echo());
+    await post(url, { a: 1 }, { 'x-github-delivery': 'old-1' });
+    await finishedRuns(t, id);
+    await t.server.ctx.db.query(`UPDATE webhook_deliveries SET created_at = now() - interval '8 days' WHERE workflow_id = $1`, [id]);
+    await post(url, { a: 1 }, { 'x-github-delivery': 'old-1' });
+    await finishedRuns(t, id, 2);
+  });
+});
+
+describe('limits and usage', () => {
+  it('rate limits per workflow and billed account (429 + Retry-After), charges each run to the workspace', async () => {
+    const ws = await createWorkspace(t.server.ctx.db, `wh-lim-${Date.now()}`, t.userId, 'free');
+    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
+    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'limited', definition: echo() });
+    const wid = created.body.data.workflow.id;
+    await call('POST', `/api/v1/workflows/${wid}/deploy`);
+    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const statuses: number[] = [];
+    let refused;
+    for (let i = 0; i < 5; i++) {
+      const r = await post(url, { a: i });
+      statuses.push(r.status);
+      if (r.status === 429) refused = r;
+    }
+    // asyncPerMinute 2 -> burst 4.
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // A refused delivery keeps no claim: its retry is not a duplicate.
+    expect((await t.server.ctx.db.query('SELECT 1 FROM webhook_deliveries WHERE workflow_id = $1', [wid]))).toHaveLength(4);
+    await finishedRuns(t, wid, 4);
+    const usage = await t.server.ctx.db.query<{ account: string; n: number }>(
+      `SELECT billed_account AS account, count(*)::int AS n FROM executions WHERE workflow_id = $1 GROUP BY billed_account`, [wid]);
+    expect(usage).toEqual([{ account: `workspace:${ws.id}`, n: 4 }]);
+    const limits = await call('GET', '/api/users/me/usage-limits');
+    expect(limits.body.usage.currentPeriodCost).toBeGreaterThan(0);
+  });
+});
