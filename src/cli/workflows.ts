@@ -60,15 +60,18 @@ export function registerWorkflowCommands(program: Command, withServices: WithSer
     .option('--json', 'machine-readable output')
     .action(async (o: { workspace: string; json?: boolean }) => {
       const json = Boolean(o.json);
-      await withServices(json, async ({ accounts, workflows }) => {
+      await withServices(json, async ({ accounts, workflows, webhookRegistry }, ctx) => {
         const ws = await accounts.resolveWorkspace(o.workspace);
         if (!ws) return fail(`No workspace with id or name "${o.workspace}"`, json);
         const rows = await workflows.list(ws.id, 10_000);
+        // Trigger URLs on WEFT_BASE_URL, else the address a local server listens on.
+        const urls = await webhookRegistry.urls(rows.filter((r) => r.active_version_id !== null).map((r) => r.id), `http://localhost:${ctx.config.port}`);
         const list = rows.map((r) => {
           const { definition: _d, ...rest } = publicWorkflow(r);
-          return rest;
+          const webhookUrl = urls.get(r.id);
+          return webhookUrl ? { ...rest, webhookUrl } : rest;
         });
-        emit(json, list, () => list.map((w) => `${w.id}  ${w.name}  ${w.isDeployed ? `v${w.version}` : 'not deployed'}`).join('\n') || 'No workflows.');
+        emit(json, list, () => list.map((w) => `${w.id}  ${w.name}  ${w.isDeployed ? `v${w.version}` : 'not deployed'}${'webhookUrl' in w ? `  ${w.webhookUrl}` : ''}`).join('\n') || 'No workflows.');
       });
     });
 }
