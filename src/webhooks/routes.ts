@@ -44,10 +44,10 @@ export function webhookRoutes(service: WebhookService): FastifyPluginAsync<{ ctx
             baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}`,
             signal: abort.signal,
           });
-          reply.code(answer.status);
+          reply.code(answer.status).type(answer.text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
+          // A Response block's headers (its content type included) as it set them.
           for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
-          if (answer.text) return reply.type('text/plain; charset=utf-8').send(answer.body === null || answer.body === undefined ? '' : String(answer.body));
-          return reply.type('application/json; charset=utf-8').send(JSON.stringify(answer.body ?? null));
+          return reply.send(answer.body);
         } finally {
           request.raw.socket?.off('close', onClose);
         }

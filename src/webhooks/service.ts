@@ -47,7 +47,8 @@ export interface WebhookDeps {
 const text = (status: number, body: string, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body, text: true });
 const NOT_FOUND = () => text(404, 'Not Found');
 const NOT_ALLOWED = () => text(405, 'Method not allowed', { Allow: 'POST' });
-const ACK: WebhookAnswer = { status: 200, headers: {}, body: { message: 'Webhook processed' } };
+const json = (status: number, body: unknown, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body: JSON.stringify(body ?? null) });
+const ACK: WebhookAnswer = json(200, { message: 'Webhook processed' });
 /** How long a duplicate waits for the first delivery's answer before giving up (the first one's run may be long). */
 const MAX_WAIT_MS = 60 * 60 * 1000;
 
@@ -73,19 +74,19 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
 }
 
 function fromChallenge(c: ChallengeAnswer): WebhookAnswer {
-  return c.text !== undefined ? text(c.status, c.text) : { status: c.status, headers: {}, body: c.json };
+  return c.text !== undefined ? text(c.status, c.text) : json(c.status, c.json);
 }
 
 /** The custom answer: the configured status (default 200) and body (JSON, else text; empty: none). */
 function customAnswer(cfg: WebhookConfig): WebhookAnswer {
   const status = cfg.responseStatus ?? 200;
   const body = cfg.responseBody;
-  if (body === undefined || body === null) return { status, headers: {}, body: null, text: true };
-  if (typeof body !== 'string') return { status, headers: {}, body };
+  if (body === undefined || body === null) return text(status, '');
+  if (typeof body !== 'string') return json(status, body);
   const trimmed = body.trim();
-  if (trimmed === '') return { status, headers: {}, body: null, text: true };
+  if (trimmed === '') return text(status, '');
   try {
-    return { status, headers: {}, body: JSON.parse(trimmed) };
+    return json(status, JSON.parse(trimmed));
   } catch {
     return text(status, trimmed);
   }
@@ -173,7 +174,7 @@ export class WebhookService {
       if (row?.answer) return row.answer;
       if (!row) continue; // released by a refused first attempt: claim it now
       if (d.signal.aborted || Date.now() > until) {
-        return { status: 409, headers: { 'Retry-After': '5' }, body: { error: 'This delivery is still being processed' } };
+        return json(409, { error: 'This delivery is still being processed' }, { 'Retry-After': '5' });
       }
       await sleep(delay);
       delay = Math.min(delay * 2, 200);
@@ -217,9 +218,7 @@ export class WebhookService {
         });
         await store.setExecution(this.db, ws, key, token, executionId);
         const a = await executeAnswer(executionId, result, output, () => this.deps.limits.snapshot(run.billedAccount, run.plan));
-        answer = a.kind === 'response'
-          ? { status: a.status, headers: a.headers, body: a.data ?? null }
-          : { status: a.status, headers: { 'X-Execution-Id': executionId }, body: a.body };
+        answer = a.kind === 'response' ? json(a.status, a.data, a.headers) : json(a.status, a.body, { 'X-Execution-Id': executionId });
       }
       await store.answerDelivery(this.db, ws, key, token, answer);
       answered = true;

@@ -10,11 +10,12 @@ export interface WebhookRow {
   version_id: string | null;
 }
 
+/** An answer as sent, so a duplicate gets the same bytes. */
 export interface StoredAnswer {
   status: number;
   headers: Record<string, string>;
-  /** JSON body, or a text body when `text` is true. */
-  body: unknown;
+  /** The body as sent: JSON text, or plain text when `text` is true ('' for none). */
+  body: string;
   text?: boolean;
 }
 

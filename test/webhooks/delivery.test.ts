@@ -34,6 +34,8 @@ describe('exactly once per delivery', () => {
     expect(all.every((r) => r.body.output.n === n)).toBe(true);
     const later = await post(url, { a: 'different body, same delivery' }, { 'x-github-delivery': 'res-1' });
     expect(later.body.output.n).toBe(n);
+    // The same bytes, not just the same value.
+    expect(new Set([...all, later].map((r) => r.text)).size).toBe(1);
     expect(await runsOf(t, id)).toHaveLength(1);
   });
 
