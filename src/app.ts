@@ -105,7 +105,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
-  await app.register(webhookRoutes(webhooks), { ctx });
+  await app.register(webhookRoutes(webhooks, accounts), { ctx });
   return app;
 }
 

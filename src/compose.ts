@@ -16,7 +16,7 @@ import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
-import { WebhookService } from './webhooks/service.js';
+import { WebhookService, webhookFileBytes } from './webhooks/service.js';
 import { WorkflowService } from './workflows/service.js';
 
 /** The areas' services, built once per process. */
@@ -44,7 +44,7 @@ export function composeCore(ctx: AppContext): CoreServices {
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
-    storageSources: [tableStorageBytes],
+    storageSources: [tableStorageBytes, webhookFileBytes],
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
   });
   ctx.onClose.push(() => limits.close());
@@ -84,7 +84,9 @@ export function composeServices(ctx: AppContext): Services {
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
-  const webhooks = new WebhookService({ db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits });
+  const webhooks = new WebhookService({
+    db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
+  });
   ctx.onClose.push(async () => {
     await runs.close();
     await sandbox.dispose?.();

@@ -1,16 +1,31 @@
 // The trigger URL: `/api/webhooks/trigger/{path}`. No API key (each trigger has its own optional auth);
 // the body is read as raw bytes (signatures are computed over them) and parsed by the service.
 import type { FastifyPluginAsync } from 'fastify';
+import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
+import { HttpError } from '../http/errors.js';
+import { isUuid } from '../ids.js';
 import type { WebhookService } from './service.js';
 
 export const WEBHOOK_BODY_LIMIT = 10 * 1024 * 1024;
 
-export function webhookRoutes(service: WebhookService): FastifyPluginAsync<{ ctx: AppContext }> {
+export function webhookRoutes(service: WebhookService, accounts: AccountsService): FastifyPluginAsync<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     // Encapsulated: only this plugin's routes take any content type as bytes.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+
+    app.get('/api/v1/webhooks/files/:id', {
+      schema: { tags: ['webhooks'], summary: 'Download a file uploaded with a webhook delivery (its workspace\'s API key)' },
+    }, async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const file = isUuid(id) ? await service.file(id) : undefined;
+      if (!file) throw new HttpError(404, 'File not found');
+      await accounts.authorize(request.auth, file.workspace_id, 'read', { conceal: true, notFoundMessage: 'File not found' });
+      reply.header('content-type', file.content_type);
+      reply.header('content-disposition', `attachment; filename="${file.name.replace(/["\\\r\n]/g, '_')}"`);
+      return reply.send(Buffer.from(file.data));
+    });
 
     app.route({
       method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'],

@@ -4,13 +4,16 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import type { WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import type { LimitsService } from '../limits/service.js';
+import type { StorageGuard } from '../limits/storage.js';
+import { newId } from '../ids.js';
 import { executeAnswer } from '../runs/execute-response.js';
 import type { ExecutionService, RunContext } from '../runs/service.js';
 import type { WorkflowRow, WorkflowService } from '../workflows/service.js';
+import { parseMultipart, type FilePart } from './multipart.js';
 import { webhookBlockOf, type WebhookRegistry } from './registry.js';
 import * as store from './store.js';
 import type { StoredAnswer, WebhookRow } from './store.js';
@@ -42,7 +45,12 @@ export interface WebhookDeps {
   runs: Pick<ExecutionService, 'admit' | 'enqueue' | 'runSync'>;
   accounts: Pick<AccountsService, 'workspacePlan'>;
   limits: Pick<LimitsService, 'admitKeyed' | 'snapshot'>;
+  /** Uploaded files count toward the workspace's storage. */
+  storage: StorageGuard;
 }
+
+/** Bytes of uploaded webhook files per workspace: this area's storage source (handed to limits by the composition root). */
+export const webhookFileBytes = (q: Queryable, workspaceId: string): Promise<number> => store.fileBytes(q, workspaceId);
 
 const text = (status: number, body: string, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body, text: true });
 const NOT_FOUND = () => text(404, 'Not Found');
@@ -55,10 +63,21 @@ const MAX_WAIT_MS = 60 * 60 * 1000;
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** JSON, form-encoded (a `payload` field holding JSON is parsed, as Slack and GitHub send it); empty is `{}`. */
-export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
-  if (raw.length === 0) return {};
+/**
+ * JSON, form-encoded (a `payload` field holding JSON is parsed, as Slack and GitHub send it) or multipart
+ * (fields, and files kept aside to be stored); empty is `{}`.
+ */
+export function parseBody(raw: Buffer, contentType: string | undefined): { body: unknown; files: FilePart[] } {
+  if (raw.length === 0) return { body: {}, files: [] };
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (type === 'multipart/form-data') {
+    const { fields, files } = parseMultipart(raw, contentType ?? '');
+    return { body: fields, files };
+  }
+  return { body: parseData(raw, type), files: [] };
+}
+
+function parseData(raw: Buffer, type: string): unknown {
   if (type === 'application/x-www-form-urlencoded') {
     const params = new URLSearchParams(raw.toString('utf8'));
     const out: Record<string, unknown> = {};
@@ -69,7 +88,6 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
     if (typeof out.payload === 'string') return JSON.parse(out.payload);
     return out;
   }
-  if (type.startsWith('multipart/')) throw new HttpError(415, 'multipart/form-data is not accepted by webhook triggers yet');
   return JSON.parse(raw.toString('utf8'));
 }
 
@@ -141,10 +159,10 @@ export class WebhookService {
     const bad = signatureProblem(cfg, d.headers, d.raw, Date.now());
     if (bad) return text(401, `Unauthorized - ${bad}`);
     let body: unknown;
+    let files: FilePart[];
     try {
-      body = parseBody(d.raw, d.contentType);
-    } catch (err) {
-      if (err instanceof HttpError) throw err;
+      ({ body, files } = parseBody(d.raw, d.contentType));
+    } catch {
       return text(400, 'Invalid payload format');
     }
     const badState = clientStateProblem(cfg, body);
@@ -156,11 +174,11 @@ export class WebhookService {
     if (!Object.prototype.hasOwnProperty.call(input, 'headers')) input.headers = visibleHeaders(cfg, d.headers);
     if (!Object.prototype.hasOwnProperty.call(input, 'query')) input.query = d.query;
     const key = `${target.workflow.id}:${deliveryKey(cfg, { method: d.method, path: d.path, rawQuery: d.rawQuery, headers: d.headers, raw: d.raw, body })}`;
-    return this.deliver(target, key, input, d);
+    return this.deliver(target, key, input, files, d);
   }
 
   /** Exactly one run per delivery key: the claimant runs it, every duplicate gets the claimant's answer. */
-  private async deliver(target: Target, key: string, input: Record<string, unknown>, d: Delivery): Promise<WebhookAnswer> {
+  private async deliver(target: Target, key: string, input: Record<string, unknown>, files: FilePart[], d: Delivery): Promise<WebhookAnswer> {
     const ws = target.hook.workspace_id;
     const { webhookLeaseMs: leaseMs } = this.deps.config;
     const retentionMs = this.deps.config.webhookRetentionDays * 86_400_000;
@@ -169,7 +187,7 @@ export class WebhookService {
     for (;;) {
       const token = randomUUID();
       const claim = await store.claimDelivery(this.db, { workspaceId: ws, key, workflowId: target.workflow.id, token, leaseMs, retentionMs });
-      if (claim) return this.first(target, key, token, claim.createdAt, input, d);
+      if (claim) return this.first(target, key, token, claim.createdAt, input, files, d);
       const row = await store.findDelivery(this.db, ws, key);
       if (row?.answer) return row.answer;
       if (!row) continue; // released by a refused first attempt: claim it now
@@ -181,7 +199,9 @@ export class WebhookService {
     }
   }
 
-  private async first(target: Target, key: string, token: string, createdAt: Date, input: Record<string, unknown>, d: Delivery): Promise<WebhookAnswer> {
+  private async first(
+    target: Target, key: string, token: string, createdAt: Date, input: Record<string, unknown>, files: FilePart[], d: Delivery,
+  ): Promise<WebhookAnswer> {
     const ws = target.hook.workspace_id;
     const { webhookLeaseMs: leaseMs } = this.deps.config;
     const timer = setInterval(() => {
@@ -196,6 +216,7 @@ export class WebhookService {
       const mode = cfg.responseMode === 'result' ? 'sync' : 'async';
       // Per trigger (its workflow), then per billed account with the usage cap and concurrency (runs.admit).
       await this.deps.limits.admitKeyed(`webhook:${target.workflow.id}`, plan, mode);
+      if (files.length > 0) await this.storeFiles(target, files, input, d.baseUrl);
       const admitted = await this.deps.runs.admit(target.workflow, run, mode);
       let answer: WebhookAnswer;
       if (mode === 'async') {
@@ -229,6 +250,31 @@ export class WebhookService {
       // A queued run keeps its claim; once the lease lapses a retry takes it over and finds that run.
       if (!answered && !started) await store.releaseDelivery(this.db, ws, key, token).catch(() => undefined);
     }
+  }
+
+  /**
+   * Stores a delivery's files (once, by the claimant) within the workspace's storage (403 when over it)
+   * and puts file objects `{id, name, size, type, url}` in the input under their field names.
+   */
+  private async storeFiles(target: Target, files: FilePart[], input: Record<string, unknown>, baseUrl: string): Promise<void> {
+    const ws = target.hook.workspace_id;
+    const objects = files.map((f) => ({ part: f, id: newId() }));
+    await this.db.tx(async (q) => {
+      for (const { part, id } of objects) {
+        await store.insertFile(q, { id, workspaceId: ws, workflowId: target.workflow.id, name: part.name, contentType: part.contentType, data: part.data });
+      }
+      await this.deps.storage.checkAfterWrite(q, ws, files.reduce((n, f) => n + f.data.length, 0));
+    });
+    for (const { part, id } of objects) {
+      const list = Array.isArray(input[part.field]) ? (input[part.field] as unknown[]) : [];
+      list.push({ id, name: part.name, size: part.data.length, type: part.contentType, url: `${baseUrl}/api/v1/webhooks/files/${id}` });
+      input[part.field] = list;
+    }
+  }
+
+  /** An uploaded file, for its download route (the caller authorizes its workspace). */
+  file(id: string) {
+    return store.findFile(this.db, id);
   }
 
   /** Forgets delivery keys past the retention, at most once an hour per process. */

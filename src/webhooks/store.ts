@@ -131,3 +131,32 @@ export async function purgeDeliveries(q: Queryable, retentionMs: number): Promis
     `DELETE FROM webhook_deliveries WHERE created_at < now() - $1::double precision * interval '1 millisecond' RETURNING 1`, [retentionMs]);
   return rows.length;
 }
+
+// -- uploaded files -----------------------------------------------------------------------------
+
+export interface NewFile {
+  id: string;
+  workspaceId: string;
+  workflowId: string;
+  name: string;
+  contentType: string;
+  data: Buffer;
+}
+
+export async function insertFile(q: Queryable, f: NewFile): Promise<void> {
+  await q.query(
+    'INSERT INTO webhook_files (id, workspace_id, workflow_id, name, content_type, size, data) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [f.id, f.workspaceId, f.workflowId, f.name, f.contentType, f.data.length, f.data]);
+}
+
+export async function findFile(q: Queryable, id: string): Promise<{ workspace_id: string; name: string; content_type: string; data: Uint8Array } | undefined> {
+  const rows = await q.query<{ workspace_id: string; name: string; content_type: string; data: Uint8Array }>(
+    'SELECT workspace_id, name, content_type, data FROM webhook_files WHERE id = $1', [id]);
+  return rows[0];
+}
+
+/** Bytes of a workspace's uploaded webhook files (its storage source). */
+export async function fileBytes(q: Queryable, workspaceId: string): Promise<number> {
+  const rows = await q.query<{ n: number }>('SELECT COALESCE(sum(size), 0)::bigint AS n FROM webhook_files WHERE workspace_id = $1', [workspaceId]);
+  return Number(rows[0]?.n ?? 0);
+}

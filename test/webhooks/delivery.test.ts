@@ -6,7 +6,7 @@ import { request, startTestServer, type TestServer } from '../support/harness.js
 import { echo, finishedRuns, post, runsOf, webhookWorkflow } from './support.js';
 
 let t: TestServer;
-const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 } });
+const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 }, team: { storageBytes: 3000 } });
 beforeAll(async () => {
   t = await startTestServer({ env: { WEFT_PLAN_LIMITS: tiny, WEFT_WEBHOOK_LEASE_MS: '1000' } });
 });
@@ -127,5 +127,54 @@ describe('limits and usage', () => {
     expect(usage).toEqual([{ account: `workspace:${ws.id}`, n: 4 }]);
     const limits = await call('GET', '/api/users/me/usage-limits');
     expect(limits.body.usage.currentPeriodCost).toBeGreaterThan(0);
+  });
+});
+
+describe('files', () => {
+  const upload = (url: string, parts: Record<string, string | Blob>, headers: Record<string, string> = {}) => {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(parts)) {
+      if (typeof v === 'string') form.append(k, v);
+      else form.append(k, v, `${k}.txt`);
+    }
+    return fetch(url, { method: 'POST', body: form, headers });
+  };
+
+  it('stores multipart files, passes file objects, counts them toward storage and serves them to the workspace', async () => {
+    const def = echo({ inputFormat: [{ name: 'doc', type: 'files' }, { name: 'note', type: 'string' }], responseMode: 'result' },
+      'return { name: <webhook.doc>[0].name, size: <webhook.doc>[0].size, type: <webhook.doc>[0].type, url: <webhook.doc>[0].url, note: <webhook.note> }');
+    const { url } = await webhookWorkflow(t, def);
+    const before = await t.server.services.limits.storage.used(t.server.ctx.db, [t.workspaceId]);
+    const res = await upload(url, { note: 'hi', doc: new Blob(['hello file'], { type: 'text/plain' }) });
+    expect(res.status).toBe(200);
+    const out = ((await res.json()) as any).output;
+    expect(out).toMatchObject({ name: 'doc.txt', size: 10, type: 'text/plain', note: 'hi' });
+    expect(await t.server.services.limits.storage.used(t.server.ctx.db, [t.workspaceId])).toBe(before + 10);
+    const path = new URL(out.url).pathname;
+    const file = await fetch(`${t.url}${path}`, { headers: { 'x-api-key': t.apiKey } });
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe('hello file');
+    expect((await fetch(`${t.url}${path}`)).status).toBe(401);
+    // A duplicate stores nothing more.
+    expect((await upload(url, { note: 'x', doc: new Blob(['hello file']) }, { 'idempotency-key': 'f-1' })).status).toBe(200);
+    expect((await upload(url, { note: 'x', doc: new Blob(['hello file']) }, { 'idempotency-key': 'f-1' })).status).toBe(200);
+    expect(await t.server.services.limits.storage.used(t.server.ctx.db, [t.workspaceId])).toBe(before + 20);
+  });
+
+  it('refuses files over the workspace storage (403), with no run and no claim kept', async () => {
+    const ws = await createWorkspace(t.server.ctx.db, `wh-files-${Date.now()}`, t.userId, 'team');
+    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
+    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'files', definition: echo() });
+    const wid = created.body.data.workflow.id;
+    await call('POST', `/api/v1/workflows/${wid}/deploy`);
+    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const r = await upload(url, { doc: new Blob(['x'.repeat(4000)]) });
+    expect(r.status).toBe(403);
+    expect(await runsOf(t, wid)).toHaveLength(0);
+    expect(await t.server.ctx.db.query('SELECT 1 FROM webhook_deliveries WHERE workflow_id = $1', [wid])).toHaveLength(0);
+    expect(await t.server.ctx.db.query('SELECT 1 FROM webhook_files WHERE workflow_id = $1', [wid])).toHaveLength(0);
+    expect((await upload(url, { doc: new Blob(['small']) })).status).toBe(200);
+    await finishedRuns(t, wid);
   });
 });

@@ -29,3 +29,16 @@ CREATE TABLE webhook_deliveries (
   PRIMARY KEY (workspace_id, delivery_key)
 );
 CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
+
+-- Files uploaded with multipart deliveries (they count toward the workspace's storage).
+CREATE TABLE webhook_files (
+  id uuid PRIMARY KEY,
+  workspace_id uuid NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  workflow_id uuid NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+  name text NOT NULL,
+  content_type text NOT NULL,
+  size bigint NOT NULL,
+  data bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_files_workspace ON webhook_files (workspace_id);
