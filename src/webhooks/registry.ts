@@ -28,6 +28,7 @@ export class WebhookRegistry {
    * redeploying never changes the URL. A path held by another deployed workflow refuses the deploy (409).
    */
   async deploymentChanged(q: Queryable, change: { workspaceId: string; workflowId: string; version: { id: string; definition: WorkflowDefinition } | null }): Promise<void> {
+    this.recent.clear();
     const block = change.version ? webhookBlockOf(change.version.definition) : undefined;
     if (!change.version || !block) {
       await store.deactivate(q, change.workflowId);
@@ -48,9 +49,20 @@ export class WebhookRegistry {
     }
   }
 
+  /**
+   * Lookups by path, kept for a second (the hot path of every delivery): a deploy in this process clears
+   * them, one in another process is seen within a second (the workflow's active version is checked too).
+   */
+  private readonly recent = new Map<string, { row: WebhookRow | undefined; until: number }>();
+
   /** The deployed trigger at a path. */
-  byPath(path: string): Promise<WebhookRow | undefined> {
-    return store.findDeployedByPath(this.db, path);
+  async byPath(path: string): Promise<WebhookRow | undefined> {
+    const hit = this.recent.get(path);
+    if (hit && hit.until > Date.now()) return hit.row;
+    const row = await store.findDeployedByPath(this.db, path);
+    if (this.recent.size > 10_000) this.recent.clear();
+    this.recent.set(path, { row, until: Date.now() + 1000 });
+    return row;
   }
 
   /** Trigger paths of the deployed ones among some workflows. */

@@ -209,6 +209,7 @@ export class WebhookService {
     }, Math.max(50, leaseMs / 3));
     let answered = false;
     let started = false;
+    let runId: string | null = null;
     try {
       const plan = await this.deps.accounts.workspacePlan(ws);
       const run: RunContext = { workspaceId: ws, billedAccount: `workspace:${ws}`, plan };
@@ -229,7 +230,7 @@ export class WebhookService {
           if (!(err instanceof HttpError && err.status === 409)) throw err;
         }
         started = true;
-        await store.setExecution(this.db, ws, key, token, executionId);
+        runId = executionId;
         answer = cfg.responseMode === 'custom' ? customAnswer(cfg) : ACK;
       } else {
         const { executionId, result, output } = await this.deps.runs.runSync(admitted, run, input, {
@@ -237,11 +238,11 @@ export class WebhookService {
           // The run belongs to the delivery, not to this connection: duplicates wait for its output.
           signal: new AbortController().signal,
         });
-        await store.setExecution(this.db, ws, key, token, executionId);
+        runId = executionId;
         const a = await executeAnswer(executionId, result, output, () => this.deps.limits.snapshot(run.billedAccount, run.plan));
         answer = a.kind === 'response' ? json(a.status, a.data, a.headers) : json(a.status, a.body, { 'X-Execution-Id': executionId });
       }
-      await store.answerDelivery(this.db, ws, key, token, answer);
+      await store.answerDelivery(this.db, ws, key, token, answer, runId);
       answered = true;
       return answer;
     } finally {

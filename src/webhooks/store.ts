@@ -111,14 +111,10 @@ export async function renewDelivery(q: Queryable, workspaceId: string, key: stri
     [workspaceId, key, token, leaseMs]);
 }
 
-export async function setExecution(q: Queryable, workspaceId: string, key: string, token: string, executionId: string): Promise<void> {
-  await q.query('UPDATE webhook_deliveries SET execution_id = $4 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
-    [workspaceId, key, token, executionId]);
-}
-
-export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer): Promise<void> {
-  await q.query('UPDATE webhook_deliveries SET answer = $4 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
-    [workspaceId, key, token, JSON.stringify(answer)]);
+/** Stores the answer (and the run it started) of the claim this token holds. */
+export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer, executionId: string | null): Promise<void> {
+  await q.query('UPDATE webhook_deliveries SET answer = $4, execution_id = $5 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
+    [workspaceId, key, token, JSON.stringify(answer), executionId]);
 }
 
 /** Drops a claim that started nothing (refused by limits, failed before its run), so a retry may run. */
