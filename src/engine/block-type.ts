@@ -95,6 +95,8 @@ export interface BlockType<C = unknown> {
    * References to other fields of this block are reported when the definition is saved.
    */
   outputFields?(config: C): readonly string[] | null;
+  /** Config keys holding credentials (tokens, signing secrets): masked in the trace. */
+  maskedFields?: readonly string[];
   /** Retries allowed (default true). */
   retryable?: boolean;
   /** A completed block of this type ends the run; its output is `{data, status, headers}`. */

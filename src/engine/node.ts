@@ -198,6 +198,14 @@ async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind
   return finishNode(scope, b, key, exec);
 }
 
+/** The config with credential fields (the type's `maskedFields`) replaced for the trace. */
+function masked(config: Record<string, unknown>, fields: readonly string[] | undefined): Record<string, unknown> {
+  if (!fields || !fields.some((f) => config[f] !== undefined)) return config;
+  const out = { ...config };
+  for (const f of fields) if (out[f] !== undefined) out[f] = '[masked]';
+  return out;
+}
+
 /** The one tail of every executed block: trace entry, error routing, pause, output cap, record. */
 async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execution): Promise<NodeResult> {
   const run = scope.run;
@@ -219,7 +227,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   const base = {
     key, blockId: b.id, name: b.name, type: b.typeName,
     startedAt: isoTime(exec.startedAt), durationMs: run.clock.now() - exec.startedAt,
-    ...(exec.config !== undefined ? { input: summarizeInput(exec.config, b.secretNames, (n) => run.secret(n)) } : {}),
+    ...(exec.config !== undefined ? { input: summarizeInput(masked(exec.config, b.type.maskedFields), b.secretNames, (n) => run.secret(n)) } : {}),
     ...(exec.logs.length ? { logs: exec.logs } : {}),
     ...(exec.attempts > 1 ? { attempts: exec.attempts } : {}),
   };

@@ -5,10 +5,10 @@ export type ExecuteAnswer =
   | { kind: 'response'; status: number; headers: Record<string, string>; data: unknown }
   | { kind: 'json'; status: number; body: Record<string, unknown> };
 
-/** A run that failed in its start block failed on the caller's input: a 400, not a 500. */
+/** A run that failed in its start (or webhook) block failed on the caller's input: a 400, not a 500. */
 function inputError(result: RunResult): boolean {
   const blockId = result.error?.blockId;
-  return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && t.type === 'start'));
+  return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && (t.type === 'start' || t.type === 'webhook')));
 }
 
 /** HTTP status of a run that did not complete. */

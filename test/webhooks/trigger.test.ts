@@ -125,6 +125,22 @@ describe('references', () => {
   });
 });
 
+describe('logs', () => {
+  it('masks the token and signing secret in the run trace; a missing required field is a 400 in result mode', async () => {
+    const def = echo({ requireAuth: true, token: 'tok-secret-1', provider: 'generic', secret: 'sig-secret-1', responseMode: 'result', inputFormat: [{ name: 'a', type: 'number', required: true }] });
+    const { id, url } = await webhookWorkflow(t, def);
+    expect((await post(url, { a: 1 }, { authorization: 'Bearer tok-secret-1' })).status).toBe(200);
+    const bad = await post(url, { b: 1 }, { authorization: 'Bearer tok-secret-1' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/Missing required input field "a"/);
+    const traces = await t.server.ctx.db.query<{ trace: unknown }>('SELECT trace FROM executions WHERE workflow_id = $1', [id]);
+    const text = JSON.stringify(traces);
+    expect(text).not.toContain('tok-secret-1');
+    expect(text).not.toContain('sig-secret-1');
+    expect(text).toContain('[masked]');
+  });
+});
+
 describe('response modes', () => {
   it('custom: the configured status and body for every accepted delivery', async () => {
     const { url } = await webhookWorkflow(t, echo({ responseMode: 'custom', responseStatus: 202, responseBody: '{"ok":true}' }));

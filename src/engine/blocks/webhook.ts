@@ -57,6 +57,7 @@ export const webhookBlock = defineBlockType<WebhookConfig>({
   retryable: false,
   // The trigger's settings are read by the webhooks area; references in them are not resolved.
   rawFields: ['token', 'secret', 'responseBody', 'path', 'tokenHeader', 'idempotencyField'],
+  maskedFields: ['token', 'secret'],
   outputFields: (config) => (config.inputFormat.length > 0 ? [...new Set([...config.inputFormat.map((f) => f.name), ...PASSED, 'input'])] : null),
   async run(ctx, config) {
     const raw = ctx.input;
