@@ -9,7 +9,8 @@ import { isoTime } from './trace.js';
 import type { RunOptions, RunResult } from './types.js';
 
 export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Promise<RunResult> {
-  const graph = opts.entry !== undefined ? compiled.forEntry(opts.entry) : compiled;
+  const entry = opts.entry ?? recordedEntry(compiled, opts);
+  const graph = entry !== undefined ? compiled.forEntry(entry) : compiled;
   const run = new RunState(graph, opts);
   let outcome: ScopeOutcome | null = null;
   if (!run.stopping) {
@@ -50,6 +51,17 @@ export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Pr
     return { ...base, status: 'completed', output: outcome.output };
   }
   return { ...base, status: 'failed', output: null, error: { message: 'Run stopped unexpectedly' } };
+}
+
+/**
+ * A run picked up again (resumed after a pause, replayed) without its entry named: the entry block
+ * whose step is recorded, when it is not the default one.
+ */
+function recordedEntry(graph: CompiledGraph, opts: RunOptions): string | undefined {
+  if (!opts.recorded || opts.recorded.size === 0) return undefined;
+  const ids = new Set([...opts.recorded.values()].map((s) => s.blockId));
+  for (const [type, id] of graph.entryIds) if (id !== graph.startId && ids.has(id)) return type;
+  return undefined;
 }
 
 function failureOf(outcome: ScopeOutcome | null): Failure {

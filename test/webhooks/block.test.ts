@@ -1,6 +1,6 @@
 // The webhook block: an entry like start; a definition may hold both and each run enters at one.
 import { describe, expect, it } from 'vitest';
-import { validateDefinition } from '../../src/engine/index.js';
+import { validateDefinition, type StepRecord } from '../../src/engine/index.js';
 import { fn, run, start, workflow } from '../engine/helpers.js';
 
 const hook = (config: Record<string, unknown> = {}) => ({ id: 'hook', type: 'webhook', name: 'Webhook', config });
@@ -29,6 +29,19 @@ describe('webhook block', () => {
     expect(validateDefinition(def).ok).toBe(true);
     expect((await run(def, { input: { x: 1 } })).output).toBe('via start 1');
     expect((await run(def, { input: { x: 2 }, entry: 'webhook' })).output).toBe('via webhook 2');
+  });
+
+  it('a run picked up again from its recorded steps (a resume) keeps the entry it started at', async () => {
+    const def = workflow(
+      [start(), hook(), fn('a', 'return "start:" + <start.x>'), fn('b', 'return "hook:" + <webhook.x>')],
+      [{ from: 'start', to: 'a' }, { from: 'hook', to: 'b' }],
+    );
+    const steps: StepRecord[] = [];
+    await run(def, { input: { x: 5 }, entry: 'webhook', onStep: async (s) => { steps.push(s); } });
+    const hookStep = steps.filter((s) => s.blockId === 'hook');
+    expect(hookStep).toHaveLength(1);
+    const resumed = await run(def, { input: { x: 5 }, recorded: new Map(hookStep.map((s) => [s.key, s])) });
+    expect(resumed.output).toBe('hook:5');
   });
 
   it('a webhook-only definition runs from the webhook block by default; two webhook blocks are refused', async () => {
