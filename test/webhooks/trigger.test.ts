@@ -61,6 +61,26 @@ describe('availability', () => {
     expect((await t.call('GET', `/api/v1/workflows/${created.body.data.workflow.id}`)).body.data.workflow.isDeployed).toBe(false);
   });
 
+  it('follows rollbacks and redeploys of a changed path; a deleted workflow frees its path', async () => {
+    const { id } = await webhookWorkflow(t, echo({ path: 'rb-1' }));
+    const at = (p: string) => `${t.url}/api/webhooks/trigger/${p}`;
+    const put = await t.call('PUT', `/api/v1/workflows/${id}`, { definition: { name: 'rb', ...echo({ path: 'rb-2' }) } });
+    expect(put.status, put.text).toBe(200);
+    // The draft changed, the deployed version did not.
+    expect((await post(at('rb-1'), {})).status).toBe(200);
+    await t.call('POST', `/api/v1/workflows/${id}/deploy`);
+    expect((await post(at('rb-1'), {})).status).toBe(404);
+    expect((await post(at('rb-2'), {})).status).toBe(200);
+    const rb = await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 1 });
+    expect(rb.status, rb.text).toBe(200);
+    expect((await post(at('rb-1'), {})).status).toBe(200);
+    expect((await post(at('rb-2'), {})).status).toBe(404);
+    expect((await t.call('DELETE', `/api/v1/workflows/${id}`)).status).toBeLessThan(300);
+    expect((await post(at('rb-1'), {})).status).toBe(404);
+    await webhookWorkflow(t, echo({ path: 'rb-1' }));
+    expect((await post(at('rb-1'), {})).status).toBe(200);
+  });
+
   it('answers 405 with Allow: POST to other methods, known or unknown path', async () => {
     const { url } = await webhookWorkflow(t, echo());
     for (const u of [url, `${t.url}/api/webhooks/trigger/unknown-x`]) {
