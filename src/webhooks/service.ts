@@ -67,11 +67,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * JSON, form-encoded (a `payload` field holding JSON is parsed, as Slack and GitHub send it) or multipart
  * (fields, and files kept aside to be stored); empty is `{}`.
  */
-export function parseBody(raw: Buffer, contentType: string | undefined): { body: unknown; files: FilePart[] } {
+export async function parseBody(raw: Buffer, contentType: string | undefined): Promise<{ body: unknown; files: FilePart[] }> {
   if (raw.length === 0) return { body: {}, files: [] };
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'multipart/form-data') {
-    const { fields, files } = parseMultipart(raw, contentType ?? '');
+    const { fields, files } = await parseMultipart(raw, contentType ?? '');
     return { body: fields, files };
   }
   return { body: parseData(raw, type), files: [] };
@@ -161,7 +161,7 @@ export class WebhookService {
     let body: unknown;
     let files: FilePart[];
     try {
-      ({ body, files } = parseBody(d.raw, d.contentType));
+      ({ body, files } = await parseBody(d.raw, d.contentType));
     } catch {
       return text(400, 'Invalid payload format');
     }

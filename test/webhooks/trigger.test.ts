@@ -97,6 +97,9 @@ describe('availability', () => {
     const big = await post(url, `{"a":"${'x'.repeat(10 * 1024 * 1024)}"}`);
     expect(big.status).toBe(413);
     expect((await post(url, '{nope')).status).toBe(400);
+    // A multipart body without its boundary, or cut off mid-part, is refused the same way, with no run.
+    expect((await post(url, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', { 'content-type': 'multipart/form-data' })).status).toBe(400);
+    expect((await post(url, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', { 'content-type': 'multipart/form-data; boundary=x' })).status).toBe(400);
   });
 });
 
