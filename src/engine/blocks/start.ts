@@ -90,6 +90,33 @@ export function coerceInput(name: string, type: InputFieldType, value: unknown):
   }
 }
 
+/**
+ * Fills `output` with the declared fields: each from `raw.input[field]`, else `raw[field]`, else its
+ * default; a missing required field throws; values are coerced to the field's type. (Start and webhook.)
+ */
+export function resolveInputFields(
+  raw: Record<string, unknown>,
+  fields: readonly z.infer<typeof inputFieldSchema>[],
+  output: Record<string, unknown>,
+): Record<string, unknown> {
+  const has = (o: Record<string, unknown>, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+  const nested = isPlainObject(raw.input) ? raw.input : undefined;
+  for (const f of fields) {
+    let value: unknown = nested && has(nested, f.name) ? nested[f.name] : undefined;
+    if (value === undefined || value === null) value = has(raw, f.name) ? raw[f.name] : undefined;
+    if (value === undefined || value === null) {
+      if (f.default !== undefined) value = f.default;
+      else if (f.required) throw new Error(`Missing required input field "${f.name}"`);
+      else {
+        output[f.name] = null;
+        continue;
+      }
+    }
+    output[f.name] = coerceInput(f.name, f.type, value);
+  }
+  return output;
+}
+
 export const startBlock = defineBlockType<StartConfig>({
   type: 'start',
   config: startConfigSchema,
@@ -101,21 +128,7 @@ export const startBlock = defineBlockType<StartConfig>({
     const raw = ctx.input;
     const fields = Array.isArray(config.inputFormat) ? config.inputFormat : [];
     if (fields.length === 0) return { output: raw };
-    const nested = isPlainObject(raw.input) ? raw.input : undefined;
-    const output: Record<string, unknown> = {};
-    for (const f of fields) {
-      let value: unknown = nested && Object.prototype.hasOwnProperty.call(nested, f.name) ? nested[f.name] : undefined;
-      if (value === undefined || value === null) value = Object.prototype.hasOwnProperty.call(raw, f.name) ? raw[f.name] : undefined;
-      if (value === undefined || value === null) {
-        if (f.default !== undefined) value = f.default;
-        else if (f.required) throw new Error(`Missing required input field "${f.name}"`);
-        else {
-          output[f.name] = null;
-          continue;
-        }
-      }
-      output[f.name] = coerceInput(f.name, f.type, value);
-    }
+    const output = resolveInputFields(raw, fields, {});
     output.input = raw;
     return { output };
   },

@@ -5,7 +5,7 @@
 // and the raw `input` stay readable. Without declared fields the input is the output.
 import { z } from 'zod';
 import { defineBlockType } from '../block-type.js';
-import { coerceInput, inputFieldSchema } from './start.js';
+import { inputFieldSchema, resolveInputFields } from './start.js';
 
 export const webhookProviders = ['generic', 'github', 'stripe', 'slack', 'microsoft', 'meta'] as const;
 export const webhookResponseModes = ['ack', 'custom', 'result'] as const;
@@ -47,7 +47,6 @@ export const webhookConfigSchema = z
 
 export type WebhookConfig = z.infer<typeof webhookConfigSchema>;
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const has = (o: Record<string, unknown>, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 
 export const webhookBlock = defineBlockType<WebhookConfig>({
@@ -65,20 +64,7 @@ export const webhookBlock = defineBlockType<WebhookConfig>({
     if (fields.length === 0) return { output: raw };
     const output: Record<string, unknown> = {};
     for (const k of PASSED) if (has(raw, k)) output[k] = raw[k];
-    const nested = isPlainObject(raw.input) ? raw.input : undefined;
-    for (const f of fields) {
-      let value: unknown = nested && has(nested, f.name) ? nested[f.name] : undefined;
-      if (value === undefined || value === null) value = has(raw, f.name) ? raw[f.name] : undefined;
-      if (value === undefined || value === null) {
-        if (f.default !== undefined) value = f.default;
-        else if (f.required) throw new Error(`Missing required input field "${f.name}"`);
-        else {
-          output[f.name] = null;
-          continue;
-        }
-      }
-      output[f.name] = coerceInput(f.name, f.type, value);
-    }
+    resolveInputFields(raw, fields, output);
     output.input = raw;
     return { output };
   },
