@@ -1,8 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../support/accounts.js';
-import { freshDatabase, request } from '../support/harness.js';
+import { bootstrappedDatabase, request } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
 
 /**
@@ -37,12 +35,9 @@ afterAll(() => {
 
 describe('durable async runs', () => {
   it('continue from the last completed block after the process is killed', async () => {
-    const where = await freshDatabase();
-    const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
-    const boot = await ensureBootstrap(db, 'enterprise');
-    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
-    await db.close();
-    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_JOB_LEASE_MS: '3000' };
+    const { workspaceId, apiKey: secret, env: base } = await bootstrappedDatabase();
+    const boot = { workspaceId };
+    const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_JOB_LEASE_MS: '3000' };
     const headers = { 'x-api-key': secret };
 
     let server = await spawnServer(env, await freePort());

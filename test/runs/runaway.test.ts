@@ -1,8 +1,6 @@
 // One run cannot freeze the server, and a server killed during a runaway run comes back (security finding, critical 2).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../support/accounts.js';
-import { freshDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
+import { bootstrappedDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
 import { deploy } from '../support/workflows.js';
 
@@ -74,13 +72,10 @@ describe('a runaway run', () => {
 
 describe('a server killed during a runaway async run', () => {
   it('listens again within 30 s and ends that job as failed', async () => {
-    const where = await freshDatabase();
-    const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
-    const boot = await ensureBootstrap(db, 'enterprise');
-    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
-    await db.close();
-    const headers = { 'x-api-key': secret };
-    const base = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_DEFAULT_PLAN: 'enterprise', WEFT_JOB_LEASE_MS: '2000' };
+    const { workspaceId, apiKey, env } = await bootstrappedDatabase();
+    const boot = { workspaceId };
+    const headers = { 'x-api-key': apiKey };
+    const base = { ...env, WEFT_JOB_LEASE_MS: '2000' };
 
     // The first server lets a run go on far beyond the default budget: three nested loops of 1,000.
     let server = await spawnServer({ ...base, WEFT_MAX_RUN_STEPS: '100000000' }, await freePort());

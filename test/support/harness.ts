@@ -101,3 +101,28 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     close: () => server.close(),
   };
 }
+
+/**
+ * A fresh database holding the admin, the `default` workspace and a workspace key, closed again: for
+ * tests that spawn server processes on it. `env` points a spawned server at it.
+ */
+export async function bootstrappedDatabase(plan = 'enterprise'): Promise<{
+  where: { dataDir?: string; databaseUrl?: string };
+  workspaceId: string;
+  userId: string;
+  apiKey: string;
+  env: { WEFT_DATA_DIR: string | undefined; DATABASE_URL: string | undefined; WEFT_DEFAULT_PLAN: string };
+}> {
+  const where = await freshDatabase();
+  const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
+  try {
+    const boot = await ensureBootstrap(db, plan);
+    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
+    return {
+      where, workspaceId: boot.workspaceId, userId: boot.userId, apiKey: secret,
+      env: { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_DEFAULT_PLAN: plan },
+    };
+  } finally {
+    await db.close();
+  }
+}

@@ -3,9 +3,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { createKey, ensureBootstrap } from '../support/accounts.js';
 import { freePort, spawnServer } from '../support/cli.js';
-import { freshDatabase, request } from '../support/harness.js';
+import { bootstrappedDatabase, request } from '../support/harness.js';
 import { hook } from './support.js';
 
 let upstream: http.Server;
@@ -33,16 +32,10 @@ afterAll(() => {
 
 describe('takeover after a crash', () => {
   it('a retry of a delivery whose process was killed runs once the lease lapsed', async () => {
-    const where = await freshDatabase();
-    const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
-    const boot = await ensureBootstrap(db, 'enterprise');
-    const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
-    await db.close();
-    const env = {
-      WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise',
-      WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000',
-    };
-    const headers = { 'x-api-key': secret };
+    const { where, workspaceId, apiKey, env: base } = await bootstrappedDatabase();
+    const boot = { workspaceId };
+    const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
+    const headers = { 'x-api-key': apiKey };
     let server = await spawnServer(env, await freePort());
     try {
       const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
