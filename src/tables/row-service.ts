@@ -3,7 +3,7 @@ import { HttpError } from '../http/errors.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newHexId } from '../ids.js';
 import { type Column, type RowIssue, columnMap, prepareRow, rowIssuesError } from './columns.js';
-import { rowNotFound, tableNotFound } from './errors.js';
+import { requireTable, rowNotFound, tableNotFound } from './errors.js';
 import { TABLE_LIMITS } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
@@ -92,18 +92,12 @@ function preparePatch(table: TableRow, data: Data, path: (string | number)[]) {
 
 const emptyPatch = (p: { set: Data; unset: string[] }) => Object.keys(p.set).length === 0 && p.unset.length === 0;
 
-
 export class RowService {
   constructor(
     private readonly db: Database,
     private readonly deps: RowServiceDeps,
   ) {}
 
-  private async requireTable(workspaceId: string, tableId: string): Promise<TableRow> {
-    const t = await store.findTable(this.db, workspaceId, tableId);
-    if (!t) throw tableNotFound();
-    return t;
-  }
 
   /**
    * The one path of every row write (insert, update, upsert, delete): looks the table up, prepares the
@@ -114,7 +108,7 @@ export class RowService {
    */
   private async writeRows<T>(workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const table = await this.requireTable(workspaceId, tableId);
+      const table = await requireTable(this.db, workspaceId, tableId);
       const write = await prepare(table);
       if ('done' in write) return write.done;
       try {
@@ -178,11 +172,11 @@ export class RowService {
 
   async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
     checkPaging(query);
-    return queryPage(this.db, await this.requireTable(workspaceId, tableId), query, this.deps.maxPageBytes);
+    return queryPage(this.db, await requireTable(this.db, workspaceId, tableId), query, this.deps.maxPageBytes);
   }
 
   async getRow(workspaceId: string, tableId: string, rowId: string): Promise<PublicRow> {
-    const table = await this.requireTable(workspaceId, tableId);
+    const table = await requireTable(this.db, workspaceId, tableId);
     const row = store.isRowId(rowId) ? await store.findRow(this.db, table.id, rowId) : undefined;
     if (!row) throw rowNotFound();
     return publicRow(row, table.columns);

@@ -4,11 +4,10 @@ import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { newHexId } from '../ids.js';
 import { type ColumnInput, normalizeColumn, normalizeColumns } from './columns.js';
-import { tableNotFound } from './errors.js';
+import { requireTable, tableNotFound } from './errors.js';
 import { NAME_PATTERN, TABLE_LIMITS, tablePlanLimits } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
-import type { TableRow } from './store.js';
 import { type PublicColumn, type PublicTable, publicColumn, publicTable } from './wire-format.js';
 import { mapAddColumnError, mapCreateTableError } from './write-errors.js';
 
@@ -35,14 +34,9 @@ export class TableService {
     private readonly stats: PlannerStats,
   ) {}
 
-  private async requireTable(workspaceId: string, tableId: string): Promise<TableRow> {
-    const t = await store.findTable(this.db, workspaceId, tableId);
-    if (!t) throw tableNotFound();
-    return t;
-  }
 
   async get(workspaceId: string, tableId: string): Promise<PublicTable> {
-    return publicTable(await this.requireTable(workspaceId, tableId));
+    return publicTable(await requireTable(this.db, workspaceId, tableId));
   }
 
   async list(workspaceId: string): Promise<PublicTable[]> {
