@@ -84,9 +84,9 @@ export class AccessControl {
     if (!ws) throw notFound();
     if (auth.keyType === 'personal') {
       if (!ws.role) throw notFound();
-      if (!ws.allow_personal_keys) throw new HttpError(403, 'Personal API keys are not allowed for this workspace');
+      if (!ws.allow_personal_keys) throw new HttpError(403, 'Personal API keys are not allowed for this workspace', { v2Details: { code: 'PERSONAL_API_KEYS_DISABLED' } });
     }
-    if (!ws.role || !roleAtLeast(ws.role, minRole)) throw new HttpError(403, 'Access denied');
+    if (!ws.role || !roleAtLeast(ws.role, minRole)) throw new HttpError(403, 'Access denied', { v2Details: { code: 'INSUFFICIENT_WORKSPACE_ROLE' } });
     return {
       workspaceId: ws.id,
       workspaceName: ws.name,

@@ -28,6 +28,7 @@ const missingMessage: Record<ErrorFamily, string> = {
   v1: 'API key required',
   execute: 'Unauthorized',
   coded: 'Authentication required',
+  v2: 'API key required',
   ai: 'Missing API key. Send it in the Authorization header as a Bearer token or in X-API-Key.',
 };
 

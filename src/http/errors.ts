@@ -6,13 +6,19 @@ import type { ZodIssue } from './zod-issue.js';
  * - `v1` (default): `{error}` or `{error, details}` for 400s, details being zod-style issues;
  * - `execute`: like v1, but validation details are `{path: "a.b", message}` and the message is fixed;
  * - `coded`: `{error, code}` (jobs, usage-limits), code = message upper-cased with underscores;
- * - `ai`: `{error: {message, type, code}}` (the OpenAI-compatible gateway).
+ * - `ai`: `{error: {message, type, code}}` (the OpenAI-compatible gateway);
+ * - `v2`: `{error: {code, message, details?}}` (Sim's v2 run API, `/api/v2`), code from the status.
  */
-export type ErrorFamily = 'v1' | 'execute' | 'coded' | 'ai';
+export type ErrorFamily = 'v1' | 'execute' | 'coded' | 'ai' | 'v2';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     errorFamily?: ErrorFamily;
+    /**
+     * false on the legacy paths Sim's SDKs call (execute, workflow status, jobs, usage limits): they carry
+     * no X-RateLimit-* headers, errors included (Sim's Python SDK 0.1.x calls int() on them). Retry-After stays.
+     */
+    rateLimitHeaders?: boolean;
   }
 }
 
@@ -36,6 +42,8 @@ export interface ErrorExtra {
   /** The column and value a table write conflicts on. */
   column?: string;
   value?: unknown;
+  /** v2 family only: the envelope's `details` (e.g. `{code: "WORKFLOW_NOT_DEPLOYED"}`); other families drop it. */
+  v2Details?: Record<string, unknown>;
 }
 
 export class HttpError extends Error {
@@ -67,6 +75,25 @@ function codeOf(message: string): string {
   return message.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_|_$/g, '');
 }
 
+/** Sim's v2 error codes, one per status (408 is the one mismatch: a timed-out execute is a BAD_REQUEST). */
+const v2Codes: Record<number, string> = {
+  400: 'BAD_REQUEST', 401: 'UNAUTHORIZED', 402: 'USAGE_LIMIT_EXCEEDED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 408: 'BAD_REQUEST',
+  409: 'CONFLICT', 413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE', 423: 'LOCKED', 429: 'RATE_LIMITED',
+  499: 'CLIENT_CLOSED_REQUEST', 500: 'INTERNAL_ERROR', 503: 'SERVICE_UNAVAILABLE',
+};
+
+export const v2Code = (status: number): string => v2Codes[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST');
+
+/** `details` of a v2 error: validation issues (400), the explicit v2 details, else the cause's code and run id. */
+function v2Details(status: number, extra: ErrorExtra): unknown {
+  if (extra.v2Details) return extra.v2Details;
+  if (status === 400 && extra.details) return extra.details;
+  const runId = extra.executionId !== undefined ? { runId: extra.executionId } : {};
+  if (typeof extra.code === 'string') return { code: extra.code, ...runId };
+  if (status === 429) return { code: 'RATE_LIMIT_EXCEEDED' };
+  return extra.executionId !== undefined ? runId : undefined;
+}
+
 /** Shapes an error body for a family. `details` only survives on 400s. */
 export function errorBody(
   family: ErrorFamily,
@@ -79,15 +106,35 @@ export function errorBody(
     const type = typeof extra.type === 'string' ? extra.type : status >= 500 ? 'server_error' : (aiTypes[status] ?? 'invalid_request_error');
     return { error: { message, type, code, ...(extra.param !== undefined ? { param: extra.param } : {}) } };
   }
+  if (family === 'v2') {
+    const details = v2Details(status, extra);
+    return { error: { code: v2Code(status), message, ...(details !== undefined ? { details } : {}) } };
+  }
   const body: Record<string, unknown> = { error: message, ...extra };
+  delete body.v2Details;
   if (family === 'coded' && body.code === undefined) body.code = codeOf(message);
   if (status !== 400) delete body.details;
   return body;
 }
 
+/** The challenge every v2 401 carries (as Sim's). */
+export const V2_AUTHENTICATE = 'SimApiKey realm="Sim API", header="x-api-key"';
+
+/** Sim's v2 answer to any path under /api/v2 that matches no route (auth is not checked first). */
+export const V2_NOT_FOUND = { error: { code: 'NOT_FOUND', message: 'Not found' } };
+
+const isRateLimitHeader = (name: string) => name.toLowerCase().startsWith('x-ratelimit-');
+
 export function sendError(reply: FastifyReply, err: HttpError): FastifyReply {
-  const family = reply.request.routeOptions.config?.errorFamily ?? 'v1';
-  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  const cfg = reply.request.routeOptions.config;
+  const family = cfg?.errorFamily ?? 'v1';
+  // v2 routes already carry their request bucket's headers; legacy paths carry none.
+  const dropRateHeaders = family === 'v2' || cfg?.rateLimitHeaders === false;
+  for (const [k, v] of Object.entries(err.headers)) if (!dropRateHeaders || !isRateLimitHeader(k)) reply.header(k, v);
+  if (family === 'v2') {
+    reply.header('cache-control', 'private, no-store');
+    if (err.status === 401) reply.header('www-authenticate', V2_AUTHENTICATE);
+  }
   return reply.code(err.status).send(errorBody(family, err.status, err.message, err.extra));
 }
 
@@ -112,6 +159,7 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
       });
     }
     const first = issues[0];
+    if (family === 'v2') return new HttpError(400, first?.message ?? 'Invalid request', { details: issues });
     const location = first && first.path.length > 0 ? `${first.path.join('.')}: ` : where && where !== 'body' ? `${where}: ` : '';
     return new HttpError(400, first ? `${location}${first.message}` : 'Invalid request', { details: issues });
   }
@@ -120,6 +168,7 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      if (family === 'v2') return new HttpError(413, 'Request body is too large');
       return new HttpError(413, `Request body exceeds the maximum allowed size of ${request.routeOptions.bodyLimit ?? 10485760} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new HttpError(415, 'Unsupported Content-Type: send application/json');
@@ -145,6 +194,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, httpErr);
   });
   app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    if (path === '/api/v2' || path.startsWith('/api/v2/')) {
+      return reply.code(404).header('cache-control', 'private, no-store').send(V2_NOT_FOUND);
+    }
     const family: ErrorFamily = request.url.startsWith('/api/v1/ai/') ? 'ai' : 'v1';
     reply.code(404).send(errorBody(family, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`));
   });

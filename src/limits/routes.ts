@@ -30,7 +30,7 @@ export function registerApiRateLimit(app: FastifyInstance, limits: LimitsService
 export function limitRoutes(limits: LimitsService, accounts: AccountsService, plans: PlanAdministration): FastifyPluginAsyncZod {
   return async (app) => {
     app.get('/api/users/me/usage-limits', {
-      config: { errorFamily: 'coded' },
+      config: { errorFamily: 'coded', rateLimitHeaders: false },
       schema: {
         tags: ['limits'], summary: 'Rate limits, usage cost of the billing period and storage of the caller\'s billed account',
         response: {

@@ -6,7 +6,6 @@ import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import { rateHeaders } from '../limits/service.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, workflowInput } from './execute-request.js';
@@ -58,7 +57,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
     const { db } = ctx;
 
     app.post('/api/workflows/:workflowId/execute', {
-      config: { errorFamily: 'execute' },
+      config: { errorFamily: 'execute', rateLimitHeaders: false },
       schema: {
         tags: ['execution'],
         summary: 'Run the deployed workflow: synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
@@ -88,7 +87,6 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
-      for (const [k, v] of Object.entries(rateHeaders(admitted.admission.state))) reply.header(k, v);
       const input = workflowInput(body);
       const links = baseUrl(ctx, request);
 
@@ -123,7 +121,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
     });
 
     app.get('/api/jobs/:jobId', {
-      config: { errorFamily: 'coded' },
+      config: { errorFamily: 'coded', rateLimitHeaders: false },
       schema: {
         tags: ['execution'], summary: 'Status of an async run',
         params: z.object({ jobId: z.string().min(1).max(200) }),

@@ -89,7 +89,7 @@ export class ExecutionService {
   /** Gates in the reference's order after the workflow is found and authorized: deployed, then limits. */
   async admit(workflow: WorkflowRow, run: RunContext, mode: 'sync' | 'async'): Promise<Admitted> {
     const version = await this.deps.workflows.activeVersion(workflow);
-    if (!version) throw new HttpError(403, 'Workflow is not deployed');
+    if (!version) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
     const admission = await this.limits.admitExecution(run.billedAccount, run.plan, mode);
     return { workflow, versionId: version.id, admission };
   }

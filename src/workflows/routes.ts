@@ -158,14 +158,23 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   });
 
   app.get('/api/workflows/:id/status', {
+    config: { rateLimitHeaders: false },
     schema: {
-      tags: ['workflows'], summary: 'Deployment status', params: idParams,
-      response: { 200: z.object({ isDeployed: z.boolean(), deployedAt: z.string().nullable(), version: z.number().int().nullable() }), ...errorResponses },
+      tags: ['workflows'], summary: 'Deployment status (Sim SDKs: getWorkflowStatus, validateWorkflow)', params: idParams,
+      response: {
+        200: z.object({
+          isDeployed: z.boolean(), deployedAt: z.string().nullable(),
+          needsRedeployment: z.boolean().describe('The saved draft differs from the deployed version (false while not deployed)'),
+          version: z.number().int().nullable(),
+        }),
+        ...errorResponses,
+      },
     },
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
-    const w = publicWorkflow(await workflows.getWorkflow(access.workspaceId, request.params.id));
-    return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version };
+    const row = await workflows.getWorkflow(access.workspaceId, request.params.id);
+    const w = publicWorkflow(row);
+    return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, needsRedeployment: await workflows.needsRedeployment(row), version: w.version };
   });
 };
 }

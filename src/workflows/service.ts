@@ -263,6 +263,12 @@ export class WorkflowService {
   return this.loadVersion(w.active_version_id);
 }
 
+/** True when the saved draft differs from the active deployed version; false while not deployed. */
+  async needsRedeployment(w: WorkflowRow): Promise<boolean> {
+  const active = await this.activeVersion(w);
+  return active ? canonicalJson(active.definition) !== canonicalJson(w.definition) : false;
+}
+
 /** Deployed versions never change, so they are kept in memory once read. */
   private readonly versions = new Map<string, VersionRow>();
 
@@ -276,4 +282,11 @@ export class WorkflowService {
   }
   return row;
 }
+}
+
+/** JSON with object keys sorted, so two equal definitions compare equal whatever their key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v));
 }

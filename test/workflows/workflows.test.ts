@@ -64,18 +64,24 @@ describe('workflow management', () => {
     const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'versions', definition: simple('return 1') });
     const id = c.body.data.workflow.id;
     const status = async () => (await t.call('GET', `/api/workflows/${id}/status`)).body;
-    expect(await status()).toEqual({ isDeployed: false, deployedAt: null, version: null });
+    expect(await status()).toEqual({ isDeployed: false, deployedAt: null, needsRedeployment: false, version: null });
     const d1 = await t.call('POST', `/api/v1/workflows/${id}/deploy`);
     expect(d1.body.data).toMatchObject({ id, isDeployed: true, version: 1 });
+    expect((await status()).needsRedeployment).toBe(false);
     await t.call('PUT', `/api/v1/workflows/${id}`, { definition: simple('return 2') });
+    // The saved draft now differs from the deployed version.
+    expect((await status()).needsRedeployment).toBe(true);
     const d2 = await t.call('POST', `/api/v1/workflows/${id}/deploy`);
     expect(d2.body.data.version).toBe(2);
     const st = await status();
+    expect(st.needsRedeployment).toBe(false);
     expect(st.isDeployed).toBe(true);
     expect(st.version).toBe(2);
     expect(Date.parse(st.deployedAt)).toBeGreaterThan(0);
     const rb = await t.call('POST', `/api/v1/workflows/${id}/rollback`, {});
     expect(rb.body.data.version).toBe(1);
+    // Rolled back to version 1: the draft (return 2) differs from it again.
+    expect((await status()).needsRedeployment).toBe(true);
     const rb2 = await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 2 });
     expect(rb2.body.data.version).toBe(2);
     expect((await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 9 })).status).toBe(404);
