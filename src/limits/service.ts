@@ -4,7 +4,7 @@ import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable 
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
-import { billingPeriod, periodCost, recordRunCharge, UsageRecorder } from './usage.js';
+import { billingPeriod, periodCost, recordRunCharge, runCharges, UsageRecorder } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -148,6 +148,27 @@ export class LimitsService {
       const hit = this.costs.get(account);
       if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
     }
+  }
+
+  /** Base charges (USD) of some runs by execution id; a run never charged is absent. */
+  runCharges(executionIds: string[]): Promise<Map<string, number>> {
+    return runCharges(this.db, executionIds);
+  }
+
+  /**
+   * Takes a token of one operation's request bucket of a key (Sim's v2 buckets: `workflows.execute`,
+   * `workflows.runs.read`, ...), sized like the plan's api bucket: polling a run never spends execute quota.
+   * 429 `API rate limit exceeded` with Retry-After (whole seconds) when empty.
+   */
+  async admitOperation(subject: string, plan: string, operation: string): Promise<BucketState> {
+    const [, rate, burst] = this.bucket(subject, plan, 'api');
+    const key = `${subject}:op:${operation}`;
+    if (!this.enabled) return this.limiter.peek(key, rate, burst);
+    const { allowed, state } = await this.limiter.take(key, rate, burst);
+    if (!allowed) {
+      throw new HttpError(429, 'API rate limit exceeded', { v2Details: { retryAfter: state.resetAt.toISOString() } }, rateHeaders(state, true));
+    }
+    return state;
   }
 
   async snapshot(account: string, plan: string): Promise<ExecutionLimits> {

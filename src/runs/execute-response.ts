@@ -6,7 +6,7 @@ export type ExecuteAnswer =
   | { kind: 'json'; status: number; body: Record<string, unknown> };
 
 /** A run that failed in its start (or webhook) block failed on the caller's input: a 400, not a 500. */
-function inputError(result: RunResult): boolean {
+export function inputError(result: RunResult): boolean {
   const blockId = result.error?.blockId;
   return Boolean(blockId && result.trace.some((t) => t.blockId === blockId && (t.type === 'start' || t.type === 'webhook')));
 }

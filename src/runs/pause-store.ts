@@ -131,3 +131,29 @@ export const dueTimeouts = (q: Queryable) =>
   q.query<{ execution_id: string }>(
     'SELECT execution_id FROM paused_executions WHERE next_timeout_at IS NOT NULL AND next_timeout_at <= clock_timestamp() LIMIT 100',
   ).then((r) => r.map((x) => x.execution_id));
+
+/**
+ * Cancels a paused execution (locked by the caller): no resume is accepted any more, its timeouts
+ * stop and queued resumes fail. Returns the execution ids of resumes already claimed (running).
+ */
+export async function cancelPausedExecution(q: Queryable, pausedId: string): Promise<string[]> {
+  await q.query(`UPDATE paused_executions SET status = 'cancelled', next_timeout_at = NULL, updated_at = ${stamp} WHERE id = $1`, [pausedId]);
+  await q.query(
+    `UPDATE resume_queue SET status = 'failed', completed_at = clock_timestamp(), failure_reason = 'Run cancelled'
+      WHERE paused_execution_id = $1 AND status = 'pending'`,
+    [pausedId],
+  );
+  const claimed = await q.query<{ new_execution_id: string }>(
+    "SELECT new_execution_id FROM resume_queue WHERE paused_execution_id = $1 AND status = 'claimed'",
+    [pausedId],
+  );
+  return claimed.map((r) => r.new_execution_id);
+}
+
+/** A resume of a workspace's workflow by the run id it was given, before its run exists (queued behind another). */
+export const findResumeRun = (q: Queryable, workspaceId: string, workflowId: string, runId: string) =>
+  q.query<QueueRow>(
+    `SELECT r.* FROM resume_queue r JOIN paused_executions p ON p.id = r.paused_execution_id
+      WHERE r.new_execution_id = $1 AND p.workspace_id = $2 AND p.workflow_id::text = $3`,
+    [runId, workspaceId, workflowId],
+  ).then((r) => r[0]);

@@ -30,6 +30,8 @@ export interface PauseDeps {
   charge(q: Queryable, account: string, executionId: string): Promise<unknown>;
   planOf(workspaceId: string): Promise<string>;
   baseUrl(): string;
+  /** Registers a run of this process under its execution id, so a cancel reaches it (see InFlightRuns). */
+  track(executionId: string, parent: AbortSignal): { signal: AbortSignal; end: () => void };
 }
 
 /** How a resume that was admitted answers: queued behind another, running as a job, or finished in the request. */
@@ -220,7 +222,8 @@ export class PauseService {
     const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
     if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry) };
-    const { result, output } = await this.runEntry(entry.id, { signal: caller.signal });
+    const tracked = this.deps.track(entry.new_execution_id, caller.signal);
+    const { result, output } = await this.runEntry(entry.id, { signal: tracked.signal }).finally(tracked.end);
     const finished = { ...finishedFrom(result), output };
     await this.db.tx(async (q) => {
       await store.insertFinished(q, {
@@ -251,7 +254,7 @@ export class PauseService {
    */
   async runEntry(
     entryId: string,
-    opts: { signal: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
+    opts: { signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
   ): Promise<{ result: RunResult; output: unknown }> {
     const entry = await ps.findResumeEntry(this.db, entryId);
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
@@ -275,7 +278,12 @@ export class PauseService {
       },
     });
     // Shutting down: the job row stays unfinished and resumes after the restart.
-    if (opts.signal.aborted && result.status === 'cancelled') return { result, output: null };
+    if (opts.shutdown?.aborted && result.status === 'cancelled') return { result, output: null };
+    // The run was cancelled with its pause meanwhile: this resume ends, the run's state stays cancelled.
+    if ((await ps.findPausedById(this.db, paused.id))?.status === 'cancelled') {
+      await ps.completeResumeEntry(this.db, entry.id, 'Run cancelled');
+      return { result, output: result.response ?? result.output ?? null };
+    }
     return { result, output: await this.finishEntry(paused, entry, result, steps) };
   }
 

@@ -10,8 +10,11 @@ import { limitsSchema } from '../limits/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
+import { streamRun } from './execute-stream.js';
+import { selectedValues } from './output-selection.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import type { ExecutionService } from './service.js';
+import { v2RunRoutes } from './v2-routes.js';
 import * as store from './store.js';
 import type { ExecutionRow } from './store.js';
 
@@ -20,6 +23,9 @@ const executeBody = z
     inputs: z.record(z.string(), z.unknown()).optional().describe('Workflow input fields (top-level fields are accepted too)'),
     async: z.boolean().optional().describe('Queue the run and answer 202 with a job (same as X-Execution-Mode: async)'),
     executionId: z.string().optional().describe('Caller-chosen execution id (same as the X-Execution-Id header)'),
+    stream: z.boolean().optional().describe('Answer with server-sent events: selected block outputs as they are produced, then the final result (same as X-Stream-Response: true)'),
+    selectedOutputs: z.array(z.string().min(1).max(512)).max(100).optional()
+      .describe('Block outputs to stream, and the only values a sync JSON answer\'s output carries: <blockName>.<path>, <blockId>.<path>, <blockId>_<path> or a block id'),
   })
   .catchall(z.unknown());
 
@@ -66,10 +72,11 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
           'x-execution-mode': z.string().optional(),
           'x-execution-id': z.string().optional(),
           'idempotency-key': z.string().optional(),
+          'x-stream-response': z.string().optional(),
         }).passthrough(),
         body: executeBody.optional(),
         response: {
-          200: z.unknown().describe('Sync result {success, executionId, output, limits, metadata}, or the body of a Response block'),
+          200: z.unknown().describe('Sync result {success, executionId, output, limits, metadata}, the body of a Response block, or (stream) text/event-stream'),
           202: z.object({ success: z.literal(true), async: z.literal(true), jobId: z.string(), executionId: z.string(), message: z.string(), statusUrl: z.string() }),
           ...errorResponses,
           402: errorSchema,
@@ -84,6 +91,9 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const body = (request.body ?? {}) as Record<string, unknown>;
       const executionId = requestedExecutionId(request.headers, body);
       const isAsync = isAsyncRequest(request.headers, body);
+      const selected = Array.isArray(body.selectedOutputs) ? (body.selectedOutputs as string[]) : [];
+      if (isAsync && selected.length > 0) throw new HttpError(400, 'Async execution does not support draft or override execution controls');
+      const isStream = !isAsync && (body.stream === true || String(request.headers['x-stream-response'] ?? '').toLowerCase() === 'true');
       const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
       const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
@@ -99,16 +109,26 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         });
       }
 
+      const selectors = await service.outputSelectors(admitted, selected);
+      const startOpts = { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links };
+      if (isStream) {
+        return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...startOpts, signal, onBlock }));
+      }
+
       const abort = new AbortController();
       const onClose = () => {
         if (!reply.sent) abort.abort(new Error('Client cancelled request'));
       };
       request.raw.socket?.once('close', onClose);
       try {
+        const outputs = new Map<string, unknown>();
         const { executionId: id, result, output } = await service.runSync(admitted, run, input, {
-          executionId, apiKeyId: access.keyId, trigger: 'api', signal: abort.signal, baseUrl: links,
+          ...startOpts, signal: abort.signal,
+          onBlock: selectors.length > 0 ? (step) => outputs.set(step.blockId, step.output) : undefined,
         });
-        const answer = await executeAnswer(id, result, output, () => service.limits.snapshot(run.billedAccount, run.plan));
+        // selectedOutputs narrows a completed run's output to the selected values: {blockId: {path: value}}.
+        const shaped = selectors.length > 0 && result.status === 'completed' ? selectedValues(selectors, outputs) : output;
+        const answer = await executeAnswer(id, result, shaped, () => service.limits.snapshot(run.billedAccount, run.plan));
         if (answer.kind === 'response') {
           reply.code(answer.status as 200).header('content-type', 'application/json; charset=utf-8');
           for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
@@ -240,6 +260,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       };
     });
 
+    // Sim's v2 run API: a second surface over the same service.
+    await app.register(v2RunRoutes(service, workflows, accounts), { prefix: '/api/v2', ctx });
   };
 }
 

@@ -9,8 +9,11 @@ import type { Admission, LimitsService } from '../limits/service.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
-import { internalExecutionId, publicExecutionId } from './execution-ids.js';
+import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
+import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
+import { findResumeRun } from './pause-store.js';
 import { PauseService } from './pauses.js';
+import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
 import * as store from './store.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
@@ -52,6 +55,8 @@ export interface StartOptions {
   trigger: string;
   /** Public base of the links the run hands out (resume links, status URLs). */
   baseUrl: string;
+  /** Async only: the caller's own timeout in seconds; the plan's async timeout still caps it. */
+  timeoutSeconds?: number;
 }
 
 /** Runs deployed workflows: sync in the request, async through the durable job rows and the queue. */
@@ -61,6 +66,8 @@ export class ExecutionService {
   readonly limits: LimitsService;
   private fallbackBaseUrl?: string;
   private sweeper?: NodeJS.Timeout;
+  /** Runs in progress in this process: a cancel stops them at once. */
+  private readonly inFlight = new InFlightRuns();
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
@@ -70,6 +77,7 @@ export class ExecutionService {
       charge: (q, account, executionId) => this.deps.limits.chargeRun(account, executionId, q),
       planOf: (workspaceId) => this.deps.accounts.workspacePlan(workspaceId),
       baseUrl: () => this.baseUrl(),
+      track: (executionId, parent) => this.inFlight.start(executionId, parent),
     });
   }
 
@@ -94,6 +102,13 @@ export class ExecutionService {
     return { workflow, versionId: version.id, admission };
   }
 
+  /** Resolves `selectedOutputs` against the version an admitted run will run. */
+  async outputSelectors(admitted: Admitted, selected: readonly string[] | undefined): Promise<OutputSelector[]> {
+    if (!selected || selected.length === 0) return [];
+    const version = await this.deps.workflows.loadVersion(admitted.versionId);
+    return version ? resolveSelectors(version.definition, selected) : [];
+  }
+
   /**
    * The one path every run takes through the engine (sync, async, child and resumed): the run's
    * ports, its plan's limits, and its result capped to what may be stored.
@@ -102,8 +117,10 @@ export class ExecutionService {
     run: RunContext,
     graph: ReturnType<WorkflowService['compileVersion']>,
     opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal; depth?: number; trigger?: string;
-      recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
+      recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void>; timeoutMs?: number | null },
   ): Promise<RunResult> {
+    const limits = runLimits(this.deps.config, this.limits.plan(run.plan), opts.mode);
+    if (opts.timeoutMs) limits.timeoutMs = Math.min(limits.timeoutMs, opts.timeoutMs);
     const result = await runWorkflow(graph, {
       input: opts.input,
       // A webhook delivery enters at the webhook block; every other run at the start block.
@@ -113,7 +130,7 @@ export class ExecutionService {
       depth: opts.depth ?? 0,
       recorded: opts.recorded,
       onStep: opts.onStep,
-      ...runLimits(this.deps.config, this.limits.plan(run.plan), opts.mode),
+      ...limits,
     });
     return capResult(result, this.deps.config.maxRunResultBytes);
   }
@@ -122,7 +139,7 @@ export class ExecutionService {
     admitted: Admitted,
     run: RunContext,
     input: Record<string, unknown>,
-    opts: StartOptions & { signal: AbortSignal },
+    opts: StartOptions & { signal: AbortSignal; onBlock?: (step: StepRecord) => void },
   ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
     const base: NewExecution = {
@@ -131,21 +148,24 @@ export class ExecutionService {
       linkBase: opts.baseUrl,
     };
     let stopLease = () => {};
+    const tracked = this.inFlight.start(executionId, opts.signal);
     try {
       // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
-      // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep.
+      // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep,
+      // and a cancel asked through another process is seen at the next renewal.
       if (opts.executionId) {
         if (!(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
-        stopLease = await this.holdLease(executionId);
+        stopLease = await this.holdLease(executionId, false, () => this.inFlight.abort(executionId));
       }
       const version = await this.deps.workflows.loadVersion(admitted.versionId);
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
-        input, mode: 'sync', signal: opts.signal, trigger: opts.trigger,
+        input, mode: 'sync', signal: tracked.signal, trigger: opts.trigger,
         // Kept in memory: only a pause needs them (its snapshot).
         onStep: async (s) => {
           steps.push(s);
+          opts.onBlock?.(s);
         },
       });
       const finished = finishedFrom(result);
@@ -165,19 +185,48 @@ export class ExecutionService {
       }
       return { executionId: publicExecutionId(executionId), result, output };
     } finally {
+      tracked.end();
       stopLease();
       await admitted.admission.release();
     }
   }
 
-  /** Takes the row's lease (unless already held) and renews it until the returned function is called. */
-  private async holdLease(executionId: string, alreadyHeld = false): Promise<() => void> {
+  /**
+   * Takes the row's lease (unless already held) and renews it until the returned function is called;
+   * `onCancel` runs when a renewal finds that the run was asked to stop.
+   */
+  private async holdLease(executionId: string, alreadyHeld = false, onCancel?: () => void): Promise<() => void> {
     const leaseMs = this.deps.config.jobLeaseMs;
     if (!alreadyHeld) await store.renewLease(this.db, executionId, leaseMs);
     const timer = setInterval(() => {
-      store.renewLease(this.db, executionId, leaseMs).catch((err: unknown) => this.deps.log.warn({ err, executionId }, 'lease renewal failed'));
+      store.renewLease(this.db, executionId, leaseMs)
+        .then((cancel) => {
+          if (cancel) onCancel?.();
+        })
+        .catch((err: unknown) => this.deps.log.warn({ err, executionId }, 'lease renewal failed'));
     }, leaseMs / 3);
     return () => clearInterval(timer);
+  }
+
+  /** A run of a workflow in a workspace by the id its callers know (a caller-chosen id or the server's). */
+  async findRun(workspaceId: string, workflowId: string, runId: string): Promise<store.ExecutionRow | undefined> {
+    const row = await store.findExecutionAmong(this.db, storedExecutionIds(runId, [workspaceId]));
+    return row && row.workspace_id === workspaceId && row.workflow_id === workflowId ? row : undefined;
+  }
+
+  /** Runs of a workflow by start time (the v2 runs list). */
+  listRuns(filter: store.RunFilter): Promise<store.RunListRow[]> {
+    return store.listRuns(this.db, filter);
+  }
+
+  /** A resume admitted behind another one, by the run id it was given (its run does not exist yet). */
+  queuedResume(workspaceId: string, workflowId: string, runId: string) {
+    return findResumeRun(this.db, workspaceId, workflowId, runId);
+  }
+
+  /** Cancels a run in any state (see cancel.ts). */
+  cancel(row: store.ExecutionRow): Promise<CancelOutcome> {
+    return cancelRun({ db: this.db, inFlight: this.inFlight, releaseSlot: (a, s) => this.limits.releaseSlot(a, s) }, row);
   }
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
@@ -186,6 +235,7 @@ export class ExecutionService {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
       slotToken: admitted.admission.slot, linkBase: opts.baseUrl,
+      timeoutMs: opts.timeoutSeconds !== undefined ? opts.timeoutSeconds * 1000 : null,
     });
     if (!claimed) {
       await admitted.admission.release();
@@ -200,8 +250,14 @@ export class ExecutionService {
     if (this.shutdown.signal.aborted) return;
     const row = await store.leaseJob(this.db, executionId, this.deps.config.jobLeaseMs);
     if (!row) return; // finished, or another worker holds it
-    const stopLease = await this.holdLease(executionId, true); // leaseJob took it
+    const tracked = this.inFlight.start(executionId, this.shutdown.signal);
+    const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId)); // leaseJob took it
     try {
+      // Cancelled while its previous process ran it: it does not start again.
+      if (row.cancel_requested_at) {
+        await store.finishExecution(this.db, executionId, { ...failure(row, 'Run cancelled'), status: 'cancelled' });
+        return;
+      }
       // Each lease of an unfinished run after the first means the process running it stopped mid-run.
       // A run that keeps taking its process down is failed instead of being retried forever.
       const interruptions = row.attempts - 1;
@@ -212,7 +268,7 @@ export class ExecutionService {
       const recorded = row.attempts > 1 ? await store.loadSteps(this.db, row.id) : new Map<string, StepRecord>();
       const onStep = (step: StepRecord) => store.recordStep(this.db, row.id, step);
       if (row.resume_entry_id) {
-        const { result, output } = await this.pauses.runEntry(row.resume_entry_id, { signal: this.shutdown.signal, recorded, onStep });
+        const { result, output } = await this.pauses.runEntry(row.resume_entry_id, { signal: tracked.signal, shutdown: this.shutdown.signal, recorded, onStep });
         if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
         await this.finish(row, { ...finishedFrom(result), output });
         return;
@@ -222,7 +278,7 @@ export class ExecutionService {
       const plan = await this.deps.accounts.workspacePlan(row.workspace_id);
       const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
-        input: row.input, mode: 'async', signal: this.shutdown.signal, recorded, onStep, trigger: row.trigger,
+        input: row.input, mode: 'async', signal: tracked.signal, recorded, onStep, trigger: row.trigger, timeoutMs: row.timeout_ms,
       });
       if (this.shutdown.signal.aborted && result.status === 'cancelled') return; // resumes after restart
       const finished = finishedFrom(result);
@@ -238,6 +294,7 @@ export class ExecutionService {
       this.deps.log.error({ err, executionId }, 'async run crashed');
       await store.finishExecution(this.db, executionId, failure(row, `Internal error: ${(err as Error).message}`));
     } finally {
+      tracked.end();
       stopLease();
       // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
       if (row.slot_token && !this.shutdown.signal.aborted) {

@@ -10,7 +10,7 @@ export interface ExecutionRow {
   output: unknown; error: string | null; error_block: string | null; trace: BlockTrace[] | null;
   created_at: Date; started_at: Date | null; ended_at: Date | null; duration_ms: number | null;
   lease_until: Date | null; attempts: number; resume_entry_id: string | null; slot_token: string | null;
-  link_base: string | null;
+  link_base: string | null; cancel_requested_at: Date | null; timeout_ms: number | null;
 }
 
 export interface NewExecution {
@@ -22,6 +22,8 @@ export interface NewExecution {
   resumeEntryId?: string | null;
   /** Public base URL of the links the run hands out. */
   linkBase?: string | null;
+  /** The caller's own timeout of an async run (at most the plan's). */
+  timeoutMs?: number | null;
 }
 
 export interface FinishedExecution {
@@ -29,16 +31,16 @@ export interface FinishedExecution {
   startedAt: Date; endedAt: Date; durationMs: number;
 }
 
-const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input, slot_token, resume_entry_id, link_base';
+const insertColumns = 'id, workspace_id, workflow_id, version_id, mode, trigger, status, billed_account, api_key_id, input, slot_token, resume_entry_id, link_base, timeout_ms';
 const insertValues = (e: NewExecution) => [
   e.id, e.workspaceId, e.workflowId, e.versionId, e.mode, e.trigger, e.status, e.billedAccount, e.apiKeyId, JSON.stringify(e.input),
-  e.slotToken ?? null, e.resumeEntryId ?? null, e.linkBase ?? null,
+  e.slotToken ?? null, e.resumeEntryId ?? null, e.linkBase ?? null, e.timeoutMs ?? null,
 ];
 
 /** Claims an execution id: false when it was used before (idempotency). */
 export async function claimExecution(q: Queryable, e: NewExecution): Promise<boolean> {
   const rows = await q.query(
-    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    `INSERT INTO executions (${insertColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     insertValues(e),
   );
@@ -49,7 +51,7 @@ export async function claimExecution(q: Queryable, e: NewExecution): Promise<boo
 export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedExecution): Promise<boolean> {
   const rows = await q.query(
     `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
     [...insertValues({ ...e, status: f.status }), json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace),
       f.startedAt, f.endedAt, f.durationMs, f.status === 'failed' ? 'error' : 'info'],
@@ -101,11 +103,35 @@ export async function leaseJob(q: Queryable, id: string, leaseMs: number): Promi
   return rows[0];
 }
 
-export async function renewLease(q: Queryable, id: string, leaseMs: number): Promise<void> {
-  await q.query(
-    `UPDATE executions SET lease_until = clock_timestamp() + ($2::int * interval '1 millisecond') WHERE id = $1 AND status = 'processing'`,
+/** Extends a running run's lease; true when someone asked for the run to be cancelled meanwhile. */
+export async function renewLease(q: Queryable, id: string, leaseMs: number): Promise<boolean> {
+  const rows = await q.query<{ cancel: boolean }>(
+    `UPDATE executions SET lease_until = clock_timestamp() + ($2::int * interval '1 millisecond') WHERE id = $1 AND status = 'processing'
+     RETURNING cancel_requested_at IS NOT NULL AS cancel`,
     [id, leaseMs],
   );
+  return rows[0]?.cancel === true;
+}
+
+/** Cancels a run still waiting in the queue (it will never start); its row when it was still queued. */
+export async function cancelQueued(q: Queryable, id: string): Promise<ExecutionRow | undefined> {
+  const rows = await q.query<ExecutionRow>(
+    `UPDATE executions SET status = 'cancelled', level = 'info', error = 'Run cancelled', cancel_requested_at = clock_timestamp(),
+            ended_at = clock_timestamp(), duration_ms = 0, lease_until = NULL
+      WHERE id = $1 AND status = 'queued' RETURNING *`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Records that a running run must stop (whichever process runs it sees it). True when the run was running. */
+export async function requestCancel(q: Queryable, id: string): Promise<boolean> {
+  const rows = await q.query(
+    `UPDATE executions SET cancel_requested_at = COALESCE(cancel_requested_at, clock_timestamp())
+      WHERE id = $1 AND status = 'processing' RETURNING id`,
+    [id],
+  );
+  return rows.length > 0;
 }
 
 /**
@@ -191,9 +217,45 @@ export async function listLogs(q: Queryable, f: LogFilter): Promise<ExecutionRow
   return q.query<ExecutionRow>(
     `SELECT id, workspace_id, workflow_id, version_id, mode, trigger, status, level, billed_account, api_key_id,
             '{}'::jsonb AS input, NULL::jsonb AS output, error, error_block, NULL::jsonb AS trace,
-            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id, slot_token, link_base
+            created_at, started_at, ended_at, duration_ms, lease_until, attempts, resume_entry_id, slot_token, link_base,
+            cancel_requested_at, timeout_ms
        FROM executions WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
+}
+
+export interface RunFilter {
+  workspaceId: string; workflowId: string; statuses?: string[]; trigger?: string; startDate?: string; endDate?: string;
+  order: 'asc' | 'desc'; limit: number; after?: { t: string; id: string };
+}
+
+export type RunListRow = Pick<ExecutionRow, 'id' | 'workflow_id' | 'status' | 'trigger' | 'created_at' | 'ended_at' | 'duration_ms'> & { started: Date };
+
+/** Runs of one workflow by start time (keyset pagination on start time, then id). */
+export async function listRuns(q: Queryable, f: RunFilter): Promise<RunListRow[]> {
+  const where = ['workspace_id = $1', 'workflow_id = $2::uuid'];
+  const params: unknown[] = [f.workspaceId, f.workflowId];
+  const add = (clause: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(`$${params.length}`));
+  };
+  const started = 'COALESCE(started_at, created_at)';
+  if (f.statuses?.length) add((p) => `status = ANY(${p}::text[])`, f.statuses);
+  if (f.trigger) add((p) => `trigger = ${p}`, f.trigger);
+  if (f.startDate) add((p) => `${started} >= ${p}::timestamptz`, f.startDate);
+  if (f.endDate) add((p) => `${started} <= ${p}::timestamptz`, f.endDate);
+  const cmp = f.order === 'desc' ? '<' : '>';
+  if (f.after) {
+    params.push(f.after.t, f.after.id);
+    where.push(`(${started}, id) ${cmp} ($${params.length - 1}::timestamptz, $${params.length})`);
+  }
+  params.push(f.limit);
+  const dir = f.order === 'desc' ? 'DESC' : 'ASC';
+  return q.query<RunListRow>(
+    `SELECT id, workflow_id, status, trigger, created_at, ended_at, duration_ms, ${started} AS started
+       FROM executions WHERE ${where.join(' AND ')}
+      ORDER BY ${started} ${dir}, id ${dir} LIMIT $${params.length}`,
     params,
   );
 }
