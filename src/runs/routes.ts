@@ -77,7 +77,11 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         body: executeBody.optional(),
         response: {
           200: z.unknown().describe('Sync result {success, executionId, output, limits, metadata}, the body of a Response block, or (stream) text/event-stream'),
-          202: z.object({ success: z.literal(true), async: z.literal(true), jobId: z.string(), executionId: z.string(), message: z.string(), statusUrl: z.string() }),
+          202: z.object({
+            success: z.literal(true), async: z.literal(true), jobId: z.string(), executionId: z.string(), message: z.string(), statusUrl: z.string(),
+            taskId: z.string().describe('The jobId again, as Sim\'s TypeScript SDK 0.1.x types the answer (AsyncExecutionResult)'),
+            status: z.literal('queued'), createdAt: z.string(), links: z.object({ status: z.string() }),
+          }),
           ...errorResponses,
           402: errorSchema,
           408: errorSchema,
@@ -103,9 +107,11 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       if (isAsync) {
         const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links });
         const jobId = `job_${id}`;
+        const statusUrl = `${links}/api/jobs/${jobId}`;
         return reply.code(202).send({
-          success: true as const, async: true as const, jobId, executionId: id,
-          message: 'Workflow execution queued', statusUrl: `${links}/api/jobs/${jobId}`,
+          success: true as const, async: true as const, jobId, executionId: id, message: 'Workflow execution queued', statusUrl,
+          // What older clients (Sim's TypeScript SDK 0.1.x, AsyncExecutionResult) read.
+          taskId: jobId, status: 'queued' as const, createdAt: new Date().toISOString(), links: { status: statusUrl },
         });
       }
 
