@@ -12,6 +12,7 @@ import { registerJsonParser } from './http/json-body.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiRoutes } from './ai/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { knowledgeRoutes } from './knowledge/routes.js';
 import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
 import { resumeRoutes } from './runs/resume-routes.js';
 import { runRoutes } from './runs/routes.js';
@@ -23,7 +24,7 @@ export const BODY_LIMIT = 10 * 1024 * 1024;
 
 /** Builds the HTTP app from the area plugins, each given its services. No business logic here. */
 export async function buildApp(ctx: AppContext, services: Services): Promise<FastifyInstance> {
-  const { accounts, limits, plans, workflows, tables, ai, runs, webhooks, webhookRegistry } = services;
+  const { accounts, limits, plans, workflows, tables, ai, runs, webhooks, webhookRegistry, knowledge } = services;
   const app = Fastify({
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
@@ -106,6 +107,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
   await app.register(webhookRoutes(webhooks, accounts), { ctx });
+  await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
   return app;
 }
 

@@ -12,6 +12,9 @@ import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
+import { createEmbedders } from './knowledge/embedders.js';
+import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
+import { SharedJobQueue } from './queue/shared.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
@@ -33,6 +36,7 @@ export interface CoreServices {
 export interface Services extends CoreServices {
   runs: ExecutionService;
   webhooks: WebhookService;
+  knowledge: KnowledgeService;
 }
 
 /**
@@ -44,7 +48,7 @@ export function composeCore(ctx: AppContext): CoreServices {
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
-    storageSources: [tableStorageBytes, webhookFileBytes],
+    storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes],
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
   });
   ctx.onClose.push(() => limits.close());
@@ -71,9 +75,20 @@ export function composeServices(ctx: AppContext): Services {
   const queue: JobQueue = db.mode === 'postgres' && config.redisUrl
     ? new BullMqQueue(config.redisUrl, config.workerConcurrency)
     : new InProcessQueue(config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
+  // Async runs and document ingests share the queue and its workers; runs travel under bare ids.
+  const jobs = new SharedJobQueue(queue, (jobId) => ctx.log.warn({ jobId }, 'no handler for this job kind in this process'));
+  const runQueue: JobQueue = { ...jobs.channel(), close: (graceMs) => queue.close(graceMs) };
 
+  const embedders = createEmbedders(config.knowledge.embeddings);
+  const knowledge = new KnowledgeService({
+    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), storage: limits.storage, usage: limits.usage,
+    options: {
+      leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: config.knowledge.maxFileBytes,
+      embeddingCostPerMillionTokens: config.knowledge.embeddings.costPerMillionTokensUsd,
+    },
+  });
   const runs: ExecutionService = new ExecutionService({
-    db, config, log: ctx.log, queue, limits, accounts, workflows,
+    db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
     // The engine's ports for one run, scoped to its workspace and billed to its account.
     ports: (run: RunContext): EnginePorts => ({
       http,
@@ -81,6 +96,7 @@ export function composeServices(ctx: AppContext): Services {
       clock: realClock,
       tables: tables.portFor(run.workspaceId, run.plan),
       ai: ai.portFor(run.billedAccount, run.workspaceId),
+      knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
@@ -88,8 +104,10 @@ export function composeServices(ctx: AppContext): Services {
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
   ctx.onClose.push(async () => {
+    knowledge.close();
     await runs.close();
     await sandbox.dispose?.();
+    await embedders.close();
   });
-  return { ...core, runs, webhooks };
+  return { ...core, runs, webhooks, knowledge };
 }

@@ -53,6 +53,13 @@ const envSchema = z.object({
   WEFT_AI_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   WEFT_AI_MIN_DEPOSIT_USD: z.coerce.number().min(0).max(1000).default(0.0001),
   WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
+  // Knowledge bases: a hosted OpenAI-compatible embeddings endpoint replaces the local model when set.
+  EMBEDDINGS_BASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
+  EMBEDDINGS_API_KEY: optionalText,
+  EMBEDDINGS_MODEL: optionalText,
+  EMBEDDINGS_DIMENSION: z.coerce.number().int().min(1).max(16_000).optional(),
+  EMBEDDINGS_COST_PER_MILLION_TOKENS: z.coerce.number().min(0).max(1_000_000).default(0),
+  WEFT_KNOWLEDGE_MAX_FILE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
 });
 
 import type { PlanName } from './limits/plans.js';
@@ -106,6 +113,14 @@ export interface Config {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   ai: AiConfig;
+  knowledge: KnowledgeConfig;
+}
+
+/** Knowledge bases: the embedder and the upload size limit. */
+export interface KnowledgeConfig {
+  /** A hosted OpenAI-compatible embeddings endpoint; the local model when unset. */
+  embeddings: { baseUrl?: string; apiKey?: string; model?: string; dimension?: number; costPerMillionTokensUsd: number };
+  maxFileBytes: number;
 }
 
 /** AI gateway settings: provider credentials and endpoints, billing defaults. */
@@ -172,6 +187,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       defaultMaxTokens: e.WEFT_AI_DEFAULT_MAX_TOKENS,
       minDepositUsd: e.WEFT_AI_MIN_DEPOSIT_USD,
       startingCreditsUsd: e.WEFT_AI_STARTING_CREDITS_USD,
+    },
+    knowledge: {
+      embeddings: {
+        baseUrl: e.EMBEDDINGS_BASE_URL?.replace(/\/+$/, ''), apiKey: e.EMBEDDINGS_API_KEY, model: e.EMBEDDINGS_MODEL,
+        dimension: e.EMBEDDINGS_DIMENSION, costPerMillionTokensUsd: e.EMBEDDINGS_COST_PER_MILLION_TOKENS,
+      },
+      maxFileBytes: e.WEFT_KNOWLEDGE_MAX_FILE_BYTES,
     },
     ...overrides,
   };

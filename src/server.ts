@@ -74,7 +74,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   services.runs.setFallbackBaseUrl(url);
-  if (role !== 'api') services.runs.startWorkers();
+  if (role !== 'api') {
+    services.runs.startWorkers();
+    services.knowledge.startWorkers();
+  }
   let closing: Promise<void> | undefined;
   const started = app;
   return {

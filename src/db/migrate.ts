@@ -23,11 +23,24 @@ export async function migrate(db: Database): Promise<string[]> {
       if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872341)');
       const rows = await q.query('SELECT 1 FROM schema_migrations WHERE name = $1', [m.name]);
       if (rows.length > 0) return false;
-      await q.exec(m.sql);
+      try {
+        await q.exec(m.sql);
+      } catch (err) {
+        throw explainMigrationError(err, m.name);
+      }
       await q.query('INSERT INTO schema_migrations (name) VALUES ($1)', [m.name]);
       return true;
     });
     if (done) applied.push(m.name);
   }
   return applied;
+}
+
+/** A PostgreSQL without pgvector fails the first migration: say what to install instead of only the driver's words. */
+function explainMigrationError(err: unknown, migration: string): unknown {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/vector\.control|extension "vector" is not available/.test(message)) {
+    return new Error(`The PostgreSQL server has no pgvector extension, which Weft needs (migration ${migration}): install pgvector 0.8 or later on it (see the README, "Knowledge bases"). PostgreSQL said: ${message}`, { cause: err });
+  }
+  return err;
 }

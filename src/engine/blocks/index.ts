@@ -8,6 +8,7 @@ import { conditionBlock } from './condition.js';
 import { functionBlock } from './function.js';
 import { httpBlock } from './http.js';
 import { humanBlock } from './human.js';
+import { knowledgeBlock } from './knowledge.js';
 import { loopBlock } from './loop.js';
 import { parallelBlock } from './parallel.js';
 import { responseBlock } from './response.js';
@@ -35,6 +36,7 @@ const builtIn: AnyBlockType[] = [
   agentBlock,
   routerBlock,
   evaluatorBlock,
+  knowledgeBlock,
 ];
 
 /** All known block types by type name. */

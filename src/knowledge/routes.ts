@@ -1,0 +1,252 @@
+import { Readable } from 'node:stream';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
+import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { actorOf, type AccessControlled } from '../accounts/service.js';
+import { HttpError } from '../http/errors.js';
+import {
+  baseDescription, baseName, chunk, chunkingConfig, chunksQuery, documentsQuery, errorResponses, jsonUpload, knowledgeBase, knowledgeDocument,
+  knowledgeDocumentDetail, ok, pagination, searchBody, searchResultItem, tags, uploadErrors, workspaceId, workspaceQuery, writeErrors,
+} from './schemas.js';
+import type { KnowledgeService, UploadedFile } from './service.js';
+import { readUploadForm } from './upload-body.js';
+
+/** HTTP surface of knowledge bases: parse, authorize, shape. Logic lives in the KnowledgeService. */
+
+const baseParams = z.object({ id: z.string().min(1).max(128) });
+const documentParams = baseParams.extend({ documentId: z.string().min(1).max(128) });
+
+/** Multipart uploads reach the handler as a stream; JSON bodies are validated by the route's zod schema. */
+function streamOrZod<S>(route: FastifyRouteSchemaDef<S>): ReturnType<FastifySchemaCompiler<S>> {
+  const zod = validatorCompiler(route as unknown as FastifyRouteSchemaDef<z.ZodType>);
+  return (data: unknown) => (data instanceof Readable ? { value: data } : zod(data));
+}
+
+/** Room for a base64-encoded file of the largest size in a JSON body. */
+const jsonUploadLimit = (maxFileBytes: number) => Math.ceil(maxFileBytes / 3) * 4 + 1024 * 1024;
+
+export function knowledgeRoutes(service: KnowledgeService, accounts: AccessControlled, maxFileBytes: number): FastifyPluginAsyncZod {
+  return async (app) => {
+    const tags_ = ['knowledge'];
+    // Encapsulated: only these routes take multipart bodies, as a stream read by the upload handler.
+    app.addContentTypeParser('multipart/form-data', (_req, payload, done) => done(null, payload));
+
+    app.post('/api/v1/knowledge', {
+      schema: {
+        tags: tags_, summary: 'Create a knowledge base',
+        body: z.object({ workspaceId, name: baseName, description: baseDescription.optional(), chunkingConfig: chunkingConfig.partial().optional() }),
+        response: { 200: ok(z.object({ knowledgeBase, message: z.string() })), ...writeErrors },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const created = await service.createBase(access.workspaceId, request.body, actorOf(access));
+      return { success: true as const, data: { knowledgeBase: created, message: 'Knowledge base created successfully' } };
+    });
+
+    app.get('/api/v1/knowledge', {
+      schema: {
+        tags: tags_, summary: 'List the knowledge bases of a workspace',
+        querystring: workspaceQuery,
+        response: { 200: ok(z.object({ knowledgeBases: z.array(knowledgeBase), totalCount: z.number().int() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      const knowledgeBases = await service.listBases(access.workspaceId);
+      return { success: true as const, data: { knowledgeBases, totalCount: knowledgeBases.length } };
+    });
+
+    app.get('/api/v1/knowledge/:id', {
+      schema: {
+        tags: tags_, summary: 'Get a knowledge base', params: baseParams, querystring: workspaceQuery,
+        response: { 200: ok(z.object({ knowledgeBase })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      return { success: true as const, data: { knowledgeBase: await service.getBase(access.workspaceId, request.params.id) } };
+    });
+
+    app.put('/api/v1/knowledge/:id', {
+      schema: {
+        tags: tags_, summary: 'Rename, describe or re-configure chunking (applies to later uploads)', params: baseParams,
+        body: z.object({ workspaceId, name: baseName.optional(), description: baseDescription.optional(), chunkingConfig: chunkingConfig.optional() })
+          .refine((b) => b.name !== undefined || b.description !== undefined || b.chunkingConfig !== undefined, {
+            message: 'At least one of name, description, or chunkingConfig must be provided',
+          }),
+        response: { 200: ok(z.object({ knowledgeBase, message: z.string() })), ...writeErrors },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const updated = await service.updateBase(access.workspaceId, request.params.id, request.body, actorOf(access));
+      return { success: true as const, data: { knowledgeBase: updated, message: 'Knowledge base updated successfully' } };
+    });
+
+    app.delete('/api/v1/knowledge/:id', {
+      schema: {
+        tags: tags_, summary: 'Delete a knowledge base with its documents', params: baseParams, querystring: workspaceQuery,
+        response: { 200: ok(z.object({ message: z.string() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'write');
+      await service.deleteBase(access.workspaceId, request.params.id, actorOf(access));
+      return { success: true as const, data: { message: 'Knowledge base deleted successfully' } };
+    });
+
+    app.post('/api/v1/knowledge/search', {
+      schema: {
+        tags: tags_, summary: 'Search knowledge bases by similarity',
+        body: searchBody,
+        response: {
+          200: ok(z.object({
+            results: z.array(searchResultItem), query: z.string(), knowledgeBaseIds: z.array(z.string()), topK: z.number().int(),
+            totalResults: z.number().int(), mode: z.enum(['vector', 'hybrid']),
+          })),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const body = request.body;
+      const access = await accounts.authorize(request.auth, body.workspaceId, 'read');
+      const results = await service.search(
+        { workspaceId: access.workspaceId, billedAccount: access.billedAccount },
+        { knowledgeBaseIds: body.knowledgeBaseIds, query: body.query, topK: body.topK, filters: body.filters, mode: body.mode },
+      );
+      return {
+        success: true as const,
+        data: { results, query: body.query, knowledgeBaseIds: body.knowledgeBaseIds, topK: body.topK, totalResults: results.length, mode: body.mode },
+      };
+    });
+
+    app.get('/api/v1/knowledge/:id/documents', {
+      schema: {
+        tags: tags_, summary: 'List the documents of a knowledge base', params: baseParams, querystring: documentsQuery,
+        response: { 200: ok(z.object({ documents: z.array(knowledgeDocument), pagination })), ...errorResponses },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
+      const data = await service.listDocuments(access.workspaceId, {
+        baseId: request.params.id, limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sortBy, sortOrder: q.sortOrder,
+        enabled: q.enabledFilter === 'all' ? undefined : q.enabledFilter === 'enabled',
+      });
+      return { success: true as const, data };
+    });
+
+    app.post('/api/v1/knowledge/:id/documents', {
+      bodyLimit: jsonUploadLimit(maxFileBytes),
+      validatorCompiler: streamOrZod,
+      schema: {
+        tags: tags_,
+        summary: 'Upload documents: multipart/form-data (workspaceId, one or more file fields, optional tags as JSON) or JSON',
+        description: 'Processing runs in the background: the documents answer `pending`, then `processing`, then `completed` or `failed`.',
+        params: baseParams,
+        body: jsonUpload,
+        response: {
+          200: ok(z.object({ document: knowledgeDocument, documents: z.array(knowledgeDocument), message: z.string() })),
+          ...uploadErrors,
+        },
+      },
+    }, async (request) => {
+      const body: unknown = request.body;
+      let ws: string;
+      let files: UploadedFile[];
+      let extra: { tags?: Record<string, unknown>; sourceUrl?: string | null } = {};
+      if (body instanceof Readable) {
+        const form = await readUploadForm(body, request.headers, maxFileBytes);
+        const given = form.fields.workspaceId;
+        if (!given) throw new HttpError(400, 'workspaceId form field is required');
+        if (form.files.length === 0) throw new HttpError(400, 'file form field is required');
+        ws = given;
+        files = form.files.map((f) => ({ filename: f.filename, mimeType: f.mimeType, bytes: f.bytes }));
+        extra = { tags: parseTagsField(form.fields.tags), sourceUrl: form.fields.sourceUrl ?? null };
+      } else {
+        const b = body as z.infer<typeof jsonUpload>;
+        ws = b.workspaceId;
+        const bytes = b.content !== undefined ? Buffer.from(b.content, 'utf8') : decodeBase64(b.contentBase64 ?? '');
+        files = [{ filename: b.filename, mimeType: b.mimeType ?? (b.content !== undefined ? 'text/plain' : undefined), bytes }];
+        extra = { tags: b.tags, sourceUrl: b.sourceUrl ?? null };
+      }
+      const access = await accounts.authorize(request.auth, ws, 'write');
+      const documents = await service.upload(
+        { workspaceId: access.workspaceId, billedAccount: access.billedAccount }, request.params.id, files, extra, actorOf(access),
+      );
+      return {
+        success: true as const,
+        data: {
+          document: documents[0] as (typeof documents)[number], documents,
+          message: `${documents.length === 1 ? 'Document' : `${documents.length} documents`} uploaded successfully. Processing will begin shortly.`,
+        },
+      };
+    });
+
+    app.get('/api/v1/knowledge/:id/documents/:documentId', {
+      schema: {
+        tags: tags_, summary: 'Get a document and its processing state', params: documentParams, querystring: workspaceQuery,
+        response: { 200: ok(z.object({ document: knowledgeDocumentDetail })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      const document = await service.getDocument(access.workspaceId, request.params.id, request.params.documentId);
+      return { success: true as const, data: { document } };
+    });
+
+    app.patch('/api/v1/knowledge/:id/documents/:documentId', {
+      schema: {
+        tags: tags_, summary: 'Enable or disable a document (disabled ones are not searched), rename it, or replace its tags',
+        params: documentParams,
+        body: z.object({ workspaceId, enabled: z.boolean().optional(), filename: z.string().trim().min(1).max(255).optional(), tags: tags.optional() })
+          .refine((b) => b.enabled !== undefined || b.filename !== undefined || b.tags !== undefined, {
+            message: 'At least one of enabled, filename, or tags must be provided',
+          }),
+        response: { 200: ok(z.object({ document: knowledgeDocumentDetail, message: z.string() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const { workspaceId: ws, ...changes } = request.body;
+      const access = await accounts.authorize(request.auth, ws, 'write');
+      const document = await service.updateDocument(access.workspaceId, request.params.id, request.params.documentId, changes, actorOf(access));
+      return { success: true as const, data: { document, message: 'Document updated successfully' } };
+    });
+
+    app.delete('/api/v1/knowledge/:id/documents/:documentId', {
+      schema: {
+        tags: tags_, summary: 'Delete a document and its chunks', params: documentParams, querystring: workspaceQuery,
+        response: { 200: ok(z.object({ message: z.string() })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'write');
+      await service.deleteDocument(access.workspaceId, request.params.id, request.params.documentId, actorOf(access));
+      return { success: true as const, data: { message: 'Document deleted successfully' } };
+    });
+
+    app.get('/api/v1/knowledge/:id/documents/:documentId/chunks', {
+      schema: {
+        tags: tags_, summary: 'The chunks of a document, in order', params: documentParams, querystring: chunksQuery,
+        response: { 200: ok(z.object({ chunks: z.array(chunk), pagination })), ...errorResponses },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
+      const data = await service.listChunks(access.workspaceId, request.params.id, request.params.documentId, { limit: q.limit, offset: q.offset });
+      return { success: true as const, data };
+    });
+  };
+}
+
+function parseTagsField(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined || text === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'tags must be a JSON object');
+  }
+  const parsed = tags.safeParse(value);
+  if (!parsed.success) throw new HttpError(400, `tags: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}
+
+function decodeBase64(text: string): Buffer {
+  const clean = text.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw new HttpError(400, 'contentBase64 is not valid base64');
+  return Buffer.from(clean, 'base64');
+}

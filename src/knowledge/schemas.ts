@@ -1,0 +1,143 @@
+import { z } from 'zod';
+import { errorSchema, errorResponses } from '../http/schemas.js';
+import { DOCUMENT_SORT_COLUMNS } from './store.js';
+import { CHUNKING_BOUNDS } from './wire-format.js';
+
+/** Zod schemas of the knowledge routes: they validate requests and document the API. */
+
+export const workspaceId = z
+  .string({ error: (iss) => (iss.input === undefined ? 'workspaceId is required' : 'workspaceId must be a string') })
+  .min(1)
+  .max(128)
+  .describe('Workspace id');
+export const workspaceQuery = z.object({ workspaceId });
+
+const bounded = (name: keyof typeof CHUNKING_BOUNDS, unit: string) => {
+  const b = CHUNKING_BOUNDS[name];
+  return z.number({ error: `${name} must be a number` })
+    .int(`${name} must be an integer`)
+    .min(b.min, `${name} must be at least ${b.min}`)
+    .max(b.max, `${name} must be at most ${b.max}`)
+    .describe(`${unit}, ${b.min}..${b.max}, default ${b.default}`);
+};
+
+export const chunkingConfig = z.object({
+  maxSize: bounded('maxSize', 'Largest chunk in tokens'),
+  minSize: bounded('minSize', 'Smallest chunk in characters (a smaller tail joins the chunk before it)'),
+  overlap: bounded('overlap', 'Tokens each chunk repeats from the end of the previous one'),
+});
+
+export const baseName = z.string().trim().min(1, 'name must not be empty').max(255, 'name must be at most 255 characters');
+export const baseDescription = z.string().max(10_000, 'description must be at most 10000 characters');
+
+export const knowledgeBase = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  docCount: z.number().int(),
+  tokenCount: z.number().int(),
+  embeddingModel: z.string(),
+  embeddingDimension: z.number().int(),
+  chunkingConfig: z.object({ maxSize: z.number().int(), minSize: z.number().int(), overlap: z.number().int() }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).describe('Knowledge base');
+
+export const processingStatus = z.enum(['pending', 'processing', 'completed', 'failed']);
+
+export const knowledgeDocument = z.object({
+  id: z.string(),
+  knowledgeBaseId: z.string(),
+  filename: z.string(),
+  fileSize: z.number().int(),
+  mimeType: z.string(),
+  processingStatus,
+  chunkCount: z.number().int(),
+  tokenCount: z.number().int(),
+  characterCount: z.number().int(),
+  enabled: z.boolean(),
+  tags: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).describe('Knowledge document');
+
+export const knowledgeDocumentDetail = knowledgeDocument.extend({
+  processingError: z.string().nullable().describe('Why processing failed (failed documents)'),
+  processingStartedAt: z.string().nullable(),
+  processingCompletedAt: z.string().nullable(),
+  sourceUrl: z.string().nullable(),
+});
+
+export const tags = z.record(z.string().max(100), z.union([z.string().max(1000), z.number(), z.boolean()]))
+  .refine((t) => Object.keys(t).length <= 50, 'at most 50 tags')
+  .describe('Tags: searches can filter on them');
+
+export const searchResultItem = z.object({
+  documentId: z.string(),
+  documentName: z.string(),
+  knowledgeBaseId: z.string(),
+  sourceUrl: z.string().nullable(),
+  content: z.string(),
+  chunkIndex: z.number().int(),
+  similarity: z.number().describe('1 minus the cosine distance: higher is closer'),
+  metadata: z.record(z.string(), z.unknown()),
+}).describe('Search result item');
+
+export const pagination = z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() });
+
+const intParam = (name: string, min: number, max: number, def: number) =>
+  z.coerce.number({ error: `${name} must be an integer` })
+    .int(`${name} must be an integer`).min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`)
+    .default(def);
+
+export const documentsQuery = workspaceQuery.extend({
+  limit: intParam('limit', 1, 100, 50),
+  offset: intParam('offset', 0, 1_000_000_000, 0),
+  search: z.string().max(255).optional().describe('Filename contains (case-insensitive)'),
+  enabledFilter: z.enum(['all', 'enabled', 'disabled']).default('all'),
+  sortBy: z.enum(Object.keys(DOCUMENT_SORT_COLUMNS) as [keyof typeof DOCUMENT_SORT_COLUMNS]).default('uploadedAt'),
+  sortOrder: z.enum(['asc', 'desc']).default('desc'),
+});
+
+export const chunksQuery = workspaceQuery.extend({
+  limit: intParam('limit', 1, 100, 50),
+  offset: intParam('offset', 0, 1_000_000_000, 0),
+});
+
+export const chunk = z.object({
+  chunkIndex: z.number().int(),
+  content: z.string(),
+  tokenCount: z.number().int(),
+  characterCount: z.number().int(),
+  metadata: z.record(z.string(), z.unknown()).describe('Where the chunk came from: page, headings, rows, sheet'),
+});
+
+/** A document sent as JSON: text in `content`, or any supported file in `contentBase64`. */
+export const jsonUpload = z.object({
+  workspaceId,
+  filename: z.string().trim().min(1, 'filename must not be empty').max(255, 'filename must be at most 255 characters'),
+  content: z.string().optional().describe('The document as text'),
+  contentBase64: z.string().optional().describe('The file, base64-encoded'),
+  mimeType: z.string().max(255).optional(),
+  tags: tags.optional(),
+  sourceUrl: z.string().url().max(2048).optional(),
+}).refine((b) => (b.content === undefined) !== (b.contentBase64 === undefined), {
+  message: 'Send exactly one of content (text) or contentBase64',
+  path: ['content'],
+});
+
+export const searchBody = z.object({
+  workspaceId,
+  knowledgeBaseIds: z.union([z.string().min(1), z.array(z.string().min(1)).min(1, 'knowledgeBaseIds must not be empty').max(20, 'at most 20 knowledge bases')])
+    .transform((v) => (Array.isArray(v) ? v : [v])),
+  query: z.string({ error: 'query is required' }).min(1, 'query must not be empty').max(10_000, 'query must be at most 10000 characters'),
+  topK: z.number({ error: 'topK must be an integer' }).int('topK must be an integer').min(1, 'topK must be at least 1').max(100, 'topK must be at most 100').default(10),
+  filters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional()
+    .describe('Keep chunks whose document tags or chunk metadata equal every given value'),
+  mode: z.enum(['vector', 'hybrid']).default('vector').describe('hybrid fuses vector and full-text ranks'),
+});
+
+export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+export const writeErrors = { ...errorResponses, 409: errorSchema };
+export const uploadErrors = { ...errorResponses, 413: errorSchema, 415: errorSchema };
+export { errorResponses };

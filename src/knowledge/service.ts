@@ -1,0 +1,451 @@
+import type { Logger } from 'pino';
+import type { Actor } from '../accounts/service.js';
+import { recordAudit } from '../audit/audit-log.js';
+import { type Database, type Queryable, uniqueViolation } from '../db/database.js';
+import type { KnowledgePort, KnowledgeSearchHit } from '../engine/ports.js';
+import { HttpError } from '../http/errors.js';
+import { isUuid, newId } from '../ids.js';
+import type { StorageGuard } from '../limits/storage.js';
+import type { UsageRecorder } from '../limits/usage.js';
+import type { JobChannel } from '../queue/shared.js';
+import { chunkDocument } from './chunker.js';
+import type { Embedder, EmbedderSet } from './embedder.js';
+import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
+import { DocumentParseError, parseDocument } from './parse.js';
+import * as store from './store.js';
+import {
+  type ChunkingConfig, DEFAULT_CHUNKING, type PublicBase, type PublicDocument, type PublicDocumentDetail, publicBase, publicDocument,
+  publicDocumentDetail, type SearchResultItem,
+} from './wire-format.js';
+
+/**
+ * Knowledge bases: documents uploaded into a base are parsed, chunked and embedded by a durable ingest
+ * job (the document row is the job), then searched by similarity. Every call is scoped to a workspace.
+ */
+
+/** Bytes a workspace's knowledge files take (one of the storage limit's sources). */
+export const knowledgeStorageBytes = (q: Queryable, workspaceId: string): Promise<number> => store.workspaceBytes(q, workspaceId);
+
+export interface KnowledgeOptions {
+  /** How long an ingest owns its document without renewing; a dead worker's ingest is taken over after it. */
+  leaseMs: number;
+  /** Interrupted attempts after which an ingest is failed instead of retried. */
+  maxInterruptions: number;
+  maxFileBytes: number;
+  /** USD per million tokens a hosted embedder bills (0 for the local model). */
+  embeddingCostPerMillionTokens: number;
+  /** HNSW candidate list size: higher finds more of the exact neighbours, slower. */
+  efSearch?: number;
+}
+
+export interface KnowledgeDeps {
+  db: Database;
+  log: Logger;
+  embedders: EmbedderSet;
+  jobs: JobChannel;
+  storage: StorageGuard;
+  usage: UsageRecorder;
+  options: KnowledgeOptions;
+}
+
+export interface UploadedFile {
+  filename: string;
+  /** As declared by the client; checked against the extension. */
+  mimeType?: string;
+  bytes: Uint8Array;
+}
+
+export interface SearchRequest {
+  knowledgeBaseIds: string[];
+  query: string;
+  topK: number;
+  filters?: Record<string, unknown>;
+  mode?: 'vector' | 'hybrid';
+}
+
+const baseNotFound = (): HttpError => new HttpError(404, 'Knowledge base not found');
+const documentNotFound = (): HttpError => new HttpError(404, 'Document not found');
+/** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
+const EMBED_BATCH = 32;
+/** Reciprocal rank fusion constant (the usual 60: damps the weight of the very first ranks). */
+const RRF_K = 60;
+
+export class KnowledgeService {
+  private readonly db: Database;
+  private readonly shutdown = new AbortController();
+  private sweeper?: NodeJS.Timeout;
+  private readonly efSearch: number;
+
+  constructor(private readonly deps: KnowledgeDeps) {
+    this.db = deps.db;
+    this.efSearch = deps.options.efSearch ?? 100;
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Knowledge bases
+  // ----------------------------------------------------------------------------------------------
+
+  async createBase(
+    workspaceId: string, input: { name: string; description?: string; chunkingConfig?: Partial<ChunkingConfig> }, actor: Actor = {},
+  ): Promise<PublicBase> {
+    const chunking = { ...DEFAULT_CHUNKING, ...definedOnly(input.chunkingConfig ?? {}) };
+    const embedder = this.deps.embedders.default;
+    const dimension = await dimensionOf(embedder);
+    const id = newId();
+    try {
+      return await this.db.tx(async (q) => {
+        await store.insertBase(q, {
+          id, workspaceId, name: input.name, description: input.description ?? '', embeddingModel: embedder.model, embeddingDimension: dimension, chunking,
+        });
+        await audit(q, workspaceId, actor, 'knowledge_base.created', id, input.name);
+        return publicBase(await this.requireBase(q, workspaceId, id));
+      });
+    } catch (err) {
+      throw nameTaken(err, input.name);
+    }
+  }
+
+  async listBases(workspaceId: string): Promise<PublicBase[]> {
+    return (await store.listBases(this.db, workspaceId)).map(publicBase);
+  }
+
+  async getBase(workspaceId: string, id: string): Promise<PublicBase> {
+    return publicBase(await this.requireBase(this.db, workspaceId, id));
+  }
+
+  /** Renames, re-describes or re-configures chunking (applies to documents uploaded afterwards). */
+  async updateBase(
+    workspaceId: string, id: string, changes: { name?: string; description?: string; chunkingConfig?: ChunkingConfig }, actor: Actor = {},
+  ): Promise<PublicBase> {
+    try {
+      return await this.db.tx(async (q) => {
+        const base = await this.requireBase(q, workspaceId, id, true);
+        await store.updateBase(q, id, { name: changes.name, description: changes.description, chunking: changes.chunkingConfig });
+        await audit(q, workspaceId, actor, 'knowledge_base.updated', id, changes.name ?? base.name);
+        return publicBase(await this.requireBase(q, workspaceId, id));
+      });
+    } catch (err) {
+      throw nameTaken(err, changes.name ?? '');
+    }
+  }
+
+  /** Deletes a base with its documents, files and chunks. */
+  async deleteBase(workspaceId: string, id: string, actor: Actor = {}): Promise<void> {
+    await this.db.tx(async (q) => {
+      const base = await this.requireBase(q, workspaceId, id, true);
+      await store.deleteBase(q, id);
+      await audit(q, workspaceId, actor, 'knowledge_base.deleted', id, base.name, { docCount: base.doc_count });
+    });
+  }
+
+  private async requireBase(q: Queryable, workspaceId: string, id: string, lock = false): Promise<store.BaseRow> {
+    const base = isUuid(id) ? await store.findBase(q, workspaceId, id, lock) : undefined;
+    if (!base) throw baseNotFound();
+    return base;
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Documents
+  // ----------------------------------------------------------------------------------------------
+
+  /**
+   * Stores the files and queues their ingest; answers at once with the documents `pending`. Every file
+   * is checked (type, size) before anything is written, and all of them commit together or none.
+   */
+  async upload(
+    scope: { workspaceId: string; billedAccount: string }, baseId: string, files: UploadedFile[],
+    extra: { tags?: Record<string, unknown>; sourceUrl?: string | null } = {}, actor: Actor = {},
+  ): Promise<PublicDocument[]> {
+    if (files.length === 0) throw new HttpError(400, 'file is required: send at least one file');
+    const typed = files.map((f) => {
+      if (f.bytes.byteLength > this.deps.options.maxFileBytes) {
+        throw new HttpError(413, `File size exceeds ${formatMiB(this.deps.options.maxFileBytes)} limit (${formatMiB(f.bytes.byteLength)})`);
+      }
+      const type = detectDocumentType(f.filename, f.mimeType);
+      if (!type) {
+        throw new HttpError(415, `Unsupported file type for "${f.filename}". Supported types: ${SUPPORTED_EXTENSIONS.join(', ')}`);
+      }
+      return { ...f, ...type };
+    });
+    const docs = await this.db.tx(async (q) => {
+      await this.requireBase(q, scope.workspaceId, baseId, true);
+      const rows: store.DocumentRow[] = [];
+      for (const f of typed) {
+        rows.push(await store.insertDocument(q, {
+          id: newId(), knowledgeBaseId: baseId, workspaceId: scope.workspaceId, filename: f.filename, mimeType: f.mimeType, fileKind: f.kind,
+          content: f.bytes, tags: extra.tags ?? {}, sourceUrl: extra.sourceUrl ?? null, billedAccount: scope.billedAccount,
+        }));
+      }
+      const added = typed.reduce((n, f) => n + f.bytes.byteLength, 0);
+      await this.deps.storage.checkAfterWrite(q, scope.workspaceId, added);
+      for (const row of rows) {
+        await audit(q, scope.workspaceId, actor, 'knowledge_document.uploaded', row.id, row.filename, { knowledgeBaseId: baseId, fileSize: Number(row.file_size) });
+      }
+      return rows;
+    });
+    // Committed first: a lost enqueue is found again by the recovery sweep.
+    for (const d of docs) await this.deps.jobs.enqueue(d.id);
+    return docs.map(publicDocument);
+  }
+
+  async listDocuments(workspaceId: string, query: Omit<store.DocumentQuery, 'baseId'> & { baseId: string }) {
+    await this.requireBase(this.db, workspaceId, query.baseId);
+    const { rows, total } = await store.listDocuments(this.db, query);
+    return {
+      documents: rows.map(publicDocument),
+      pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total },
+    };
+  }
+
+  async getDocument(workspaceId: string, baseId: string, documentId: string): Promise<PublicDocumentDetail> {
+    return publicDocumentDetail(await this.requireDocument(this.db, workspaceId, baseId, documentId));
+  }
+
+  /** Enables or disables a document (disabled ones never appear in searches), renames it or replaces its tags. */
+  async updateDocument(
+    workspaceId: string, baseId: string, documentId: string,
+    changes: { enabled?: boolean; filename?: string; tags?: Record<string, unknown> }, actor: Actor = {},
+  ): Promise<PublicDocumentDetail> {
+    return this.db.tx(async (q) => {
+      await this.requireDocument(q, workspaceId, baseId, documentId);
+      const row = await store.updateDocument(q, documentId, changes);
+      if (!row) throw documentNotFound();
+      await audit(q, workspaceId, actor, 'knowledge_document.updated', documentId, row.filename, { ...changes, knowledgeBaseId: baseId });
+      return publicDocumentDetail(row);
+    });
+  }
+
+  async deleteDocument(workspaceId: string, baseId: string, documentId: string, actor: Actor = {}): Promise<void> {
+    await this.db.tx(async (q) => {
+      const doc = await this.requireDocument(q, workspaceId, baseId, documentId);
+      await store.deleteDocument(q, documentId);
+      await audit(q, workspaceId, actor, 'knowledge_document.deleted', documentId, doc.filename, { knowledgeBaseId: baseId });
+    });
+  }
+
+  async listChunks(workspaceId: string, baseId: string, documentId: string, page: { limit: number; offset: number }) {
+    await this.requireDocument(this.db, workspaceId, baseId, documentId);
+    const { rows, total } = await store.listChunks(this.db, documentId, page.limit, page.offset);
+    return {
+      chunks: rows.map((c) => ({
+        chunkIndex: c.chunk_index, content: c.content, tokenCount: c.token_count, characterCount: c.content.length, metadata: c.metadata,
+      })),
+      pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
+    };
+  }
+
+  private async requireDocument(q: Queryable, workspaceId: string, baseId: string, documentId: string): Promise<store.DocumentRow> {
+    await this.requireBase(q, workspaceId, baseId);
+    const doc = isUuid(documentId) ? await store.findDocument(q, workspaceId, baseId, documentId) : undefined;
+    if (!doc) throw documentNotFound();
+    return doc;
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Search
+  // ----------------------------------------------------------------------------------------------
+
+  /** The best `topK` chunks of the given bases for `query`, most similar first. */
+  async search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<SearchResultItem[]> {
+    const ids = [...new Set(req.knowledgeBaseIds)];
+    const found = await store.findBases(this.db, scope.workspaceId, ids.filter(isUuid));
+    const missing = ids.filter((id) => !found.some((b) => b.id === id));
+    if (missing.length > 0) {
+      throw new HttpError(404, `Knowledge base${missing.length > 1 ? 's' : ''} not found: ${missing.join(', ')}`);
+    }
+    const models = new Set(found.map((b) => `${b.embedding_model}/${b.embedding_dimension}`));
+    if (models.size > 1) {
+      throw new HttpError(400, `These knowledge bases use different embedding models (${[...models].join(', ')}) and cannot be searched together`);
+    }
+    const base = found[0] as store.BaseRow;
+    const embedder = this.deps.embedders.byModel(base.embedding_model);
+    if (!embedder) {
+      throw new HttpError(503, `The embedding model "${base.embedding_model}" of knowledge base ${base.id} is not configured on this server (see EMBEDDINGS_MODEL)`);
+    }
+    const embedded = await embedder.embed([req.query]);
+    const vector = embedded.vectors[0] as number[];
+    await this.chargeEmbedding(scope.billedAccount, embedded.tokens, `knowledge-query:${newId()}`, { knowledgeBaseIds: ids });
+
+    const search: store.ChunkSearch = {
+      baseIds: ids, dimension: base.embedding_dimension, embedding: vector, limit: req.topK, filters: req.filters, efSearch: Math.max(this.efSearch, req.topK),
+    };
+    let hits: store.ChunkHit[];
+    if (req.mode === 'hybrid') {
+      // Each leg brings more candidates than asked for, so that fusion can promote a chunk both rank well.
+      const wide = { ...search, limit: Math.min(200, Math.max(req.topK * 3, 30)) };
+      const [vectorHits, keywordHits] = await this.db.tx(async (q) => [
+        await store.nearestChunks(q, wide),
+        await store.keywordChunks(q, { ...wide, query: req.query }),
+      ] as const);
+      hits = fuseByRank([vectorHits, keywordHits]).slice(0, req.topK);
+    } else {
+      hits = await this.db.tx((q) => store.nearestChunks(q, search));
+    }
+    return hits.map((h) => ({
+      documentId: h.document_id,
+      documentName: h.filename,
+      knowledgeBaseId: h.knowledge_base_id,
+      sourceUrl: h.source_url,
+      content: h.content,
+      chunkIndex: h.chunk_index,
+      similarity: round(1 - Number(h.distance)),
+      metadata: h.metadata,
+    }));
+  }
+
+  /** The knowledge port of a run: searches the run's workspace, billed to its account. */
+  portFor(workspaceId: string, billedAccount: string): KnowledgePort {
+    return {
+      search: async (args): Promise<KnowledgeSearchHit[]> => {
+        try {
+          return await this.search({ workspaceId, billedAccount }, { ...args, mode: 'vector' });
+        } catch (err) {
+          throw new Error(err instanceof Error ? err.message : String(err));
+        }
+      },
+    };
+  }
+
+  private async chargeEmbedding(account: string, tokens: number, key: string, metadata: Record<string, unknown>, q: Queryable = this.db): Promise<void> {
+    const price = this.deps.options.embeddingCostPerMillionTokens;
+    if (tokens <= 0 || price <= 0) return;
+    await this.deps.usage.record(q, { account, amountUsd: (tokens * price) / 1e6, source: 'embeddings', idempotencyKey: key, metadata: { ...metadata, tokens } });
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Ingest
+  // ----------------------------------------------------------------------------------------------
+
+  /** Starts taking ingest jobs, and re-dispatches what an earlier process left unfinished. */
+  startWorkers(): void {
+    const { jobs, log, db, options } = this.deps;
+    jobs.work((id) => this.ingest(id));
+    this.recover(db.mode === 'pglite')
+      .then((n) => {
+        if (n > 0) log.info({ documents: n }, 'resuming unfinished document ingests');
+      })
+      .catch((err: unknown) => log.error({ err }, 'recovering unfinished document ingests failed'));
+    if (db.mode === 'postgres') {
+      this.sweeper = setInterval(() => {
+        this.recover(false).catch((err: unknown) => log.warn({ err }, 'ingest sweep failed'));
+      }, Math.min(5_000, options.leaseMs / 2));
+      this.sweeper.unref();
+    }
+  }
+
+  /** Re-enqueues unfinished ingests: all of them at embedded start-up, expired leases otherwise. */
+  async recover(all: boolean): Promise<number> {
+    if (all) await store.releaseDocumentLeases(this.db);
+    const ids = await store.unfinishedDocuments(this.db, all, 10_000);
+    for (const id of ids) await this.deps.jobs.enqueue(id);
+    return ids.length;
+  }
+
+  /**
+   * One ingest job: parse, chunk and embed outside any transaction, then write every chunk and mark
+   * the document completed in one transaction that also checks the lease is still ours. A process that
+   * dies midway leaves no chunk behind, and the job is taken over from the start.
+   */
+  async ingest(documentId: string): Promise<void> {
+    if (this.shutdown.signal.aborted || !isUuid(documentId)) return;
+    const { db, options, log } = this.deps;
+    const doc = await store.leaseDocument(db, documentId, options.leaseMs);
+    if (!doc) return; // finished, deleted, or another worker holds it
+    const attempt = doc.attempts;
+    const renew = setInterval(() => {
+      store.renewDocumentLease(db, doc.id, attempt, options.leaseMs).catch((err: unknown) => log.warn({ err, documentId }, 'renewing an ingest lease failed'));
+    }, Math.max(250, Math.floor(options.leaseMs / 3)));
+    renew.unref();
+    try {
+      if (attempt - 1 > options.maxInterruptions) {
+        throw new DocumentParseError(`Processing was interrupted ${attempt - 1} times by a stopped or crashed process; upload the document again`);
+      }
+      const embedder = this.deps.embedders.byModel(doc.embedding_model);
+      if (!embedder) throw new DocumentParseError(`The embedding model "${doc.embedding_model}" is not configured on this server`);
+      const began = performance.now();
+      const bytes = await store.readFile(db, doc.id);
+      if (!bytes) return; // deleted meanwhile
+      const parsed = await parseDocument(doc.file_kind as Parameters<typeof parseDocument>[0], bytes);
+      const chunks = chunkDocument(parsed, { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap });
+      if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
+      const parsedAt = performance.now();
+      const vectors: number[][] = [];
+      let billedTokens = 0;
+      for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
+        if (this.shutdown.signal.aborted) return; // taken over after restart
+        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.content), this.shutdown.signal);
+        vectors.push(...out.vectors);
+        billedTokens += out.tokens;
+      }
+      const embeddedAt = performance.now();
+      const completed = await db.tx(async (q) => {
+        const ok = await store.completeDocument(
+          q, { id: doc.id, baseId: doc.knowledge_base_id, attempt, dimension: doc.embedding_dimension },
+          chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[] })),
+          { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
+        );
+        if (ok && doc.billed_account) {
+          await this.chargeEmbedding(doc.billed_account, billedTokens, `knowledge-ingest:${doc.id}:${attempt}`, { documentId: doc.id }, q);
+        }
+        return ok;
+      });
+      if (completed) {
+        const ms = (a: number, b: number) => Math.round(b - a);
+        log.info({
+          documentId, chunks: chunks.length, parseMs: ms(began, parsedAt), embedMs: ms(parsedAt, embeddedAt), writeMs: ms(embeddedAt, performance.now()),
+        }, 'document ingested');
+      }
+    } catch (err) {
+      if (this.shutdown.signal.aborted) return;
+      const reason = err instanceof DocumentParseError ? err.message : `Processing failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (!(err instanceof DocumentParseError)) log.error({ err, documentId }, 'document ingest failed');
+      await store.failDocument(db, doc.id, attempt, reason).catch((e: unknown) => log.error({ err: e, documentId }, 'recording a failed ingest failed'));
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** Stops taking ingest jobs; those in flight stop at their next batch and resume after a restart. */
+  close(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.shutdown.abort();
+  }
+}
+
+/** Reciprocal rank fusion: each list adds 1 / (k + rank) for every chunk it holds. */
+export function fuseByRank(lists: readonly (readonly store.ChunkHit[])[]): store.ChunkHit[] {
+  const scored = new Map<string, { hit: store.ChunkHit; score: number }>();
+  for (const list of lists) {
+    list.forEach((hit, rank) => {
+      const key = `${hit.document_id}:${hit.chunk_index}`;
+      const entry = scored.get(key) ?? { hit, score: 0 };
+      entry.score += 1 / (RRF_K + rank + 1);
+      scored.set(key, entry);
+    });
+  }
+  return [...scored.values()].sort((a, b) => b.score - a.score || Number(a.hit.distance) - Number(b.hit.distance)).map((e) => e.hit);
+}
+
+async function dimensionOf(embedder: Embedder): Promise<number> {
+  if (embedder.dimension > 0) return embedder.dimension;
+  const probe = await embedder.embed(['dimension probe']);
+  return (probe.vectors[0] ?? []).length;
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function nameTaken(err: unknown, name: string): unknown {
+  return uniqueViolation(err) ? new HttpError(409, `A knowledge base named "${name}" already exists in this workspace`) : err;
+}
+
+const formatMiB = (bytes: number): string => `${(bytes / (1024 * 1024)).toFixed(2).replace(/\.00$/, '')}MB`;
+const round = (n: number): number => Math.round(n * 1e6) / 1e6;
+
+function audit(q: Queryable, workspaceId: string, actor: Actor, action: string, id: string, name: string, metadata: Record<string, unknown> = {}) {
+  return recordAudit(q, {
+    workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, actorType: actor.type, action,
+    resourceType: action.split('.')[0] as string, resourceId: id, resourceName: name, metadata,
+  });
+}

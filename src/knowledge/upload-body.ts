@@ -1,0 +1,68 @@
+// Reads a multipart/form-data upload from the request stream with busboy, enforcing the file size limit
+// while reading (an oversized file is refused without buffering past the limit).
+import type { Readable } from 'node:stream';
+import busboy from 'busboy';
+import { HttpError } from '../http/errors.js';
+
+export interface UploadPart {
+  filename: string;
+  mimeType: string;
+  bytes: Buffer;
+}
+
+export interface UploadForm {
+  fields: Record<string, string>;
+  files: UploadPart[];
+}
+
+export const MAX_FILES_PER_UPLOAD = 20;
+
+export function readUploadForm(stream: Readable, headers: Record<string, string | string[] | undefined>, maxFileBytes: number): Promise<UploadForm> {
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    const files: UploadPart[] = [];
+    let failed: HttpError | undefined;
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: headers as busboy.BusboyConfig['headers'],
+        limits: { fileSize: maxFileBytes, files: MAX_FILES_PER_UPLOAD, fields: 50, fieldSize: 1024 * 1024, parts: MAX_FILES_PER_UPLOAD + 50 },
+      });
+    } catch {
+      reject(new HttpError(400, 'Malformed multipart/form-data body'));
+      return;
+    }
+    const fail = (err: HttpError) => {
+      if (failed) return;
+      failed = err;
+      stream.unpipe(parser);
+      stream.resume(); // drain the rest so the client reads the answer
+      reject(err);
+    };
+    parser.on('field', (name, value) => {
+      fields[name] = value;
+    });
+    parser.on('file', (field, file, info) => {
+      if (field !== 'file' && field !== 'files' && field !== 'file[]') {
+        file.resume();
+        return;
+      }
+      const parts: Buffer[] = [];
+      file.on('data', (c: Buffer) => parts.push(c));
+      file.on('limit', () => {
+        fail(new HttpError(413, `File size exceeds ${(maxFileBytes / (1024 * 1024)).toFixed(0)}MB limit ("${info.filename ?? field}")`));
+      });
+      file.on('end', () => {
+        if (!failed) files.push({ filename: info.filename || 'upload', mimeType: info.mimeType || '', bytes: Buffer.concat(parts) });
+      });
+    });
+    parser.on('filesLimit', () => fail(new HttpError(413, `At most ${MAX_FILES_PER_UPLOAD} files per upload`)));
+    parser.on('fieldsLimit', () => fail(new HttpError(400, 'Too many form fields')));
+    parser.on('error', () => fail(new HttpError(400, 'Malformed multipart/form-data body')));
+    parser.on('close', () => {
+      if (!failed) resolve({ fields, files });
+    });
+    stream.on('error', () => fail(new HttpError(400, 'The upload was interrupted')));
+    stream.pipe(parser);
+  });
+}

@@ -1,0 +1,81 @@
+import { createKey, createWorkspace } from '../support/accounts.js';
+import { request, type TestResponse, type TestServer } from '../support/harness.js';
+
+/** Calls of the knowledge API as one workspace's key, for the suites in this folder. */
+export class KnowledgeClient {
+  constructor(readonly t: TestServer, readonly workspaceId = t.workspaceId, readonly key = t.apiKey) {}
+
+  call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<TestResponse> {
+    return request(this.t.url + path, method, body, { 'x-api-key': this.key, ...headers });
+  }
+
+  async createBase(name: string, extra: Record<string, unknown> = {}): Promise<any> {
+    const r = await this.call('POST', '/api/v1/knowledge', { workspaceId: this.workspaceId, name, ...extra });
+    if (r.status !== 200) throw new Error(`create base ${name}: ${r.status} ${r.text}`);
+    return r.body.data.knowledgeBase;
+  }
+
+  /** Uploads a text document as JSON; returns the pending document. */
+  async uploadText(baseId: string, filename: string, content: string, extra: Record<string, unknown> = {}): Promise<any> {
+    const r = await this.call('POST', `/api/v1/knowledge/${baseId}/documents`, { workspaceId: this.workspaceId, filename, content, ...extra });
+    if (r.status !== 200) throw new Error(`upload ${filename}: ${r.status} ${r.text}`);
+    return r.body.data.document;
+  }
+
+  /** Uploads files as multipart/form-data. */
+  uploadFiles(baseId: string, files: { name: string; type?: string; bytes: Uint8Array }[], fields: Record<string, string> = {}): Promise<TestResponse> {
+    const form = new FormData();
+    form.set('workspaceId', this.workspaceId);
+    for (const [k, v] of Object.entries(fields)) form.set(k, v);
+    for (const f of files) form.append('file', new Blob([f.bytes], { type: f.type ?? '' }), f.name);
+    return this.rawUpload(baseId, form);
+  }
+
+  async rawUpload(baseId: string, form: FormData): Promise<TestResponse> {
+    const res = await fetch(`${this.t.url}/api/v1/knowledge/${baseId}/documents`, { method: 'POST', body: form, headers: { 'x-api-key': this.key } });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    return { status: res.status, headers: res.headers, body, text };
+  }
+
+  document(baseId: string, documentId: string): Promise<TestResponse> {
+    return this.call('GET', `/api/v1/knowledge/${baseId}/documents/${documentId}?workspaceId=${this.workspaceId}`);
+  }
+
+  /** Polls a document until its processing ends; returns the document. */
+  async processed(baseId: string, documentId: string, timeoutMs = 60_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.document(baseId, documentId);
+      const status = r.body?.data?.document?.processingStatus;
+      if (status === 'completed' || status === 'failed') return r.body.data.document;
+      if (Date.now() > deadline) throw new Error(`document ${documentId} still ${status}: ${r.text}`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  }
+
+  async chunks(baseId: string, documentId: string, query = ''): Promise<any> {
+    const r = await this.call('GET', `/api/v1/knowledge/${baseId}/documents/${documentId}/chunks?workspaceId=${this.workspaceId}${query}`);
+    if (r.status !== 200) throw new Error(`chunks: ${r.status} ${r.text}`);
+    return r.body.data;
+  }
+
+  search(body: Record<string, unknown>): Promise<TestResponse> {
+    return this.call('POST', '/api/v1/knowledge/search', { workspaceId: this.workspaceId, ...body });
+  }
+}
+
+let counter = 0;
+/** A second workspace with its own workspace key (foreign-id and plan tests). */
+export async function otherWorkspace(t: TestServer, plan = 'free'): Promise<KnowledgeClient> {
+  const ws = await createWorkspace(t.server.ctx.db, `kb-other-${process.pid}-${++counter}-${Date.now()}`, t.userId, plan);
+  const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+  return new KnowledgeClient(t, ws.id, key.secret);
+}
+
+export const uniqueName = (prefix: string) => `${prefix} ${++counter} ${Math.random().toString(36).slice(2, 8)}`;
