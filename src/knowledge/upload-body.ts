@@ -26,7 +26,8 @@ export function readUploadForm(stream: Readable, headers: Record<string, string 
     try {
       parser = busboy({
         headers: headers as busboy.BusboyConfig['headers'],
-        limits: { fileSize: maxFileBytes, files: MAX_FILES_PER_UPLOAD, fields: 50, fieldSize: 1024 * 1024, parts: MAX_FILES_PER_UPLOAD + 50 },
+        // One byte over the limit tells a file at the limit from one beyond it.
+        limits: { fileSize: maxFileBytes + 1, files: MAX_FILES_PER_UPLOAD, fields: 50, fieldSize: 1024 * 1024, parts: MAX_FILES_PER_UPLOAD + 50 },
       });
     } catch {
       reject(new HttpError(400, 'Malformed multipart/form-data body'));

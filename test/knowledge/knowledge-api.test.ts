@@ -213,7 +213,7 @@ describe('documents', () => {
     expect(pdf.chunkCount).toBe(0);
   });
 
-  it('refuses unsupported types (415), oversized files (413), missing fields (400) and a full storage (403), writing nothing', async () => {
+  it('refuses unsupported types (415), missing fields (400) and a full storage (403), writing nothing', async () => {
     const kb = await k.createBase(uniqueName('Refusals'));
     const exe = await k.uploadFiles(kb.id, [{ name: 'tool.exe', bytes: Buffer.from('MZ') }]);
     expect(exe.status).toBe(415);

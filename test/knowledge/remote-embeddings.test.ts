@@ -1,0 +1,129 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, startTestServer, type TestServer } from '../support/harness.js';
+import { KnowledgeClient, uniqueName } from './helpers.js';
+
+/**
+ * Knowledge bases on a hosted OpenAI-compatible embeddings endpoint (a local server speaking its wire
+ * format), beside a base the local model indexed earlier on the same database: both stay searchable,
+ * they cannot be searched together, and the endpoint's tokens are charged to the usage ledger.
+ */
+
+const DIMENSION = 64;
+let upstream: http.Server;
+let upstreamUrl: string;
+const seen: { auth?: string; model?: string; inputs: number } = { inputs: 0 };
+
+/** Bag of words hashed into DIMENSION buckets: texts sharing words are close. */
+function embedText(text: string): number[] {
+  const v = new Array<number>(DIMENSION).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    let h = 0;
+    for (const ch of word) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+    v[h % DIMENSION] = (v[h % DIMENSION] as number) + 1;
+  }
+  return v;
+}
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { model: string; input: string[] };
+      seen.auth = req.headers.authorization;
+      seen.model = parsed.model;
+      seen.inputs += parsed.input.length;
+      const tokens = parsed.input.reduce((n, t) => n + t.split(/\s+/).length, 0);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        object: 'list', model: parsed.model,
+        data: parsed.input.map((t, index) => ({ object: 'embedding', index, embedding: embedText(t) })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      }));
+    });
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  const addr = upstream.address();
+  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/v1`;
+});
+afterAll(() => {
+  upstream.closeAllConnections();
+  upstream.close();
+});
+
+describe('hosted embeddings', () => {
+  let t: TestServer | undefined;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('index new bases with the configured model, keep older local bases searchable, and bill the tokens', async () => {
+    const where = await freshDatabase();
+    // First the local model indexes a base.
+    t = await startTestServer({ reuse: where });
+    let k = new KnowledgeClient(t);
+    const local = await k.createBase(uniqueName('Local'));
+    const localDoc = await k.uploadText(local.id, 'tea.md', 'Green tea is brewed with water below boiling for two minutes.');
+    expect((await k.processed(local.id, localDoc.id)).processingStatus).toBe('completed');
+    const workspaceId = t.workspaceId;
+    await t.close();
+
+    // Then the same database behind a server configured with a hosted endpoint.
+    t = await startTestServer({
+      reuse: where,
+      env: { EMBEDDINGS_BASE_URL: upstreamUrl, EMBEDDINGS_MODEL: 'fake-embed-64', EMBEDDINGS_API_KEY: 'sk-upstream', EMBEDDINGS_COST_PER_MILLION_TOKENS: '1000' },
+    });
+    k = new KnowledgeClient(t, workspaceId);
+    const remote = await k.createBase(uniqueName('Remote'));
+    expect(remote).toMatchObject({ embeddingModel: 'fake-embed-64', embeddingDimension: DIMENSION });
+    const docs = [
+      await k.uploadText(remote.id, 'coffee.md', 'Espresso is coffee pressed through fine grounds with hot water under pressure.'),
+      await k.uploadText(remote.id, 'bikes.md', 'Bicycle chains need oil every few hundred kilometres to avoid rust.'),
+    ];
+    for (const d of docs) expect((await k.processed(remote.id, d.id)).processingStatus).toBe('completed');
+    expect(seen).toMatchObject({ auth: 'Bearer sk-upstream', model: 'fake-embed-64' });
+
+    const hit = await k.search({ knowledgeBaseIds: [remote.id], query: 'how to oil a bicycle chain', topK: 2 });
+    expect(hit.status, hit.text).toBe(200);
+    expect(hit.body.data.results[0].documentName).toBe('bikes.md');
+    const old = await k.search({ knowledgeBaseIds: [local.id], query: 'brewing tea', topK: 1 });
+    expect(old.status, old.text).toBe(200);
+    expect(old.body.data.results[0].documentName).toBe('tea.md');
+    const mixed = await k.search({ knowledgeBaseIds: [local.id, remote.id], query: 'drinks' });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.error).toContain('different embedding models');
+
+    // Ingest and query tokens are recorded as embedding costs of the workspace's account.
+    const events = await t.server.ctx.db.query<{ n: number; usd: number }>(
+      `SELECT count(*)::int AS n, COALESCE(sum(amount_usd), 0)::float8 AS usd FROM usage_events WHERE source = 'embeddings' AND account = $1`,
+      [`workspace:${workspaceId}`],
+    );
+    expect(events[0]?.n).toBe(3); // two documents and one search of the hosted base (the local model is free)
+    expect(events[0]?.usd).toBeGreaterThan(0);
+  });
+});
+
+describe('upload size limit', () => {
+  let t: TestServer | undefined;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('refuses a file over WEFT_KNOWLEDGE_MAX_FILE_BYTES with a 413, as multipart and as JSON, writing nothing', async () => {
+    t = await startTestServer({ env: { WEFT_KNOWLEDGE_MAX_FILE_BYTES: '2048' } });
+    const k = new KnowledgeClient(t);
+    const kb = await k.createBase(uniqueName('Limited'));
+    const big = Buffer.alloc(3000, 'a');
+    const multipart = await k.uploadFiles(kb.id, [{ name: 'big.txt', bytes: big }]);
+    expect(multipart.status).toBe(413);
+    expect(multipart.body.error).toContain('File size exceeds');
+    const json = await k.call('POST', `/api/v1/knowledge/${kb.id}/documents`, { workspaceId: k.workspaceId, filename: 'big.txt', content: big.toString() });
+    expect(json.status).toBe(413);
+    const b64 = await k.call('POST', `/api/v1/knowledge/${kb.id}/documents`, { workspaceId: k.workspaceId, filename: 'big.txt', contentBase64: big.toString('base64') });
+    expect(b64.status).toBe(413);
+    expect((await k.uploadFiles(kb.id, [{ name: 'small.txt', bytes: Buffer.alloc(2048, 'b') }])).status).toBe(200);
+    const list = await k.call('GET', `/api/v1/knowledge/${kb.id}/documents?workspaceId=${k.workspaceId}`);
+    expect(list.body.data.documents.map((d: { filename: string }) => d.filename)).toEqual(['small.txt']);
+  });
+});
