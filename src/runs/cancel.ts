@@ -27,10 +27,15 @@ export class InFlightRuns {
   /** Registers a run; its signal aborts when `parent` does or when the run is cancelled. */
   start(executionId: string, parent: AbortSignal): { signal: AbortSignal; end: () => void } {
     const own = new AbortController();
+    // Linked by hand (not AbortSignal.any): the listener on a long-lived parent (the shutdown signal) is removed when the run ends.
+    const follow = () => own.abort(parent.reason);
+    if (parent.aborted) follow();
+    else parent.addEventListener('abort', follow, { once: true });
     this.runs.set(executionId, own);
     return {
-      signal: AbortSignal.any([parent, own.signal]),
+      signal: own.signal,
       end: () => {
+        parent.removeEventListener('abort', follow);
         if (this.runs.get(executionId) === own) this.runs.delete(executionId);
       },
     };

@@ -35,3 +35,15 @@ export function requestedExecutionId(headers: Headers, body: Record<string, unkn
 export function isAsyncRequest(headers: Headers, body: Record<string, unknown>): boolean {
   return body.async === true || headerValue(headers['x-execution-mode'])?.toLowerCase() === 'async';
 }
+
+/** X-Execution-Timeout-Seconds (async only, 1..604800): the run's own timeout, capped by the plan's. */
+export function requestedTimeoutSeconds(headers: Headers, isAsync: boolean): number | undefined {
+  const raw = headerValue(headers['x-execution-timeout-seconds']);
+  if (raw === undefined) return undefined;
+  const n = Number(raw.trim());
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > 604_800) {
+    throw new HttpError(400, 'Invalid execution timeout header', { details: [{ path: 'x-execution-timeout-seconds', message: 'Use a whole number of seconds from 1 to 604800' }] });
+  }
+  if (!isAsync) throw new HttpError(400, 'X-Execution-Timeout-Seconds is supported only for async runs');
+  return n;
+}

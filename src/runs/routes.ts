@@ -8,7 +8,7 @@ import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
-import { isAsyncRequest, requestedExecutionId, workflowInput } from './execute-request.js';
+import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
 import { streamRun } from './execute-stream.js';
 import { selectedValues } from './output-selection.js';
@@ -70,6 +70,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         params: z.object({ workflowId: z.string().min(1).max(128) }),
         headers: z.object({
           'x-execution-mode': z.string().optional(),
+          'x-execution-timeout-seconds': z.string().optional().describe('Async only: the run\'s timeout in seconds (1 to 604800), capped by the plan\'s'),
           'x-execution-id': z.string().optional(),
           'idempotency-key': z.string().optional(),
           'x-stream-response': z.string().optional(),
@@ -95,6 +96,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const body = (request.body ?? {}) as Record<string, unknown>;
       const executionId = requestedExecutionId(request.headers, body);
       const isAsync = isAsyncRequest(request.headers, body);
+      const timeoutSeconds = requestedTimeoutSeconds(request.headers, isAsync);
       const selected = Array.isArray(body.selectedOutputs) ? (body.selectedOutputs as string[]) : [];
       if (isAsync && selected.length > 0) throw new HttpError(400, 'Async execution does not support draft or override execution controls');
       const isStream = !isAsync && (body.stream === true || String(request.headers['x-stream-response'] ?? '').toLowerCase() === 'true');
@@ -105,7 +107,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const links = baseUrl(ctx, request);
 
       if (isAsync) {
-        const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links });
+        const id = await service.enqueue(admitted, run, input, { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links, timeoutSeconds });
         const jobId = `job_${id}`;
         const statusUrl = `${links}/api/jobs/${jobId}`;
         return reply.code(202).send({

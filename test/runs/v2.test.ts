@@ -335,6 +335,19 @@ describe('v2 cancel', () => {
     expectV2Error(await cancel(wf, 'no-such-run'), 404, 'NOT_FOUND', 'Run not found');
   });
 
+  it('an async run ends failed with error code TIMEOUT after its own timeout (v2 executionTimeoutSeconds, legacy X-Execution-Timeout-Seconds)', async () => {
+    const wf = await deploy(t, 'v2-timeout', slow);
+    const runId = (await v2('POST', `/workflows/${wf}/execute`, { async: true, executionTimeoutSeconds: 1 })).body.data.runId;
+    const ended = await pollRun(wf, runId, terminal);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'TIMEOUT', message: expect.stringMatching(/timed out/) } });
+    const legacy = await t.call('POST', `/api/workflows/${wf}/execute`, {}, { 'x-execution-mode': 'async', 'x-execution-timeout-seconds': '1' });
+    expect(legacy.status).toBe(202);
+    expect((await pollRun(wf, legacy.body.executionId, terminal)).status).toBe('failed');
+    expect((await t.call('POST', `/api/workflows/${wf}/execute`, {}, { 'x-execution-timeout-seconds': '5' })).body.error)
+      .toBe('X-Execution-Timeout-Seconds is supported only for async runs');
+    expect((await t.call('POST', `/api/workflows/${wf}/execute`, {}, { 'x-execution-mode': 'async', 'x-execution-timeout-seconds': '1.5' })).status).toBe(400);
+  });
+
   it('a running sync run with a known id is cancelled through the endpoint; its request answers cancelled', async () => {
     const wf = await deploy(t, 'v2-cancel-sync', slow);
     const pending = v2('POST', `/workflows/${wf}/execute`, {}, { 'x-run-id': 'sync-cancel-1' });
