@@ -430,7 +430,9 @@ describe('v2 resume', () => {
 
 describe('v2 rate limits', () => {
   it('per-operation buckets: 429 RATE_LIMITED with integer Retry-After and details.retryAfter; polling does not spend execute quota', async () => {
-    const s = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { apiPerMinute: 1, syncPerMinute: 100 } }) } });
+    const s = await startTestServer({
+      env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { apiPerMinute: 1, syncPerMinute: 100 }, pro: { usageLimitUsd: 0.004 }, team: { syncPerMinute: 1 } }) },
+    });
     try {
       const wf = await deploy(s, 'v2-rl', echo);
       const exec = () => s.call('POST', `/api/v2/workflows/${wf}/execute`, { input: { name: 'a' } });
@@ -450,6 +452,30 @@ describe('v2 rate limits', () => {
       const read = await s.call('GET', `/api/v2/workflows/${wf}/runs/${first.body.data.runId}`);
       expect(read.status).toBe(200);
       expect(read.headers.get('x-ratelimit-remaining')).toBe('1');
+
+      // The execution gates map to v2 codes: usage 402, the sync execution bucket 429 with details.code.
+      const executor = async (plan: string) => {
+        const ws = await createWorkspace(s.server.ctx.db, `v2-${plan}`, s.userId, plan);
+        const key = await createKey(s.server.ctx.db, { workspaceId: ws.id, userId: s.userId, type: 'workspace' });
+        const h = { 'x-api-key': key.secret };
+        const created = await request(`${s.url}/api/v1/workflows`, 'POST', { workspaceId: ws.id, name: plan, definition: echo }, h);
+        await request(`${s.url}/api/v1/workflows/${created.body.data.workflow.id}/deploy`, 'POST', undefined, h);
+        return () => request(`${s.url}/api/v2/workflows/${created.body.data.workflow.id}/execute`, 'POST', { input: { name: 'p' } }, h);
+      };
+      const pro = await executor('pro');
+      expect((await pro()).status).toBe(200);
+      const usage = await pro();
+      expectV2Error(usage, 402, 'USAGE_LIMIT_EXCEEDED', /Usage limit exceeded/);
+      expectRateHeaders(usage);
+      const team = await executor('team');
+      expect((await team()).status).toBe(200);
+      expect((await team()).status).toBe(200);
+      const throttled = await team();
+      expectV2Error(throttled, 429, 'RATE_LIMITED', 'Rate limit exceeded. Please try again later.');
+      expect(throttled.body.error.details).toEqual({ code: 'RATE_LIMIT_EXCEEDED' });
+      expect(throttled.headers.get('retry-after')).toMatch(/^\d+$/);
+      // The rate-limit headers are the request bucket's (execute operation), not the execution bucket's.
+      expect(Number(throttled.headers.get('x-ratelimit-remaining'))).toBeGreaterThan(0);
     } finally {
       await s.close();
     }
