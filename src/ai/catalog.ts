@@ -108,6 +108,17 @@ export const providerConfigured = (ai: AiConfig, p: ProviderName): boolean => {
   }
 };
 
+/** How each provider is switched on: its display name and the variables that configure it. */
+const PROVIDER_SETUP: Record<ProviderName, { label: string; how: string }> = {
+  openai: { label: 'an OpenAI model', how: 'set OPENAI_API_KEY (and OPENAI_BASE_URL for a proxy)' },
+  anthropic: { label: 'an Anthropic model', how: 'set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy)' },
+  gemini: { label: 'a Google Gemini model', how: 'set GEMINI_API_KEY (and GEMINI_BASE_URL for a proxy)' },
+  'openai-compatible': { label: 'a model of an OpenAI-compatible server', how: 'set OPENAI_COMPATIBLE_BASE_URL to a server that lists it' },
+};
+
+/** Models named in an unknown-model message before "and N more". */
+const LISTED_MODELS = 20;
+
 /** USD cost of a usage at a model's prices. */
 export function costUsd(model: Pick<ModelEntry, 'inputPerMillion' | 'outputPerMillion'>, promptTokens: number, completionTokens: number): number {
   return (promptTokens * model.inputPerMillion + completionTokens * model.outputPerMillion) / 1_000_000;
@@ -156,6 +167,31 @@ export class ModelCatalog {
       for (const id of await this.compatIds()) if (!this.byId.has(id)) out.push(this.compatEntry(id));
     }
     return out;
+  }
+
+  /**
+   * Why a slug is not served and what to do about it: the provider to configure when the slug is a
+   * known model of an unconfigured provider, otherwise the general ways to add one; then the models
+   * that are configured.
+   */
+  async explainUnknown(id: string): Promise<string> {
+    const parts = [`The model '${id}' does not exist or is not available on this gateway.`];
+    const known = [...BUILT_IN_MODELS, ...parseExtraModels(this.ai.extraModels)].find((m) => m.id === id);
+    if (known && !providerConfigured(this.ai, known.provider)) {
+      const setup = PROVIDER_SETUP[known.provider];
+      parts.push(`It is ${setup.label}, whose provider is not configured: ${setup.how}.`);
+    } else {
+      parts.push('To serve it, set OPENAI_COMPATIBLE_BASE_URL to a server that lists it (Ollama, vLLM, LM Studio, OpenRouter), '
+        + 'or add it to WEFT_AI_MODELS with its provider.');
+    }
+    const ids = (await this.list().catch(() => [...this.byId.values()])).map((m) => m.id);
+    if (ids.length === 0) {
+      parts.push('No provider is configured yet: set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_COMPATIBLE_BASE_URL.');
+    } else {
+      const more = ids.length > LISTED_MODELS ? ` and ${ids.length - LISTED_MODELS} more (GET /api/v1/ai/models lists them all)` : '';
+      parts.push(`Configured models: ${ids.slice(0, LISTED_MODELS).join(', ')}${more}.`);
+    }
+    return parts.join(' ');
   }
 
   private compatEntry(id: string): ModelEntry {

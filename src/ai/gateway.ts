@@ -125,7 +125,7 @@ export class AiGateway {
     const model = await this.catalog.resolve(request.model);
     const provider = model && this.providers.get(model.provider);
     if (!model || !provider) {
-      throw new HttpError(404, `The model '${request.model}' does not exist or is not available on this gateway`, { code: 'model_not_found', param: 'model' });
+      throw new HttpError(404, await this.catalog.explainUnknown(request.model), { code: 'model_not_found', param: 'model' });
     }
     if (request.tools && request.tools.length > 0 && !model.tools) {
       throw new HttpError(400, `The model '${model.id}' does not support tools (function calling)`, { code: 'unsupported_feature', param: 'tools' });

@@ -233,12 +233,18 @@ describe('the error table', () => {
   it('404 model_not_found for an unknown model and for a model whose provider is not configured', async () => {
     const r = await chat({ model: 'gpt-99-ultra', messages: hi });
     expect(r.status).toBe(404);
-    expect(r.body.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found' });
+    expect(r.body.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found', param: 'model' });
+    // The message names the configured models and how to serve the one asked for.
+    expect(r.body.error.message).toMatch(/^The model 'gpt-99-ultra' does not exist or is not available on this gateway\. To serve it, set OPENAI_COMPATIBLE_BASE_URL/);
+    expect(r.body.error.message).toMatch(/Configured models: gpt-4o, gpt-4o-mini, .* and \d+ more \(GET \/api\/v1\/ai\/models lists them all\)\.$/);
     const other = await startAiServer({ env: { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake.env.OPENAI_BASE_URL } });
     try {
       const c = await other.call('POST', '/api/v1/ai/chat/completions', { model: 'claude-sonnet-4-5', messages: hi });
       expect(c.status).toBe(404);
       expect(c.body.error.code).toBe('model_not_found');
+      expect(c.body.error.message).toContain('It is an Anthropic model, whose provider is not configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy).');
+      expect(c.body.error.message).toContain('Configured models: gpt-4o, gpt-4o-mini, gpt-4.1, gpt-4.1-mini, gpt-4.1-nano, o3, o4-mini, gpt-5, gpt-5-mini, gpt-5-nano.');
+      expect(c.body.error.message).not.toMatch(/claude-opus/);
       const list = await other.call('GET', '/api/v1/ai/models');
       expect(list.body.data.every((m: { owned_by: string }) => m.owned_by === 'openai')).toBe(true);
     } finally {
