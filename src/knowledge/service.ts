@@ -373,7 +373,7 @@ export class KnowledgeService {
       let billedTokens = 0;
       for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
         if (this.shutdown.signal.aborted) return; // taken over after restart
-        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.content), this.shutdown.signal);
+        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map(textToEmbed), this.shutdown.signal);
         vectors.push(...out.vectors);
         billedTokens += out.tokens;
       }
@@ -410,6 +410,18 @@ export class KnowledgeService {
     if (this.sweeper) clearInterval(this.sweeper);
     this.shutdown.abort();
   }
+}
+
+/**
+ * The text embedded for a chunk: its content, led by its heading path when the chunk does not start with
+ * it, so that a passage deep in a section still carries what the section is about. The stored content
+ * stays the verbatim excerpt.
+ */
+export function textToEmbed(chunk: { content: string; metadata: Record<string, unknown> }): string {
+  const headings = chunk.metadata.headings;
+  if (!Array.isArray(headings) || headings.length === 0) return chunk.content;
+  const last = String(headings[headings.length - 1]);
+  return chunk.content.startsWith(last) ? chunk.content : `${headings.map(String).join(' > ')}\n\n${chunk.content}`;
 }
 
 /** Reciprocal rank fusion: each list adds 1 / (k + rank) for every chunk it holds. */

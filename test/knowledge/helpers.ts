@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, type TestResponse, type TestServer } from '../support/harness.js';
 
@@ -79,3 +80,58 @@ export async function otherWorkspace(t: TestServer, plan = 'free'): Promise<Know
 }
 
 export const uniqueName = (prefix: string) => `${prefix} ${++counter} ${Math.random().toString(36).slice(2, 8)}`;
+
+export const FAKE_EMBEDDING_DIMENSION = 64;
+
+/** Bag of words hashed into FAKE_EMBEDDING_DIMENSION buckets: texts sharing words are close. */
+export function fakeEmbedding(text: string): number[] {
+  const v = new Array<number>(FAKE_EMBEDDING_DIMENSION).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    let h = 0;
+    for (const ch of word) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+    v[h % FAKE_EMBEDDING_DIMENSION] = (v[h % FAKE_EMBEDDING_DIMENSION] as number) + 1;
+  }
+  return v;
+}
+
+export interface FakeEmbeddings {
+  /** Base URL for EMBEDDINGS_BASE_URL. */
+  url: string;
+  /** What the last request carried, and how many texts were embedded so far. */
+  seen: { auth?: string; model?: string; inputs: number; requests: number };
+  /** While true, requests are held unanswered (a provider that hangs). */
+  hold: boolean;
+  close(): void;
+}
+
+/** A local server speaking OpenAI's embeddings wire format with `fakeEmbedding` vectors. */
+export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
+  const fake: FakeEmbeddings = { url: '', seen: { inputs: 0, requests: 0 }, hold: false, close: () => undefined };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { model: string; input: string[] };
+      fake.seen.requests++;
+      if (fake.hold) return;
+      fake.seen.auth = req.headers.authorization;
+      fake.seen.model = parsed.model;
+      fake.seen.inputs += parsed.input.length;
+      const tokens = parsed.input.reduce((n, t) => n + t.split(/\s+/).length, 0);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({
+        object: 'list', model: parsed.model,
+        data: parsed.input.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t) })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const addr = server.address();
+  fake.url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/v1`;
+  fake.close = () => {
+    server.closeAllConnections();
+    server.close();
+  };
+  return fake;
+}

@@ -1,17 +1,24 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import { freePort, spawnServer } from '../support/cli.js';
 import { bootstrappedDatabase, request } from '../support/harness.js';
+import { type FakeEmbeddings, startFakeEmbeddings } from './helpers.js';
 
 /**
- * Kills the server (SIGKILL) while a document is being ingested, checks that nothing of it was indexed,
- * then starts a new server on the same database: the ingest is taken over and completes once, with every
- * chunk exactly once.
+ * Kills the server (SIGKILL) while a document is being ingested (its embeddings provider holds the
+ * request, so the kill lands mid-ingest every time), checks that nothing of it was indexed, then starts a
+ * new server on the same database: the ingest is taken over and completes once, with every chunk once.
  */
+let fake: FakeEmbeddings;
+beforeAll(async () => {
+  fake = await startFakeEmbeddings();
+});
+afterAll(() => fake.close());
+
 describe('document ingest across a crash', () => {
   it('leaves no half-indexed document and finishes after a restart', async () => {
     const { workspaceId, apiKey, env: base, where } = await bootstrappedDatabase();
-    const env = { ...base, WEFT_JOB_LEASE_MS: '2000' };
+    const env = { ...base, WEFT_JOB_LEASE_MS: '2000', EMBEDDINGS_BASE_URL: fake.url, EMBEDDINGS_MODEL: 'fake-embed-64' };
     const headers = { 'x-api-key': apiKey };
     let server = await spawnServer(env, await freePort());
     try {
@@ -20,26 +27,23 @@ describe('document ingest across a crash', () => {
       }, headers);
       expect(kb.status).toBe(200);
       const baseId: string = kb.body.data.knowledgeBase.id;
-      // Long enough that the embedding takes seconds: about 300 chunks of ordinary words.
+      // Enough text for several embedding batches (the service sends 32 chunks at a time).
       const words = 'the team reviews every invoice before the release while the server keeps a record of each request and its answer'.split(' ');
-      const paragraphs = Array.from({ length: 300 }, (_, i) => `Part ${i}: ${Array.from({ length: 70 }, (_, j) => words[(i * 5 + j * 3) % words.length]).join(' ')}.`);
+      const paragraphs = Array.from({ length: 80 }, (_, i) => `Part ${i}: ${Array.from({ length: 70 }, (_, j) => words[(i * 5 + j * 3) % words.length]).join(' ')}.`);
+      fake.hold = true;
+      const requestsBefore = fake.seen.requests;
       const up = await request(`${server.url}/api/v1/knowledge/${baseId}/documents`, 'POST', {
         workspaceId, filename: 'long.txt', content: paragraphs.join('\n\n'),
       }, headers);
       expect(up.status).toBe(200);
       const docId: string = up.body.data.document.id;
-      const docUrl = `${server.url}/api/v1/knowledge/${baseId}/documents/${docId}?workspaceId=${workspaceId}`;
 
-      // Kill it once the ingest has been processing for a moment.
+      // The ingest is now waiting on its first embedding batch: kill the process there.
       const deadline = Date.now() + 30_000;
-      for (;;) {
-        const d = await request(docUrl, 'GET', undefined, headers);
-        expect(d.body.data.document.processingStatus).not.toBe('completed');
-        if (d.body.data.document.processingStatus === 'processing') break;
-        if (Date.now() > deadline) throw new Error('ingest never started');
-        await new Promise((r) => setTimeout(r, 25));
+      while (fake.seen.requests === requestsBefore) {
+        if (Date.now() > deadline) throw new Error('the ingest never asked for embeddings');
+        await new Promise((r) => setTimeout(r, 20));
       }
-      await new Promise((r) => setTimeout(r, 200));
       server.child.kill('SIGKILL');
       await new Promise((r) => server.child.once('exit', r));
 
@@ -54,18 +58,19 @@ describe('document ingest across a crash', () => {
         await db.close();
       }
 
+      fake.hold = false;
       server = await spawnServer(env, await freePort());
       const url = `${server.url}/api/v1/knowledge/${baseId}/documents/${docId}?workspaceId=${workspaceId}`;
       let doc: any;
-      const until = Date.now() + 90_000;
+      const until = Date.now() + 60_000;
       for (;;) {
         doc = (await request(url, 'GET', undefined, headers)).body.data.document;
         if (doc.processingStatus === 'completed' || doc.processingStatus === 'failed') break;
         if (Date.now() > until) throw new Error(`still ${doc.processingStatus}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, 50));
       }
       expect(doc.processingStatus).toBe('completed');
-      expect(doc.chunkCount).toBeGreaterThan(100);
+      expect(doc.chunkCount).toBeGreaterThan(32);
       const indexes: number[] = [];
       for (let offset = 0; offset < doc.chunkCount; offset += 100) {
         const page = await request(`${server.url}/api/v1/knowledge/${baseId}/documents/${docId}/chunks?workspaceId=${workspaceId}&limit=100&offset=${offset}`, 'GET', undefined, headers);
@@ -74,7 +79,8 @@ describe('document ingest across a crash', () => {
       }
       expect(indexes).toEqual([...Array(doc.chunkCount).keys()]);
     } finally {
+      fake.hold = false;
       server.child.kill('SIGKILL');
     }
-  }, 180_000);
+  }, 120_000);
 });

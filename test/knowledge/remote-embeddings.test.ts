@@ -1,7 +1,6 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.js';
-import { KnowledgeClient, uniqueName } from './helpers.js';
+import { FAKE_EMBEDDING_DIMENSION, type FakeEmbeddings, KnowledgeClient, startFakeEmbeddings, uniqueName } from './helpers.js';
 
 /**
  * Knowledge bases on a hosted OpenAI-compatible embeddings endpoint (a local server speaking its wire
@@ -9,48 +8,11 @@ import { KnowledgeClient, uniqueName } from './helpers.js';
  * they cannot be searched together, and the endpoint's tokens are charged to the usage ledger.
  */
 
-const DIMENSION = 64;
-let upstream: http.Server;
-let upstreamUrl: string;
-const seen: { auth?: string; model?: string; inputs: number } = { inputs: 0 };
-
-/** Bag of words hashed into DIMENSION buckets: texts sharing words are close. */
-function embedText(text: string): number[] {
-  const v = new Array<number>(DIMENSION).fill(0);
-  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-    let h = 0;
-    for (const ch of word) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
-    v[h % DIMENSION] = (v[h % DIMENSION] as number) + 1;
-  }
-  return v;
-}
-
+let fake: FakeEmbeddings;
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const parsed = JSON.parse(body) as { model: string; input: string[] };
-      seen.auth = req.headers.authorization;
-      seen.model = parsed.model;
-      seen.inputs += parsed.input.length;
-      const tokens = parsed.input.reduce((n, t) => n + t.split(/\s+/).length, 0);
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({
-        object: 'list', model: parsed.model,
-        data: parsed.input.map((t, index) => ({ object: 'embedding', index, embedding: embedText(t) })),
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
-      }));
-    });
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-  const addr = upstream.address();
-  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/v1`;
+  fake = await startFakeEmbeddings();
 });
-afterAll(() => {
-  upstream.closeAllConnections();
-  upstream.close();
-});
+afterAll(() => fake.close());
 
 describe('hosted embeddings', () => {
   let t: TestServer | undefined;
@@ -72,17 +34,17 @@ describe('hosted embeddings', () => {
     // Then the same database behind a server configured with a hosted endpoint.
     t = await startTestServer({
       reuse: where,
-      env: { EMBEDDINGS_BASE_URL: upstreamUrl, EMBEDDINGS_MODEL: 'fake-embed-64', EMBEDDINGS_API_KEY: 'sk-upstream', EMBEDDINGS_COST_PER_MILLION_TOKENS: '1000' },
+      env: { EMBEDDINGS_BASE_URL: fake.url, EMBEDDINGS_MODEL: 'fake-embed-64', EMBEDDINGS_API_KEY: 'sk-upstream', EMBEDDINGS_COST_PER_MILLION_TOKENS: '1000' },
     });
     k = new KnowledgeClient(t, workspaceId);
     const remote = await k.createBase(uniqueName('Remote'));
-    expect(remote).toMatchObject({ embeddingModel: 'fake-embed-64', embeddingDimension: DIMENSION });
+    expect(remote).toMatchObject({ embeddingModel: 'fake-embed-64', embeddingDimension: FAKE_EMBEDDING_DIMENSION });
     const docs = [
       await k.uploadText(remote.id, 'coffee.md', 'Espresso is coffee pressed through fine grounds with hot water under pressure.'),
       await k.uploadText(remote.id, 'bikes.md', 'Bicycle chains need oil every few hundred kilometres to avoid rust.'),
     ];
     for (const d of docs) expect((await k.processed(remote.id, d.id)).processingStatus).toBe('completed');
-    expect(seen).toMatchObject({ auth: 'Bearer sk-upstream', model: 'fake-embed-64' });
+    expect(fake.seen).toMatchObject({ auth: 'Bearer sk-upstream', model: 'fake-embed-64' });
 
     const hit = await k.search({ knowledgeBaseIds: [remote.id], query: 'how to oil a bicycle chain', topK: 2 });
     expect(hit.status, hit.text).toBe(200);
