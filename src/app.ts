@@ -19,6 +19,8 @@ import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
+import { schemaRoutes } from './workflows/schema-routes.js';
+import { registerLanding } from './http/landing.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
 
@@ -77,6 +79,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   registerApiRateLimit(app, limits, accounts);
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());
+  registerLanding(app);
 
   app.get('/healthz', {
     schema: { tags: ['health'], summary: 'Liveness', security: [], response: { 200: z.object({ status: z.literal('ok') }) } },
@@ -102,6 +105,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(auditRoutes(accounts, ctx.db));
   await app.register(limitRoutes(limits, accounts, plans));
   await app.register(workflowRoutes(workflows, accounts, limits, webhookRegistry));
+  await app.register(schemaRoutes());
   await app.register(runRoutes(runs, workflows, accounts), { ctx });
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));

@@ -1,18 +1,28 @@
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import { ensureBootstrap } from '../support/accounts.js';
+import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.js';
 import { runCli } from '../support/cli.js';
-import { waitForJob } from '../support/workflows.js';
+import { deploy, waitForJob } from '../support/workflows.js';
 
-/** The example workflows deploy with the CLI and run through the API, sync and async. */
+/** The example workflows deploy with the CLI (or over HTTP) and run through the API, sync and async. */
 const examples = ['condition-branch', 'foreach-loop', 'parallel-http', 'child-greeter', 'parent-workflow', 'response-block'];
+/** Deployed over HTTP once the server runs, as the README's curl walk-through does. */
+const overHttp = ['human-approval', 'table-signups', 'support-agent', 'http-post'];
 const ids: Record<string, string> = {};
 let t: TestServer;
 let upstream: http.Server;
 let upstreamUrl: string;
+let fake: FakeProviders;
+const posted: { source: string | undefined; body: unknown }[] = [];
+const readExample = (name: string): { definition: unknown } => {
+  const { name: _n, description: _d, ...definition } = JSON.parse(fs.readFileSync(path.resolve('examples', `${name}.json`), 'utf8'));
+  return { definition };
+};
 
 beforeAll(async () => {
   const where = await freshDatabase();
@@ -30,19 +40,45 @@ beforeAll(async () => {
   // Deploying again updates the same workflow and makes version 2.
   const again = await runCli(['workflows', 'deploy', path.resolve('examples', 'child-greeter.json'), '--workspace', 'default', '--json'], env);
   expect(JSON.parse(again.stdout)).toEqual({ workflowId: ids['child-greeter'], version: 2 });
-  t = await startTestServer({ reuse: where, env: { WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise' } });
+  // The agent example reaches its model through the gateway: a local server speaking OpenAI's wire format.
+  fake = await startFakeProviders();
+  t = await startTestServer({
+    reuse: where,
+    env: { WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_STARTING_CREDITS_USD: '5', ...fake.env },
+  });
   upstream = http.createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
+    const url = new URL(req.url ?? '/', 'http://upstream');
+    if (url.pathname === '/orders') {
+      res.end(JSON.stringify({ orderId: url.searchParams.get('orderId'), status: 'shipped', shippedOn: '2025-03-02' }));
+      return;
+    }
+    if (url.pathname === '/broken') {
+      res.statusCode = 503;
+      res.end(JSON.stringify({ error: 'down for maintenance' }));
+      return;
+    }
+    if (req.method === 'POST') {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => {
+        posted.push({ source: req.headers['x-source'] as string | undefined, body: JSON.parse(text) });
+        res.end(JSON.stringify({ received: true }));
+      });
+      return;
+    }
     res.end(JSON.stringify({ path: req.url }));
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
   const addr = upstream.address();
   upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  for (const name of overHttp) ids[name] = await deploy(t, name, readExample(name).definition);
 }, 180_000);
 
 afterAll(async () => {
   await t?.close();
   upstream?.close();
+  await fake?.close();
 });
 
 async function both(name: string, inputs: Record<string, unknown>) {
@@ -87,5 +123,72 @@ describe('examples', () => {
     expect(sync.headers.get('x-weft-example')).toBe('response-block');
     expect(sync.body).toEqual({ created: { sku: 'x1', accepted: true } });
     expect(job.output.output.data).toEqual({ created: { sku: 'x1', accepted: true } });
+  });
+
+  it('every file in examples/ is deployed and run by this suite', () => {
+    const files = fs.readdirSync('examples').filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+    expect(files).toEqual([...examples, ...overHttp].sort());
+  });
+
+  it('human-approval pauses for a person and branches on the answer', async () => {
+    const wf = ids['human-approval'];
+    const outcomes: unknown[] = [];
+    for (const approved of [true, false]) {
+      const run = await t.call('POST', `/api/workflows/${wf}/execute`, { inputs: { item: 'laptop', amount: 1200 } });
+      expect(run.status).toBe(200);
+      const links = run.body.output.data._resume;
+      expect(run.body.output.data.message).toBe('Approve this purchase?');
+      expect(links.apiUrl).toBe(`${t.url}/api/resume/${wf}/${run.body.executionId}/approval`);
+      const resumed = await t.call('POST', `/api/resume/${wf}/${run.body.executionId}/approval`, { input: { approved, comment: 'ok by finance' } });
+      expect(resumed.status).toBe(200);
+      expect(resumed.body.status).toBe('completed');
+      outcomes.push(resumed.body.output);
+    }
+    expect(outcomes).toEqual([
+      { status: 'ordered', item: 'laptop', amount: 1200, comment: 'ok by finance' },
+      { status: 'declined', item: 'laptop', comment: 'ok by finance' },
+    ]);
+  });
+
+  it('table-signups upserts by the unique email and counts the plan', async () => {
+    const created = await t.call('POST', '/api/v1/tables', {
+      workspaceId: t.workspaceId, name: 'signups',
+      schema: { columns: [{ name: 'email', type: 'string', unique: true, required: true }, { name: 'plan', type: 'select', options: ['free', 'pro'] }] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const tableId = created.body.data.table.id;
+    const { sync, job } = await both('table-signups', { tableId, email: 'ada@example.com', plan: 'pro' });
+    expect(sync.body.output).toEqual({ operation: 'insert', plan: 'pro', signups: 1, emails: ['ada@example.com'] });
+    expect(job.output.output).toEqual({ operation: 'update', plan: 'pro', signups: 1, emails: ['ada@example.com'] });
+    const other = await t.call('POST', `/api/workflows/${ids['table-signups']}/execute`, { inputs: { tableId, email: 'bob@example.com', plan: 'pro' } });
+    expect(other.body.output).toEqual({ operation: 'insert', plan: 'pro', signups: 2, emails: ['ada@example.com', 'bob@example.com'] });
+  });
+
+  it('support-agent calls its HTTP tool through the gateway and answers with the result', async () => {
+    fake.handler = (req) => {
+      const toolMessage = (req.body.messages as { role: string; content: string }[]).find((m) => m.role === 'tool');
+      if (!toolMessage) return { toolCalls: [{ id: 'call_1', name: 'order_status', arguments: { orderId: 'A17' } }], usage: { prompt: 120, completion: 20 } };
+      const order = JSON.parse(toolMessage.content);
+      return { text: `Order ${order.orderId} is ${order.status} (${order.shippedOn}).`, usage: { prompt: 160, completion: 15 } };
+    };
+    const before = fake.requests.length;
+    const { sync, job } = await both('support-agent', { question: 'Where is my order A17?', ordersApi: `${upstreamUrl}/orders` });
+    expect(sync.body.output).toEqual({ answer: 'Order A17 is shipped (2025-03-02).', toolsUsed: ['order_status'], tokens: 315 });
+    expect(job.output.output).toEqual(sync.body.output);
+    const sent = fake.requests.slice(before);
+    expect(sent).toHaveLength(4);
+    expect(sent[0].path).toBe('/openai/v1/chat/completions');
+    expect(sent[0].body.model).toBe('gpt-4o-mini');
+    expect(sent[0].body.tools[0].function.name).toBe('order_status');
+  });
+
+  it('http-post delivers the payload, and an error status goes to the error edge', async () => {
+    const { sync, job } = await both('http-post', { url: `${upstreamUrl}/hooks`, payload: { id: 7, note: 'hi' } });
+    expect(sync.body.output).toEqual({ delivered: true, status: 200, answer: { received: true } });
+    expect(job.output.output).toEqual(sync.body.output);
+    expect(posted.slice(-2)).toEqual([{ source: 'weft-example', body: { id: 7, note: 'hi' } }, { source: 'weft-example', body: { id: 7, note: 'hi' } }]);
+    const failed = await t.call('POST', `/api/workflows/${ids['http-post']}/execute`, { inputs: { url: `${upstreamUrl}/broken` } });
+    expect(failed.body.success).toBe(true);
+    expect(failed.body.output).toEqual({ delivered: false, error: `HTTP 503 from POST ${upstreamUrl}/broken: {"error":"down for maintenance"}` });
   });
 });

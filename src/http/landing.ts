@@ -1,0 +1,33 @@
+// GET /: where to go from here (the API reference, the OpenAPI document, the definition schema, health),
+// as JSON for programs and as a small HTML page for browsers, until the dashboard is served at /.
+import type { FastifyInstance } from 'fastify';
+
+const LINKS = [
+  ['apiReference', '/api/docs', 'API reference (interactive)'],
+  ['openapi', '/api/openapi.json', 'OpenAPI document'],
+  ['workflowDefinitionSchema', '/api/v1/schemas/workflow-definition.json', 'JSON Schema of a workflow definition'],
+  ['health', '/healthz', 'liveness'],
+  ['readiness', '/readyz', 'readiness (the database answers)'],
+] as const;
+
+const AUTH = 'Send an API key as the X-API-Key header (the AI gateway also takes Authorization: Bearer). The first key is printed when the server first starts; `weft keys create --workspace default` makes another.';
+
+const html = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Weft</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}code{background:#eee;padding:0 .2em}</style></head>
+<body><h1>Weft</h1><p>Workflow automation service. The dashboard is not part of this build yet.</p><ul>
+${LINKS.map(([, href, text]) => `<li><a href="${href}">${text}</a> <code>${href}</code></li>`).join('\n')}
+</ul><p>${AUTH.replace(/`([^`]+)`/g, '<code>$1</code>')}</p></body></html>
+`;
+
+export function registerLanding(app: FastifyInstance): void {
+  app.get('/', { schema: { hide: true }, config: { auth: 'none' } }, async (request, reply) => {
+    if (/\btext\/html\b/.test(request.headers.accept ?? '')) return reply.type('text/html; charset=utf-8').send(html);
+    return {
+      name: 'Weft',
+      description: 'Workflow automation service: workflows, tables, knowledge bases and an AI gateway over HTTP',
+      links: Object.fromEntries(LINKS.map(([key, href]) => [key, href])),
+      auth: AUTH,
+    };
+  });
+}
