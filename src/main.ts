@@ -4,6 +4,7 @@ import { loadConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { createLogger, openDatabase } from './runtime.js';
 import { startServer } from './server.js';
+import { startBanner } from './start-banner.js';
 import { publicKey, type Role } from './accounts/service.js';
 import { emit, fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
@@ -50,7 +51,10 @@ async function runServer(role: 'all' | 'api' | 'worker'): Promise<void> {
   const server = await startServer(config, { announce: role === 'all', role });
   const log = createLogger(config);
   if (role === 'worker') log.info({ database: server.ctx.db.mode }, 'Weft worker running async jobs');
-  else log.info({ url: server.url, database: server.ctx.db.mode, role }, `Weft listening on ${server.url} (API reference: ${server.url}/api/docs)`);
+  else {
+    log.info({ url: server.url, database: server.ctx.db.mode, role }, `Weft listening on ${server.url} (API reference: ${server.url}/api/docs)`);
+    process.stdout.write(startBanner(server.url));
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

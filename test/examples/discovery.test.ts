@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockTypes, workflowDefinitionSchema } from '../../src/engine/index.js';
+import { startBanner } from '../../src/start-banner.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 
 /** What a newcomer finds without a key: the landing at /, and the definition's JSON Schema. */
@@ -86,5 +87,17 @@ describe('GET /api/v1/schemas/workflow-definition.json', () => {
   it('is listed in the OpenAPI document', async () => {
     const doc = (await request(`${t.url}/api/openapi.json`, 'GET')).body;
     expect(doc.paths[SCHEMA].get.summary).toBe('JSON Schema of a workflow definition (for editors)');
+  });
+});
+
+describe('the start-up lines', () => {
+  it('say where the API reference, the landing (the dashboard later) and a key are', () => {
+    const text = startBanner('http://127.0.0.1:3000');
+    expect(text).toContain('API reference:  http://127.0.0.1:3000/api/docs');
+    expect(text).toContain('http://127.0.0.1:3000/ ');
+    expect(text).toContain('dashboard');
+    expect(text).toContain('npx weft keys create --workspace default');
+    // The first-start check in the CLI tests looks for this phrase; these lines must not contain it.
+    expect(text).not.toContain('Workspace API key');
   });
 });
