@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { connectDatabase, type ConnectOptions } from './db/connect.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
+import { readServerInfo } from './admin/server-info.js';
 
 /** Logs go to stderr so that `--json` output on stdout stays a clean document. */
 export function createLogger(config: Config): Logger {
@@ -35,16 +36,38 @@ export function lockDataDir(config: Config): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = fs.readFileSync(file, 'utf8').trim();
       const pid = Number(holder.split(':')[0]);
-      if (pid && pid !== process.pid && holdsLock(holder, pid)) {
-        throw new Error(
-          `The data directory ${config.dataDir} is in use by process ${pid} (a running Weft server?). ` +
-            'Stop it first, or set DATABASE_URL to use PostgreSQL, where commands work while the server runs.',
-        );
-      }
+      if (pid && pid !== process.pid && holdsLock(holder, pid)) throw new DataDirInUseError(config.dataDir, pid);
       fs.unlinkSync(file);
     }
   }
   throw new Error(`Could not lock ${config.dataDir}`);
+}
+
+/** The data directory is held by another live process: a running server, or another command. */
+export class DataDirInUseError extends Error {
+  constructor(readonly dataDir: string, readonly pid: number) {
+    const server = readServerInfo(dataDir);
+    super(server?.pid === pid
+      ? `The data directory ${dataDir} is in use by process ${pid}, a Weft server running at ${server.url} since ${server.startedAt}. ` +
+          'Stop it first (CLI commands reach it through its admin socket meanwhile).'
+      : `The data directory ${dataDir} is in use by process ${pid} (a Weft server starting, or another weft command). ` +
+          'Stop it first, or set DATABASE_URL to use PostgreSQL, where commands work while the server runs.');
+  }
+}
+
+/**
+ * The pid of the live process holding an embedded data directory's lock, if any (a stale lock of a dead
+ * process is no holder). Lets the CLI choose between opening the database and asking the running server.
+ */
+export function dataDirHolder(dataDir: string): number | undefined {
+  let holder: string;
+  try {
+    holder = fs.readFileSync(path.join(dataDir, 'weft.lock'), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  const pid = Number(holder.split(':')[0]);
+  return pid && pid !== process.pid && holdsLock(holder, pid) ? pid : undefined;
 }
 
 /** `pid:start-time` of a process (the start time tells a reused pid apart; absent where /proc is missing). */

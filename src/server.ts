@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
+import { startAdminChannel } from './admin/channel.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -80,6 +81,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   let closing: Promise<void> | undefined;
   const started = app;
+  // The CLI's way in while this process holds the embedded data directory (src/admin/channel.ts).
+  const admin = config.databaseUrl || opts.connect?.inMemory ? undefined
+    : await startAdminChannel({ ctx, services, url }).catch(async (err: unknown) => {
+      await started.close();
+      await shutdown();
+      throw err;
+    });
   return {
     app: started,
     ctx,
@@ -87,6 +95,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     url,
     close: () => {
       closing ??= (async () => {
+        await admin?.close();
         await started.close();
         await shutdown();
       })();

@@ -1,0 +1,108 @@
+import type { Command } from 'commander';
+import { emit, fail } from './output.js';
+import { withSession } from './session.js';
+
+/** `weft migrate`, `setup`, `users`, `workspaces`, `keys`: each parses its options and runs its operation. */
+export function registerAccountCommands(program: Command): void {
+  program
+    .command('migrate')
+    .description('Apply pending database migrations')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }) => {
+      const json = Boolean(o.json);
+      const out = await withSession(json, ['migrate'], (s) => s.call('migrate', {}));
+      emit(json, out, () => `Database (${out.database}) is up to date.`);
+    });
+
+  program
+    .command('setup')
+    .description('Ensure the database, the admin user and the "default" workspace; print a new workspace key')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }) => {
+      const json = Boolean(o.json);
+      const out = await withSession(json, ['setup'], (s) => s.call('setup', {}));
+      emit(json, out, () => `Admin user ${out.userId}\nWorkspace "default" ${out.workspaceId}\nWorkspace API key (shown once): ${out.apiKey}`);
+    });
+
+  const users = program.command('users').description('Manage users');
+  users
+    .command('create')
+    .description('Create a user, optionally a member of a workspace')
+    .requiredOption('--email <email>')
+    .option('--name <name>')
+    .option('--workspace <idOrName>', 'also add the user to this workspace')
+    .option('--role <role>', 'role in that workspace: admin, write or read', 'write')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { email: string; name?: string; workspace?: string; role: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      if (!['admin', 'write', 'read'].includes(o.role)) fail('--role must be admin, write or read', json);
+      const out = await withSession(json, ['users.create'], (s) =>
+        s.call('users.create', { email: o.email, name: o.name, workspace: o.workspace, role: o.role as 'write' }));
+      emit(json, { id: out.id, email: out.email }, () =>
+        `User ${out.id} <${out.email}>${out.workspace ? `, ${out.workspace.role} in "${out.workspace.name}"` : ''}`);
+    });
+
+  const workspaces = program.command('workspaces').description('Manage workspaces');
+  workspaces
+    .command('create')
+    .requiredOption('--name <name>')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { name: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      const ws = await withSession(json, ['workspaces.create'], (s) => s.call('workspaces.create', { name: o.name }));
+      emit(json, ws, () => `Workspace "${ws.name}" ${ws.id}`);
+    });
+  workspaces
+    .command('list')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }) => {
+      const json = Boolean(o.json);
+      const list = await withSession(json, ['workspaces.list'], (s) => s.call('workspaces.list', {}));
+      emit(json, list, () => list.map((w) => `${w.id}  ${w.name}  (${w.plan})`).join('\n') || 'No workspaces.');
+    });
+  workspaces
+    .command('set-plan')
+    .argument('<workspace>', 'workspace id or name')
+    .argument('<plan>', 'free, pro, team or enterprise')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, plan: string, o: { json?: boolean }) => {
+      const json = Boolean(o.json);
+      if (!['free', 'pro', 'team', 'enterprise'].includes(plan)) fail('plan must be free, pro, team or enterprise', json);
+      const out = await withSession(json, ['workspaces.set-plan'], (s) => s.call('workspaces.set-plan', { workspace: ref, plan: plan as 'free' }));
+      emit(json, { id: out.id, plan: out.plan }, () => `Workspace "${out.name}" is on plan ${out.plan}`);
+    });
+
+  const keys = program.command('keys').description('Manage API keys');
+  keys
+    .command('create')
+    .requiredOption('--workspace <idOrName>')
+    .option('--personal', 'a personal key of --user (default: a workspace key)')
+    .option('--user <id>', 'owner of a personal key (default: the admin user)')
+    .option('--name <name>')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { workspace: string; personal?: boolean; user?: string; name?: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      const k = await withSession(json, ['keys.create'], (s) =>
+        s.call('keys.create', { workspace: o.workspace, personal: Boolean(o.personal), user: o.user, name: o.name }));
+      emit(json, { id: k.id, key: k.key, type: k.type, workspaceId: k.workspaceId }, () =>
+        `Created ${k.type} key ${k.id} in "${k.workspaceName}".\nSecret (shown once): ${k.key}`);
+    });
+  keys
+    .command('list')
+    .option('--workspace <idOrName>')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { workspace?: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      const list = await withSession(json, ['keys.list'], (s) => s.call('keys.list', { workspace: o.workspace }));
+      emit(json, list, () => list.map((k) => `${k.id}  ${k.type.padEnd(9)}  ${k.displayKey}  ${k.name}`).join('\n') || 'No keys.');
+    });
+  keys
+    .command('revoke')
+    .argument('<id>')
+    .option('--json', 'machine-readable output')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const json = Boolean(o.json);
+      const out = await withSession(json, ['keys.revoke'], (s) => s.call('keys.revoke', { id }));
+      emit(json, out, () => `Revoked key ${out.id}`);
+    });
+}

@@ -1,0 +1,123 @@
+// Where a CLI command's operations run. With an embedded data directory held by a running server, in
+// that server, through its admin socket; otherwise in this process, on a database it opens (embedded,
+// taking the data directory's lock, or PostgreSQL). Either way the same operation (admin/operations.ts).
+import type { Readable } from 'node:stream';
+import { dumpDatabase, blobStream, PG_DUMP_ADVICE, writeBackup } from '../admin/backup.js';
+import { callAdmin, fetchBackup } from '../admin/client.js';
+import { CommandError, needsRuns, perform, type ArgsOf, type OperationName, type ResultOf } from '../admin/operations.js';
+import { readServerInfo, type ServerInfo } from '../admin/server-info.js';
+import { composeCore, composeServices } from '../compose.js';
+import { loadConfig, type Config } from '../config.js';
+import type { AppContext } from '../context.js';
+import { createLogger, dataDirHolder, DataDirInUseError, openDatabase } from '../runtime.js';
+import { fail } from './output.js';
+
+export interface Session {
+  /** `server`: through the running server's admin socket; `direct`: on a database this process opened. */
+  via: 'server' | 'direct';
+  call<N extends OperationName>(name: N, args: ArgsOf<N>): Promise<ResultOf<N>>;
+  /** Writes a gzip-compressed dump of the embedded data directory to `file`. */
+  backup(file: string): Promise<{ file: string; bytes: number }>;
+  close(): Promise<void>;
+}
+
+/** How long a command waits for a data directory held by another process (a server starting, a command). */
+const WAIT_FOR_HOLDER_MS = 30_000;
+
+/** The server holding this embedded data directory, when one runs and has opened its admin socket. */
+export function runningServer(dataDir: string): ServerInfo | undefined {
+  const holder = dataDirHolder(dataDir);
+  const info = holder === undefined ? undefined : readServerInfo(dataDir);
+  return info && info.pid === holder ? info : undefined;
+}
+
+/**
+ * Opens a session for a command whose operations are `names` (those that run workflows need the
+ * whole run machinery when they run in this process).
+ */
+export async function openSession(config: Config, names: readonly OperationName[]): Promise<Session> {
+  const runs = names.some(needsRuns);
+  if (config.databaseUrl) return openDirect(config, runs);
+  const deadline = Date.now() + WAIT_FOR_HOLDER_MS;
+  for (;;) {
+    const server = runningServer(config.dataDir);
+    if (server) return serverSession(server);
+    try {
+      return await openDirect(config, runs);
+    } catch (err) {
+      // Held by a server still opening its database, or by another command: wait for it a while.
+      if (!(err instanceof DataDirInUseError) || Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function serverSession(server: ServerInfo): Session {
+  return {
+    via: 'server',
+    call: async (name, args) => (await callAdmin(server, name, args)) as ResultOf<typeof name>,
+    backup: async (file) => writeBackup(await fetchBackup(server), file),
+    close: async () => undefined,
+  };
+}
+
+async function openDirect(config: Config, runs: boolean): Promise<Session> {
+  const opened = await openDatabase(config);
+  const onClose: (() => Promise<void>)[] = [];
+  const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api', onClose };
+  let services;
+  try {
+    services = runs ? composeServices(ctx) : composeCore(ctx);
+  } catch (err) {
+    await opened.release();
+    throw err;
+  }
+  const background: Promise<unknown>[] = [];
+  const abort = new AbortController();
+  let closing: Promise<void> | undefined;
+  return {
+    via: 'direct',
+    call: async (name, args) =>
+      (await perform(name, args, {
+        services, ctx, inServer: false, signal: abort.signal,
+        background: (work) => background.push(work.catch((err: unknown) => ctx.log.error({ err, command: name }, 'background work failed'))),
+      })) as ResultOf<typeof name>,
+    backup: async (file) => {
+      if (config.databaseUrl) throw new CommandError(PG_DUMP_ADVICE);
+      const tar: Readable = blobStream(await dumpDatabase(ctx.db));
+      return writeBackup(tar, file);
+    },
+    close: () => {
+      closing ??= (async () => {
+        abort.abort(new Error('The command ended'));
+        await Promise.allSettled(background);
+        for (const hook of onClose.reverse()) await hook().catch(() => undefined);
+        await opened.release();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Runs a command's body in a session and closes it; any failure is reported (as `{"error"}` with
+ * --json) with exit code 1.
+ */
+export async function withSession<T>(json: boolean, names: readonly OperationName[], fn: (session: Session) => Promise<T>): Promise<T> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    return fail((err as Error).message, json);
+  }
+  let session: Session | undefined;
+  try {
+    session = await openSession(config, names);
+    const value = await fn(session);
+    await session.close();
+    return value;
+  } catch (err) {
+    await session?.close().catch(() => undefined);
+    return fail((err as Error).message, json);
+  }
+}
