@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Weft as a container image. Not built in CI here (the build machine has no container registry access);
 # see "Deployment" in the README.
 #
