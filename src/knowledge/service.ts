@@ -336,9 +336,9 @@ export class KnowledgeService {
   /** Re-enqueues unfinished ingests: all of them at embedded start-up, expired leases otherwise. */
   async recover(all: boolean): Promise<number> {
     if (all) await store.releaseDocumentLeases(this.db);
-    const ids = await store.unfinishedDocuments(this.db, all, 10_000);
-    for (const id of ids) await this.deps.jobs.enqueue(id);
-    return ids.length;
+    const rows = await store.unfinishedDocuments(this.db, all, 10_000);
+    for (const row of rows) await this.deps.jobs.enqueue(row.id, row.attempts);
+    return rows.length;
   }
 
   /**

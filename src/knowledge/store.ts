@@ -328,15 +328,14 @@ export async function failDocument(q: Queryable, id: string, attempt: number, re
 }
 
 /** Documents whose ingest is unfinished: pending, or processing with an expired lease (all of them when `all`). */
-export async function unfinishedDocuments(q: Queryable, all: boolean, limit: number): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(
-    `SELECT id FROM knowledge_documents
+export async function unfinishedDocuments(q: Queryable, all: boolean, limit: number): Promise<{ id: string; attempts: number }[]> {
+  return q.query<{ id: string; attempts: number }>(
+    `SELECT id, attempts FROM knowledge_documents
       WHERE processing_status = 'pending'
          OR (processing_status = 'processing' AND ($1 OR lease_until IS NULL OR lease_until < clock_timestamp()))
       ORDER BY created_at LIMIT $2`,
     [all, limit],
   );
-  return rows.map((r) => r.id);
 }
 
 /** Embedded start-up: this process holds the data directory, so every lease left behind is a dead one. */

@@ -22,13 +22,14 @@ export class BullMqQueue implements JobQueue {
     this.queue.on('error', () => undefined); // reported by the failing call; the client reconnects
   }
 
-  async enqueue(jobId: string): Promise<void> {
+  async enqueue(jobId: string, dispatch = 0): Promise<void> {
     if (this.closed) return;
-    // BullMQ job ids may not contain ':'; caller-chosen execution ids may. Finished jobs are removed
-    // at once: BullMQ ignores an add whose id it still holds, and a finished job may be enqueued
+    // BullMQ job ids may not contain ':'; caller-chosen execution ids may. BullMQ ignores an add whose
+    // id it still holds: the dispatch number makes a takeover a new job even while the dead holder's
+    // job still counts as active, and finished jobs are removed at once so a row can be enqueued
     // again (recovery, resume).
     await this.queue.add('run', { executionId: jobId }, {
-      jobId: Buffer.from(jobId).toString('base64url'),
+      jobId: `${Buffer.from(jobId).toString('base64url')}.${dispatch}`,
       removeOnComplete: true,
       removeOnFail: true,
     });
@@ -45,7 +46,12 @@ export class BullMqQueue implements JobQueue {
       } finally {
         this.running.delete(tracked);
       }
-    }, { connection: { url: this.redisUrl, maxRetriesPerRequest: null }, concurrency: this.concurrency, prefix: this.prefix });
+    }, {
+      connection: { url: this.redisUrl, maxRetriesPerRequest: null }, concurrency: this.concurrency, prefix: this.prefix,
+      // The database row decides whether a job runs: a stalled job goes back to wait however often it
+      // stalls, never to BullMQ's failed set, where its id would block every later re-dispatch.
+      maxStalledCount: Number.MAX_SAFE_INTEGER,
+    });
     this.worker.on('error', () => undefined); // connection errors are retried by the client
   }
 

@@ -8,8 +8,11 @@ export interface JobQueue {
    * Schedules a job whose database row is already committed. Enqueueing a job that is still
    * pending (waiting or running) does nothing; once it has finished, the same id can be enqueued
    * (and runs) again. After `close` it does nothing: the committed row is recovered later.
+   * `dispatch` tells hand-outs of one row apart (the row's lease count when it is re-dispatched): a
+   * queue that deduplicates by id treats another dispatch as a new job, so a row whose holder died is
+   * handed out again at once even while the queue still counts the dead holder's job as running.
    */
-  enqueue(jobId: string): Promise<void>;
+  enqueue(jobId: string, dispatch?: number): Promise<void>;
   /**
    * Starts delivering jobs to `handler`, at most the adapter's `concurrency` at a time. A handler
    * that throws is not retried by the queue (the row says what happens next).

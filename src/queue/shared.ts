@@ -4,7 +4,8 @@ export type JobHandler = (jobId: string) => Promise<void>;
 
 /** What an area needs to dispatch its own durable jobs through the shared queue. */
 export interface JobChannel {
-  enqueue(jobId: string): Promise<void>;
+  /** See JobQueue.enqueue for `dispatch`. */
+  enqueue(jobId: string, dispatch?: number): Promise<void>;
   work(handler: JobHandler): void;
 }
 
@@ -24,7 +25,7 @@ export class SharedJobQueue {
   channel(kind?: string): JobChannel {
     if (kind !== undefined && !/^[a-z][a-z0-9-]*$/.test(kind)) throw new Error(`invalid job kind "${kind}"`);
     return {
-      enqueue: (jobId) => this.queue.enqueue(kind === undefined ? jobId : `${kind}/${jobId}`),
+      enqueue: (jobId, dispatch) => this.queue.enqueue(kind === undefined ? jobId : `${kind}/${jobId}`, dispatch),
       work: (handler) => {
         if (kind === undefined) this.defaultHandler = handler;
         else this.handlers.set(kind, handler);
