@@ -5,8 +5,8 @@ import type { JobQueue } from './port.js';
  * once (no polling); rows survive a crash and are re-enqueued by the recovery sweep at start-up.
  */
 export class InProcessQueue implements JobQueue {
-  private readonly waiting: string[] = [];
-  /** Ids waiting or running: a repeated enqueue of one of them is ignored. */
+  private readonly waiting: { jobId: string; key: string }[] = [];
+  /** Dispatches (id and dispatch number) waiting or running: a repeated enqueue of one is ignored. */
   private readonly pending = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private handler?: (jobId: string) => Promise<void>;
@@ -14,10 +14,11 @@ export class InProcessQueue implements JobQueue {
 
   constructor(private readonly concurrency: number, private readonly onError: (err: unknown, jobId: string) => void = () => undefined) {}
 
-  async enqueue(jobId: string): Promise<void> {
-    if (this.closed || this.pending.has(jobId)) return;
-    this.pending.add(jobId);
-    this.waiting.push(jobId);
+  async enqueue(jobId: string, dispatch = 0): Promise<void> {
+    const key = `${jobId}\n${dispatch}`;
+    if (this.closed || this.pending.has(key)) return;
+    this.pending.add(key);
+    this.waiting.push({ jobId, key });
     this.pump();
   }
 
@@ -30,13 +31,13 @@ export class InProcessQueue implements JobQueue {
     const handler = this.handler;
     if (!handler) return;
     while (!this.closed && this.running.size < this.concurrency && this.waiting.length > 0) {
-      const jobId = this.waiting.shift() as string;
+      const { jobId, key } = this.waiting.shift() as { jobId: string; key: string };
       const p: Promise<void> = Promise.resolve()
         .then(() => handler(jobId))
         .catch((err: unknown) => this.onError(err, jobId))
         .finally(() => {
           this.running.delete(p);
-          this.pending.delete(jobId);
+          this.pending.delete(key);
           this.pump();
         });
       this.running.add(p);
@@ -47,7 +48,7 @@ export class InProcessQueue implements JobQueue {
   async close(graceMs = 10_000): Promise<void> {
     if (!this.closed) {
       this.closed = true;
-      for (const id of this.waiting.splice(0)) this.pending.delete(id);
+      for (const w of this.waiting.splice(0)) this.pending.delete(w.key);
     }
     if (this.running.size === 0) return;
     let timer: NodeJS.Timeout | undefined;

@@ -51,6 +51,29 @@ export function queueConformance(name: string, make: (concurrency: number) => Jo
       expect(calls).toBe(1);
     });
 
+    it('delivers another dispatch of a job that is still running (a takeover), but not the same dispatch again', async () => {
+      const q = make(4);
+      const starts: string[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let twice!: () => void;
+      const bothStarted = new Promise<void>((r) => (twice = r));
+      q.work(async (id) => {
+        starts.push(id);
+        if (starts.length === 2) twice();
+        await gate;
+      });
+      await q.enqueue('held', 0);
+      await new Promise((r) => setTimeout(r, 100)); // the first dispatch is running now
+      await q.enqueue('held', 0);
+      await q.enqueue('held', 1);
+      await bothStarted;
+      await new Promise((r) => setTimeout(r, 200));
+      release();
+      await q.close(1000);
+      expect(starts).toEqual(['held', 'held']);
+    });
+
     it('waits for running jobs on close', async () => {
       const q = make(2);
       let finished = false;
