@@ -177,7 +177,8 @@ export class ModelCatalog {
   async explainUnknown(id: string): Promise<string> {
     const parts = [`The model '${id}' does not exist or is not available on this gateway.`];
     const known = [...BUILT_IN_MODELS, ...parseExtraModels(this.ai.extraModels)].find((m) => m.id === id);
-    if (known && !providerConfigured(this.ai, known.provider)) {
+    const named = known !== undefined && !providerConfigured(this.ai, known.provider);
+    if (known && named) {
       const setup = PROVIDER_SETUP[known.provider];
       parts.push(`It is ${setup.label}, whose provider is not configured: ${setup.how}.`);
     } else {
@@ -186,7 +187,8 @@ export class ModelCatalog {
     }
     const ids = (await this.list().catch(() => [...this.byId.values()])).map((m) => m.id);
     if (ids.length === 0) {
-      parts.push('No provider is configured yet: set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_COMPATIBLE_BASE_URL.');
+      parts.push(named ? 'No other provider is configured yet.'
+        : 'No provider is configured yet: set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_COMPATIBLE_BASE_URL.');
     } else {
       const more = ids.length > LISTED_MODELS ? ` and ${ids.length - LISTED_MODELS} more (GET /api/v1/ai/models lists them all)` : '';
       parts.push(`Configured models: ${ids.slice(0, LISTED_MODELS).join(', ')}${more}.`);

@@ -6,10 +6,13 @@ import { loadConfig } from '../../src/config.js';
 const catalog = (env: Record<string, string>, listCompat?: () => Promise<string[]>) => new ModelCatalog(loadConfig(env).ai, listCompat);
 
 describe('unknown-model message', () => {
-  it('says that no provider is configured and how to configure one', async () => {
+  it('says how to configure the provider of a known model, or any provider, when none is configured', async () => {
     const text = await catalog({}).explainUnknown('gpt-4o');
     expect(text).toBe("The model 'gpt-4o' does not exist or is not available on this gateway. "
       + 'It is an OpenAI model, whose provider is not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a proxy). '
+      + 'No other provider is configured yet.');
+    expect(await catalog({}).explainUnknown('my-model')).toBe("The model 'my-model' does not exist or is not available on this gateway. "
+      + 'To serve it, set OPENAI_COMPATIBLE_BASE_URL to a server that lists it (Ollama, vLLM, LM Studio, OpenRouter), or add it to WEFT_AI_MODELS with its provider. '
       + 'No provider is configured yet: set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_COMPATIBLE_BASE_URL.');
   });
 
