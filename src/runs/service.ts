@@ -148,15 +148,14 @@ export class ExecutionService {
       linkBase: opts.baseUrl,
     };
     let stopLease = () => {};
-    const tracked = this.inFlight.start(executionId, opts.signal);
+    let tracked: { signal: AbortSignal; end: () => void } | undefined;
     try {
       // A caller-chosen id is claimed before the run so a concurrent repeat cannot start a second one.
       // The claimed row holds a lease while the run lasts: a run whose process died is closed by the sweep,
       // and a cancel asked through another process is seen at the next renewal.
-      if (opts.executionId) {
-        if (!(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
-        stopLease = await this.holdLease(executionId, false, () => this.inFlight.abort(executionId));
-      }
+      if (opts.executionId && !(await store.claimExecution(this.db, base))) throw executionIdConflict(executionId);
+      tracked = this.inFlight.start(executionId, opts.signal);
+      if (opts.executionId) stopLease = await this.holdLease(executionId, false, () => this.inFlight.abort(executionId));
       const version = await this.deps.workflows.loadVersion(admitted.versionId);
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
@@ -185,7 +184,7 @@ export class ExecutionService {
       }
       return { executionId: publicExecutionId(executionId), result, output };
     } finally {
-      tracked.end();
+      tracked?.end();
       stopLease();
       await admitted.admission.release();
     }
@@ -197,7 +196,7 @@ export class ExecutionService {
    */
   private async holdLease(executionId: string, alreadyHeld = false, onCancel?: () => void): Promise<() => void> {
     const leaseMs = this.deps.config.jobLeaseMs;
-    if (!alreadyHeld) await store.renewLease(this.db, executionId, leaseMs);
+    if (!alreadyHeld && (await store.renewLease(this.db, executionId, leaseMs))) onCancel?.();
     const timer = setInterval(() => {
       store.renewLease(this.db, executionId, leaseMs)
         .then((cancel) => {
