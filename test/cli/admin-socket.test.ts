@@ -1,6 +1,6 @@
 // The CLI beside a running embedded server: every command reaches the server through its admin socket
 // (one spawned server shared by the file), backups while it serves, and a second server refused at once.
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -129,7 +129,26 @@ describe.skipIf(dbMode() !== 'pglite')('CLI beside a running embedded server', (
     } finally {
       expect(await stop(copy.child)).toBe(0);
     }
-  }, 120_000);
+    // No server on it now: the CLI opens the restored database itself and runs the job in its own process.
+    const direct = await ok(['workflows', 'run', 'greet', '--workspace', 'default', '--input', '{"who":"restored"}', '--async'], env);
+    expect(direct).toMatchObject({ status: 'completed', output: { text: 'hello restored' } });
+  }, 150_000);
+});
+
+describe('finding the running server', () => {
+  it('ignores a server.json whose process is gone (killed without cleaning up)', async () => {
+    const dir = tempDir();
+    const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    const pid = child.pid!;
+    await new Promise((r) => child.once('exit', r));
+    fs.writeFileSync(path.join(dir, 'weft.lock'), String(pid));
+    fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ pid, url: 'http://127.0.0.1:1', socket: path.join(dir, 'admin.sock'), startedAt: '' }));
+    expect(runningServer(dir)).toBeUndefined();
+    // Held by this live process (as far as the lock says): found.
+    fs.writeFileSync(path.join(dir, 'weft.lock'), String(process.ppid));
+    fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ pid: process.ppid, url: 'http://127.0.0.1:1', socket: path.join(dir, 'admin.sock'), startedAt: '' }));
+    expect(runningServer(dir)?.pid).toBe(process.ppid);
+  });
 });
 
 describe.skipIf(dbMode() !== 'pglite')('CLI errors with --json', () => {
