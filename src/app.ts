@@ -21,6 +21,7 @@ import { webhookRoutes } from './webhooks/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { schemaRoutes } from './workflows/schema-routes.js';
 import { registerLanding } from './http/landing.js';
+import { registerObservability } from './observability/http.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
 
@@ -36,8 +37,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
     },
     logController: new Fastify.LogController({
       requestIdLogLabel: 'requestId',
-      // Per-request lines only at debug: at info the hot paths would log twice per request.
-      disableRequestLogging: ctx.config.logLevel !== 'debug' && ctx.config.logLevel !== 'trace',
+      // Fastify's own two lines per request are off: observability logs one line per request (src/observability/http.ts).
+      disableRequestLogging: true,
     }),
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: false,
@@ -54,6 +55,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   });
   registerErrorHandling(app);
   registerJsonParser(app);
+  // Before the area plugins, so that its hooks wrap every route. Adds GET /metrics.
+  registerObservability(app, services.observer, { metricsToken: ctx.config.observability.metricsToken });
 
   await app.register(swagger, {
     openapi: {

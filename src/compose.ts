@@ -8,6 +8,7 @@ import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
 import { GuardedHttp } from './net/guarded-http.js';
+import { createObservability, type Observability, type Observer } from './observability/index.js';
 import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
@@ -37,19 +38,21 @@ export interface Services extends CoreServices {
   runs: ExecutionService;
   webhooks: WebhookService;
   knowledge: KnowledgeService;
+  observer: Observability;
 }
 
 /**
  * The services without the run machinery (no sandbox, queue or workers): what the CLI needs to manage
  * accounts, plans, workflows and credits.
  */
-export function composeCore(ctx: AppContext): CoreServices {
+export function composeCore(ctx: AppContext, observer?: Observer): CoreServices {
   const { config, db } = ctx;
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
     storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes],
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
+    observer,
   });
   ctx.onClose.push(() => limits.close());
   // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
@@ -58,14 +61,16 @@ export function composeCore(ctx: AppContext): CoreServices {
     (q, change) => webhookRegistry.deploymentChanged(q, change));
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
-  const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log });
+  const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
   return { accounts, limits, plans, workflows, tables, ai, webhookRegistry };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
 export function composeServices(ctx: AppContext): Services {
   const { config, db } = ctx;
-  const core = composeCore(ctx);
+  // Metrics, the request and run log lines, traces: every area reports to the same one.
+  const observer = createObservability(ctx, { queueDepth: () => runs.queueDepth() });
+  const core = composeCore(ctx, observer);
   const { accounts, limits, workflows, tables, ai } = core;
 
   // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
@@ -88,7 +93,7 @@ export function composeServices(ctx: AppContext): Services {
     },
   });
   const runs: ExecutionService = new ExecutionService({
-    db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
+    db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows, observer,
     // The engine's ports for one run, scoped to its workspace and billed to its account.
     ports: (run: RunContext): EnginePorts => ({
       http,
@@ -109,5 +114,5 @@ export function composeServices(ctx: AppContext): Services {
     await sandbox.dispose?.();
     await embedders.close();
   });
-  return { ...core, runs, webhooks, knowledge };
+  return { ...core, runs, webhooks, knowledge, observer };
 }

@@ -60,6 +60,12 @@ const envSchema = z.object({
   EMBEDDINGS_DIMENSION: z.coerce.number().int().min(1).max(16_000).optional(),
   EMBEDDINGS_COST_PER_MILLION_TOKENS: z.coerce.number().min(0).max(1_000_000).default(0),
   WEFT_KNOWLEDGE_MAX_FILE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  // Observability: /metrics is open unless a token is set; traces only with an OTLP endpoint.
+  WEFT_METRICS_TOKEN: optionalText,
+  WEFT_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().or(z.literal('').transform(() => undefined)),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().or(z.literal('').transform(() => undefined)),
+  OTEL_SERVICE_NAME: z.string().min(1).default('weft'),
 });
 
 import type { PlanName } from './limits/plans.js';
@@ -114,6 +120,18 @@ export interface Config {
   keepAliveTimeoutMs: number;
   ai: AiConfig;
   knowledge: KnowledgeConfig;
+  observability: ObservabilityConfig;
+}
+
+/** Metrics and traces (see src/observability/). */
+export interface ObservabilityConfig {
+  /** Bearer token GET /metrics requires; unset: /metrics is open. */
+  metricsToken?: string;
+  /** Worker processes (no HTTP API) serve /metrics on this port when set. */
+  metricsPort?: number;
+  /** OTLP/HTTP traces endpoint (the signal URL, ending in /v1/traces); unset: no tracing. */
+  otlpTracesUrl?: string;
+  serviceName: string;
 }
 
 /** Knowledge bases: the embedder and the upload size limit. */
@@ -194,6 +212,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
         dimension: e.EMBEDDINGS_DIMENSION, costPerMillionTokensUsd: e.EMBEDDINGS_COST_PER_MILLION_TOKENS,
       },
       maxFileBytes: e.WEFT_KNOWLEDGE_MAX_FILE_BYTES,
+    },
+    observability: {
+      metricsToken: e.WEFT_METRICS_TOKEN,
+      metricsPort: e.WEFT_METRICS_PORT,
+      // The signal-specific variable is the URL as is; the generic one is a base that /v1/traces is appended to.
+      otlpTracesUrl: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+        ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
+      serviceName: e.OTEL_SERVICE_NAME,
     },
     ...overrides,
   };

@@ -5,11 +5,12 @@ import type { Database } from '../db/database.js';
 import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
 import type { UsageRecorder } from '../limits/usage.js';
+import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
 import { CreditLedger, getBalance, listLedger, type LedgerRow } from './credit-ledger.js';
 import { toHttpError } from './errors.js';
-import { formatUsd, usdToNano } from './money.js';
+import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
 import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
@@ -60,6 +61,8 @@ export interface AiGatewayDeps {
   /** Usage accounting (the limits service's): billing periods of the usage events settlements write. */
   usage?: UsageRecorder;
   log?: Logger;
+  /** Told of each settled call's tokens and cost (metrics). */
+  observer?: AiObserver;
   /** Default: the providers configured in `config` (tests may hand in others). */
   providers?: Map<ProviderName, Provider>;
 }
@@ -79,6 +82,7 @@ export class AiGateway {
   readonly ledger: CreditLedger;
   private readonly minDepositNano: number;
   private readonly log?: Logger;
+  private readonly observer?: AiObserver;
   private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly db: Database, private readonly ai: AiConfig, deps: AiGatewayDeps = {}) {
@@ -88,6 +92,7 @@ export class AiGateway {
     this.ledger = new CreditLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
+    this.observer = deps.observer;
   }
 
   /** The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'). */
@@ -199,6 +204,7 @@ export class AiGateway {
       costNano: costNano(model, usage.prompt_tokens, usage.completion_tokens),
       promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
     });
+    this.observer?.aiUsage({ model: model.id, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, costUsd: nanoToUsd(settled?.chargedNano ?? 0) });
     const out: ChatCompletion = {
       ...completion,
       id,
@@ -278,6 +284,7 @@ export class AiGateway {
         const s = await this.ledger.settle(id, {
           costNano: costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
         });
+        this.observer?.aiUsage({ model: model.id, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, costUsd: nanoToUsd(s?.chargedNano ?? 0) });
         // Undefined: no longer reserved (the abandoned-deposit sweep returned it); nothing charged here.
         return {
           costNano: s?.chargedNano ?? 0,

@@ -167,6 +167,7 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
     async ping() {
       await pool.query('SELECT 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close() {
       closing ??= pool.end();
       return closing;
@@ -190,22 +191,33 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
   });
   const run = (c: Statement, text: string, params?: readonly unknown[]) => c.query(text, params ? [...params] : undefined);
   let closed = false;
+  // Statements and transactions asked for and not finished: PGlite runs one at a time, the rest wait (metrics).
+  let busy = 0;
+  const counted = async <R>(call: () => Promise<R>): Promise<R> => {
+    busy++;
+    try {
+      return await call();
+    } finally {
+      busy--;
+    }
+  };
   return {
     mode: 'pglite',
     async query<T>(text: string, params?: readonly unknown[]) {
-      return (await run(db, text, params)).rows as T[];
+      return (await counted(() => run(db, text, params))).rows as T[];
     },
     async exec(text: string) {
-      await db.exec(text);
+      await counted(() => db.exec(text));
     },
-    tx: (fn) =>
+    poolStats: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
+    tx: (fn) => counted(() =>
       db.transaction(async (t) => {
         const { q, failure } = txQueryable((text, params) => t.query(text, params), (text) => t.exec(text));
         const value = await fn(q);
         const failed = failure();
         if (failed !== undefined) throw failed; // PGlite then rolls back
         return value;
-      }),
+      })),
     async ping() {
       await db.query('SELECT 1');
     },

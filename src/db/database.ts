@@ -34,6 +34,8 @@ export interface Database extends Queryable {
   ping(): Promise<void>;
   /** Final; calling it again resolves; queries afterwards reject. */
   close(): Promise<void>;
+  /** Connections in use and waiting, for metrics (PGlite: its one connection, and the calls queued behind it). */
+  poolStats?(): { total: number; idle: number; waiting: number };
 }
 
 /** A unique-violation (23505) from either driver, with the constraint name when known. */

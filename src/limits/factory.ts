@@ -6,6 +6,7 @@ import { MemoryRateLimiter, MemorySlots } from './rate-limiter.js';
 import { RedisLimits } from './redis.js';
 import { AdjustableClock, LimitsService } from './service.js';
 import { StorageAccounting, type StorageSource } from './storage.js';
+import type { LimitObserver } from '../observability/observer.js';
 
 /**
  * Creates the limits service: counters in Redis when REDIS_URL is set, else in PostgreSQL (several
@@ -15,7 +16,7 @@ import { StorageAccounting, type StorageSource } from './storage.js';
 export function createLimits(
   config: Config,
   db: Database,
-  deps: { storageSources: readonly StorageSource[]; workspacePlan: (workspaceId: string, q: Queryable) => Promise<string> },
+  deps: { storageSources: readonly StorageSource[]; workspacePlan: (workspaceId: string, q: Queryable) => Promise<string>; observer?: LimitObserver },
 ): LimitsService {
   const plans = planTable(config.planLimitsJson);
   const clock = new AdjustableClock();
@@ -23,11 +24,11 @@ export function createLimits(
     config.limitsEnabled ? plans(await deps.workspacePlan(workspaceId, q)).storageBytes : undefined);
   if (config.redisUrl) {
     const redis = new RedisLimits(config.redisUrl, clock);
-    return new LimitsService(config.limitsEnabled, db, redis, redis, clock, plans, storage);
+    return new LimitsService(config.limitsEnabled, db, redis, redis, clock, plans, storage, deps.observer);
   }
   if (db.mode === 'postgres') {
     const pg = new PostgresLimits(db, clock);
-    return new LimitsService(config.limitsEnabled, db, pg, pg, clock, plans, storage);
+    return new LimitsService(config.limitsEnabled, db, pg, pg, clock, plans, storage, deps.observer);
   }
-  return new LimitsService(config.limitsEnabled, db, new MemoryRateLimiter(clock), new MemorySlots(clock), clock, plans, storage);
+  return new LimitsService(config.limitsEnabled, db, new MemoryRateLimiter(clock), new MemorySlots(clock), clock, plans, storage, deps.observer);
 }

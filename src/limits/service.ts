@@ -4,6 +4,7 @@ import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable 
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
+import type { LimitObserver } from '../observability/observer.js';
 import { billingPeriod, periodCost, recordRunCharge, runCharges, UsageRecorder } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
@@ -46,6 +47,8 @@ export class LimitsService {
     private readonly plans: PlanTable,
     /** Every area's stored bytes against the plan's quota (the sources are handed in by the composition root). */
     readonly storage: StorageGuard,
+    /** Told of every refusal (metrics). */
+    private readonly observer?: LimitObserver,
   ) {
     this.usage = new UsageRecorder(clock);
   }
@@ -87,15 +90,18 @@ export class LimitsService {
     const p = this.plans(plan);
     const cost = await this.currentCost(account);
     if (cost >= p.usageLimitUsd) {
+      this.observer?.limitRejected({ kind: 'usage' });
       throw new HttpError(402, `Usage limit exceeded: $${cost.toFixed(2)} used of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
     }
     const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, mode));
     if (!allowed) {
+      this.observer?.limitRejected({ kind: 'rate' });
       throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
     }
     const ttl = (mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
     const token = await this.slots.acquire(account, p.concurrentExecutions, ttl);
     if (token === null) {
+      this.observer?.limitRejected({ kind: 'concurrency' });
       throw new HttpError(429, `Too many concurrent executions: the ${plan} plan runs at most ${p.concurrentExecutions} at a time`,
         { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
     }
@@ -119,7 +125,10 @@ export class LimitsService {
     const [, rate, burst] = this.bucket(key, plan, mode);
     if (!this.enabled) return this.limiter.peek(`${key}:${mode}`, rate, burst);
     const { allowed, state } = await this.limiter.take(`${key}:${mode}`, rate, burst);
-    if (!allowed) throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+    if (!allowed) {
+      this.observer?.limitRejected({ kind: 'rate' });
+      throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+    }
     return state;
   }
 
@@ -133,6 +142,7 @@ export class LimitsService {
     if (!this.enabled) return this.limiter.peek(...this.bucket(account, plan, 'api'));
     const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, 'api'));
     if (!allowed) {
+      this.observer?.limitRejected({ kind: 'api' });
       throw new HttpError(429, 'Rate limit exceeded', {
         message: `API rate limit exceeded. Please retry after ${state.resetAt.toISOString()}`,
         retryAfter: state.resetAt.getTime(),
@@ -166,6 +176,7 @@ export class LimitsService {
     if (!this.enabled) return this.limiter.peek(key, rate, burst);
     const { allowed, state } = await this.limiter.take(key, rate, burst);
     if (!allowed) {
+      this.observer?.limitRejected({ kind: 'api' });
       throw new HttpError(429, 'API rate limit exceeded', { v2Details: { retryAfter: state.resetAt.toISOString() } }, rateHeaders(state, true));
     }
     return state;

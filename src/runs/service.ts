@@ -6,6 +6,7 @@ import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { Admission, LimitsService } from '../limits/service.js';
+import type { RunObserver } from '../observability/observer.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
@@ -39,6 +40,8 @@ export interface RunsDeps {
   accounts: Pick<AccountsService, 'workspacePlan'>;
   workflows: WorkflowService;
   ports: PortFactory;
+  /** Told when async runs start and runs finish (metrics, the run log line, traces). */
+  observer?: RunObserver;
 }
 
 /** A run admitted past the deploy and limit gates, with the version it runs. */
@@ -174,6 +177,9 @@ export class ExecutionService {
         else if (!(await store.insertFinished(q, base, finished))) throw executionIdConflict(executionId);
         await this.limits.chargeRun(run.billedAccount, executionId, q);
       });
+      this.deps.observer?.runFinished({
+        workflowId: admitted.workflow.id, executionId: publicExecutionId(executionId), workspaceId: run.workspaceId, trigger: opts.trigger, mode: 'sync', ...finished,
+      });
       let output = runOutput(result);
       if (result.status === 'paused') {
         output = await this.pauses.persistPause({
@@ -213,6 +219,11 @@ export class ExecutionService {
     return row && row.workspace_id === workspaceId && row.workflow_id === workflowId ? row : undefined;
   }
 
+  /** Async runs queued and not started yet, in the database (the metrics' queue depth). */
+  queueDepth(): Promise<number> {
+    return store.countQueued(this.db);
+  }
+
   /** Runs of a workflow by start time (the v2 runs list). */
   listRuns(filter: store.RunFilter): Promise<store.RunListRow[]> {
     return store.listRuns(this.db, filter);
@@ -249,6 +260,7 @@ export class ExecutionService {
     if (this.shutdown.signal.aborted) return;
     const row = await store.leaseJob(this.db, executionId, this.deps.config.jobLeaseMs);
     if (!row) return; // finished, or another worker holds it
+    if (row.attempts === 1 && row.started_at) this.deps.observer?.runStarted({ trigger: row.trigger, waitMs: row.started_at.getTime() - row.created_at.getTime() });
     const tracked = this.inFlight.start(executionId, this.shutdown.signal);
     const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId)); // leaseJob took it
     try {
@@ -291,7 +303,9 @@ export class ExecutionService {
     } catch (err) {
       if (this.shutdown.signal.aborted) return;
       this.deps.log.error({ err, executionId }, 'async run crashed');
-      await store.finishExecution(this.db, executionId, failure(row, `Internal error: ${(err as Error).message}`));
+      const crashed = failure(row, `Internal error: ${(err as Error).message}`);
+      await store.finishExecution(this.db, executionId, crashed);
+      this.observed(row, crashed);
     } finally {
       tracked.end();
       stopLease();
@@ -307,6 +321,13 @@ export class ExecutionService {
     await this.db.tx(async (q) => {
       await store.finishExecution(q, row.id, finished);
       await this.limits.chargeRun(row.billed_account, row.id, q);
+    });
+    this.observed(row, finished);
+  }
+
+  private observed(row: ExecutionRow, finished: FinishedExecution): void {
+    this.deps.observer?.runFinished({
+      workflowId: row.workflow_id, executionId: publicExecutionId(row.id), workspaceId: row.workspace_id, trigger: row.trigger, mode: 'async', ...finished,
     });
   }
 

@@ -264,3 +264,9 @@ export async function listRuns(q: Queryable, f: RunFilter): Promise<RunListRow[]
 function json(v: unknown): string | null {
   return v === undefined ? null : JSON.stringify(v);
 }
+
+/** Async runs waiting for a worker (uses the pending-jobs partial index). */
+export async function countQueued(q: Queryable): Promise<number> {
+  const rows = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM executions WHERE status = 'queued'`);
+  return rows[0]?.n ?? 0;
+}

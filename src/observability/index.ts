@@ -1,0 +1,53 @@
+// Builds the process's observability from its configuration (called by the composition root).
+import http from 'node:http';
+import type { AppContext } from '../context.js';
+import { Observability } from './observer.js';
+import type { ScrapeSources } from './metrics.js';
+import { Tracing } from './tracing.js';
+import { tokenMatches } from './http.js';
+
+export { Observability } from './observer.js';
+export type { AiObserver, LimitObserver, Observer, RunObserver } from './observer.js';
+
+const SERVICE_VERSION = '0.1.0';
+
+/**
+ * Metrics always (cheap; scraped on demand), traces only with an OTLP endpoint. A worker process has
+ * no HTTP API: with WEFT_METRICS_PORT it serves GET /metrics on a listener of its own.
+ */
+export function createObservability(ctx: AppContext, sources: Omit<ScrapeSources, 'poolStats'>): Observability {
+  const { config, db, log } = ctx;
+  const o = config.observability;
+  const tracing = o.otlpTracesUrl ? new Tracing({ url: o.otlpTracesUrl, serviceName: o.serviceName, serviceVersion: SERVICE_VERSION }) : undefined;
+  const obs = new Observability(log, { ...sources, poolStats: db.poolStats ? () => db.poolStats?.() : undefined }, tracing);
+  if (tracing) log.info({ endpoint: o.otlpTracesUrl, serviceName: o.serviceName }, 'exporting traces over OTLP/HTTP');
+  let server: http.Server | undefined;
+  if (ctx.role === 'worker' && o.metricsPort) {
+    server = http.createServer((req, res) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (req.method !== 'GET' || path !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Not found: this worker serves GET /metrics only' }));
+        return;
+      }
+      if (o.metricsToken && !tokenMatches(req.headers.authorization, o.metricsToken)) {
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="metrics"' })
+          .end(JSON.stringify({ error: 'Metrics token required: send Authorization: Bearer <WEFT_METRICS_TOKEN>' }));
+        return;
+      }
+      obs.metrics.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': obs.metrics.registry.contentType, 'cache-control': 'no-store' }).end(body),
+        (err: unknown) => {
+          log.error({ err }, 'collecting metrics failed');
+          res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Collecting metrics failed' }));
+        },
+      );
+    });
+    server.on('error', (err) => log.error({ err, port: o.metricsPort }, 'the worker metrics listener failed'));
+    server.listen(o.metricsPort, config.host, () => log.info({ port: o.metricsPort }, 'worker metrics at /metrics'));
+  }
+  ctx.onClose.push(async () => {
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await obs.close();
+  });
+  return obs;
+}

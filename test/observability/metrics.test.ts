@@ -1,0 +1,130 @@
+// GET /metrics over the whole server: HTTP by route pattern, runs, blocks, queue, AI, limits, database
+// pool, and the optional bearer token. Runs on both databases.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
+import { deploy, fn, start, waitForJob } from '../support/workflows.js';
+import { find, parseMetrics, total, type Sample } from './metrics-text.js';
+
+const TOKEN = 'metrics-secret-token';
+let t: TestServer;
+let fake: FakeProviders;
+let workflowId: string;
+
+// Async bucket of the test's plan: 1 a minute, burst 2, so the third async execute is refused.
+const limits = JSON.stringify({ enterprise: { asyncPerMinute: 1 } });
+
+beforeAll(async () => {
+  fake = await startFakeProviders();
+  t = await startTestServer({
+    env: { ...fake.env, WEFT_METRICS_TOKEN: TOKEN, WEFT_PLAN_LIMITS: limits, WEFT_AI_STARTING_CREDITS_USD: '5' },
+  });
+  workflowId = await deploy(t, 'metrics', {
+    blocks: [
+      start([{ name: 'n', type: 'number', default: 1 }]),
+      fn('double', 'return { value: <start.n> * 2 }', 'Double'),
+      { id: 'reply', type: 'response', name: 'Reply', config: { data: { value: '<double.value>' } } },
+    ],
+    edges: [{ from: 'start', to: 'double' }, { from: 'double', to: 'reply' }],
+  });
+});
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+async function scrape(): Promise<Sample[]> {
+  const r = await request(`${t.url}/metrics`, 'GET', undefined, { authorization: `Bearer ${TOKEN}` });
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parseMetrics(r.text);
+}
+
+describe('GET /metrics', () => {
+  it('wants the bearer token when WEFT_METRICS_TOKEN is set', async () => {
+    const none = await request(`${t.url}/metrics`, 'GET');
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(none.body).toEqual({ error: expect.stringContaining('WEFT_METRICS_TOKEN') });
+    expect((await request(`${t.url}/metrics`, 'GET', undefined, { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await request(`${t.url}/metrics`, 'GET', undefined, { 'x-api-key': t.apiKey })).status).toBe(401);
+    expect((await request(`${t.url}/metrics`, 'GET', undefined, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+  });
+
+  it('counts HTTP requests by route pattern and status, with latency buckets', async () => {
+    const run = await t.call('POST', `/api/workflows/${workflowId}/execute`, { n: 21 });
+    expect(run.status).toBe(200);
+    expect((await t.call('GET', '/api/v1/workflows/wf_does_not_exist')).status).toBe(404);
+    expect((await t.call('GET', '/no/such/route')).status).toBe(404);
+    const m = await scrape();
+    const execute = { method: 'POST', route: '/api/workflows/:workflowId/execute', status: '200' };
+    expect(total(m, 'weft_http_request_duration_seconds_count', execute)).toBeGreaterThanOrEqual(1);
+    expect(find(m, 'weft_http_request_duration_seconds_bucket', { ...execute, le: '+Inf' })).toHaveLength(1);
+    expect(find(m, 'weft_http_request_duration_seconds_bucket', execute).length).toBeGreaterThan(5);
+    expect(total(m, 'weft_http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/workflows/:id', status: '404' })).toBe(1);
+    expect(total(m, 'weft_http_request_duration_seconds_count', { method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
+    // Route patterns only: no raw ids or paths in labels.
+    const routes = new Set(find(m, 'weft_http_request_duration_seconds_count').map((s) => s.labels.route));
+    expect([...routes].some((r) => r?.includes(workflowId) || r?.includes('wf_does_not_exist') || r?.includes('/no/such'))).toBe(false);
+  });
+
+  it('counts runs by trigger, mode and status, with run and block durations and the queue wait', async () => {
+    const before = await scrape();
+    const sync = await t.call('POST', `/api/workflows/${workflowId}/execute`, { n: 2 });
+    expect(sync.status).toBe(200);
+    const queued = await t.call('POST', `/api/workflows/${workflowId}/execute`, { inputs: { n: 3 }, async: true });
+    expect(queued.status).toBe(202);
+    const job = await waitForJob(t, queued.body.taskId ?? queued.body.executionId);
+    expect(job.status).toBe('completed');
+    const m = await scrape();
+    const delta = (name: string, labels: Record<string, string>) => total(m, name, labels) - total(before, name, labels);
+    expect(delta('weft_runs_total', { trigger: 'api', mode: 'sync', status: 'completed' })).toBe(1);
+    expect(delta('weft_runs_total', { trigger: 'api', mode: 'async', status: 'completed' })).toBe(1);
+    expect(delta('weft_run_duration_seconds_count', { trigger: 'api', mode: 'async', status: 'completed' })).toBe(1);
+    // start, double and reply in each run.
+    expect(delta('weft_block_duration_seconds_count', { type: 'function', status: 'success' })).toBe(2);
+    expect(delta('weft_block_duration_seconds_count', { type: 'response', status: 'success' })).toBe(2);
+    expect(delta('weft_queue_wait_seconds_count', { trigger: 'api' })).toBe(1);
+    expect(find(m, 'weft_queue_depth')).toEqual([expect.objectContaining({ value: 0 })]);
+  });
+
+  it('reports the database connections', async () => {
+    const m = await scrape();
+    const totalConns = find(m, 'weft_db_pool_connections', { state: 'total' })[0]?.value ?? 0;
+    expect(totalConns).toBeGreaterThanOrEqual(1);
+    expect(find(m, 'weft_db_pool_connections', { state: 'idle' })).toHaveLength(1);
+    expect(find(m, 'weft_db_pool_waiting')).toHaveLength(1);
+    if (t.server.ctx.db.mode === 'pglite') expect(totalConns).toBe(1);
+  });
+
+  it('counts AI tokens and cost by model after a gateway call', async () => {
+    fake.handler = () => ({ text: 'hi', usage: { prompt: 100, completion: 50 } });
+    const before = await scrape();
+    const r = await t.call('POST', '/api/v1/ai/chat/completions', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.status).toBe(200);
+    const m = await scrape();
+    const delta = (name: string, labels: Record<string, string>) => total(m, name, labels) - total(before, name, labels);
+    expect(delta('weft_ai_tokens_total', { model: 'gpt-4o', kind: 'prompt' })).toBe(100);
+    expect(delta('weft_ai_tokens_total', { model: 'gpt-4o', kind: 'completion' })).toBe(50);
+    expect(delta('weft_ai_cost_usd_total', { model: 'gpt-4o' })).toBeCloseTo(Number(r.headers.get('x-credits-used')), 6);
+    expect(delta('weft_ai_cost_usd_total', { model: 'gpt-4o' })).toBeGreaterThan(0);
+  });
+
+  it('counts limit rejections by kind after a 429', async () => {
+    const before = total(await scrape(), 'weft_limit_rejections_total', { kind: 'rate' });
+    let refused = 0;
+    for (let i = 0; i < 4 && refused === 0; i++) {
+      const r = await t.call('POST', `/api/workflows/${workflowId}/execute`, { inputs: { n: 1 }, async: true });
+      if (r.status === 429) refused++;
+      else expect(r.status).toBe(202);
+    }
+    expect(refused).toBe(1);
+    expect(total(await scrape(), 'weft_limit_rejections_total', { kind: 'rate' }) - before).toBe(1);
+  });
+
+  it('exposes the process metrics', async () => {
+    const m = await scrape();
+    expect(find(m, 'process_cpu_user_seconds_total')).toHaveLength(1);
+    expect(find(m, 'nodejs_eventloop_lag_seconds')).toHaveLength(1);
+  });
+});
