@@ -65,7 +65,9 @@ export class Tracing {
 
   /** A run span (inside the current request's trace for a sync run) and a span per executed block. */
   run(e: RunEvent): void {
-    const parent = this.current.getStore() ?? ROOT_CONTEXT;
+    // An async run starts a trace of its own: the worker that runs it may have been woken inside some
+    // request's context (in-process queue), which is not its caller's.
+    const parent = (e.mode === 'sync' ? this.current.getStore() : undefined) ?? ROOT_CONTEXT;
     const runSpan = this.tracer.startSpan(`run ${e.trigger}`, {
       kind: SpanKind.INTERNAL,
       startTime: e.startedAt,
