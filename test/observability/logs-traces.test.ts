@@ -29,7 +29,7 @@ describe.skipIf(dbMode() === 'postgres')('request and run log lines, and OTLP tr
   let receiver: http.Server;
   let output: () => string;
   let lines: any[] = [];
-  let spans: OtlpSpan[] = [];
+  const spans: OtlpSpan[] = [];
   let resourceAttrs: { key: string; value: { stringValue?: string } }[] = [];
   let syncExecutionId: string;
   let asyncExecutionId: string;
