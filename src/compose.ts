@@ -12,6 +12,7 @@ import { createObservability, type Observability, type Observer } from './observ
 import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
+import { PostgresQueue } from './queue/postgres.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
@@ -76,10 +77,17 @@ export function composeServices(ctx: AppContext): Services {
   // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
-  // Scaled out (PostgreSQL and Redis): BullMQ lets any worker process take a job. Otherwise in-process.
-  const queue: JobQueue = db.mode === 'postgres' && config.redisUrl
-    ? new BullMqQueue(config.redisUrl, config.workerConcurrency)
-    : new InProcessQueue(config.workerConcurrency, (err, jobId) => ctx.log.error({ err, jobId }, 'job failed'));
+  // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL
+  // alone without it (SKIP LOCKED claims woken by LISTEN/NOTIFY). Embedded (PGlite): in-process.
+  const onJobError = (err: unknown, jobId: string) => ctx.log.error({ err, jobId }, 'job failed');
+  const queue: JobQueue = db.mode !== 'postgres'
+    ? new InProcessQueue(config.workerConcurrency, onJobError)
+    : config.redisUrl
+      ? new BullMqQueue(config.redisUrl, config.workerConcurrency)
+      // A dead process's claims lapse with its leases, so its jobs are delivered again by then.
+      : new PostgresQueue({
+        db, databaseUrl: config.databaseUrl!, concurrency: config.workerConcurrency, claimMs: config.jobLeaseMs, onError: onJobError, log: ctx.log,
+      });
   // Async runs and document ingests share the queue and its workers; runs travel under bare ids.
   const jobs = new SharedJobQueue(queue, (jobId) => ctx.log.warn({ jobId }, 'no handler for this job kind in this process'));
   const runQueue: JobQueue = { ...jobs.channel(), close: (graceMs) => queue.close(graceMs) };
