@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Services } from './compose.js';
 import type { AppContext } from './context.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerAuth } from './http/auth.js';
 import { registerJsonParser } from './http/json-body.js';
+import { openapiTransforms } from './http/openapi.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiRoutes } from './ai/routes.js';
 import { auditRoutes } from './audit/routes.js';
@@ -74,7 +75,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
       },
       security: [{ apiKey: [] }],
     },
-    transform: jsonSchemaTransform,
+    ...openapiTransforms,
   });
   await app.register(swaggerUi, { routePrefix: '/api/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
 
