@@ -14,6 +14,7 @@ import { accountRoutes } from './accounts/routes.js';
 import { aiRoutes } from './ai/routes.js';
 import { auditRoutes } from './audit/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
+import { mcpRoutes } from './mcp/routes.js';
 import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
 import { resumeRoutes } from './runs/resume-routes.js';
 import { runRoutes } from './runs/routes.js';
@@ -116,6 +117,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(aiRoutes(ai, accounts), { ctx });
   await app.register(webhookRoutes(webhooks, accounts), { ctx });
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
+  await app.register(mcpRoutes(runs, workflows, accounts), { ctx });
   return app;
 }
 
