@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import type { Database, Queryable } from './database.js';
+import { isConnectionError, type Database, type Queryable } from './database.js';
 
 export interface ConnectOptions {
   databaseUrl?: string;
@@ -25,16 +25,8 @@ function parseInt8(v: string): number | bigint {
   return Number.isSafeInteger(n) ? n : BigInt(v);
 }
 
-const TRANSIENT_CODES = new Set(['57P01', '57P02', '08006', '08003', '08000', 'ECONNRESET', 'EPIPE']);
-const TRANSIENT_MESSAGES = /Connection terminated|terminating connection due to administrator command|Client has encountered a connection error|Connection is closed/i;
-
-/** A connection lost under us (server restart, failover, killed backend), not an error of the statement. */
-export function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | undefined;
-  if (!e) return false;
-  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
-  return typeof e.message === 'string' && TRANSIENT_MESSAGES.test(e.message);
-}
+// Classifications live beside the Database port (src/db/database.ts); re-exported for callers here.
+export { isConnectionError };
 
 interface Statement {
   query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[] }>;
@@ -165,7 +157,8 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
       throw out.err;
     },
     async ping() {
-      await pool.query('SELECT 1');
+      // Through the retry: a pooled connection cut by a past restart does not make a live server look away.
+      await withRetry('SELECT 1');
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close() {

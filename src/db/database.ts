@@ -43,3 +43,56 @@ export function uniqueViolation(err: unknown): { constraint?: string } | undefin
   const e = err as { code?: string; constraint?: string } | undefined;
   return e?.code === '23505' ? { constraint: e.constraint } : undefined;
 }
+
+const CONNECTION_CODES = new Set(['57P01', '57P02', '08006', '08003', '08000', 'ECONNRESET', 'EPIPE']);
+const CONNECTION_MESSAGES = /Connection terminated|terminating connection due to administrator command|Client has encountered a connection error|Connection is closed/i;
+
+/** A connection lost under us (server restart, failover, killed backend), not an error of the statement. */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (!e) return false;
+  if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return true;
+  return typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message);
+}
+
+// Besides a lost connection: no server listening (a restart), a server starting up or shutting down
+// (57P03), no connection to be had (08001, 08004, 53300 too many connections), a connect timeout.
+const UNAVAILABLE_CODES = new Set(['57P03', '08001', '08004', '53300', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_MESSAGES = /the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|timeout exceeded when trying to connect|connect ECONNREFUSED/i;
+
+/**
+ * The database is away for now (its connections were lost, or none can be made): the statement did
+ * not fail on its own merits, and the same call may succeed once the server is back.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (isConnectionError(err)) return true;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown } | undefined;
+  if (!e) return false;
+  if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
+  if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message)) return true;
+  // Node's AggregateError of a connect to several addresses (localhost: ::1 and 127.0.0.1).
+  return Array.isArray(e.errors) && e.errors.some((x) => isDatabaseUnavailable(x));
+}
+
+/**
+ * Calls `fn` again with backoff (0.1 s doubling to 2 s) while it fails because the database is away,
+ * until `deadlineMs` have passed; other errors, and the last one at the deadline, are thrown. For
+ * Weft's own bookkeeping writes, which must not fail a run over a dropped connection: use it only on
+ * calls that may safely run twice (a lost answer to a committed write means it did).
+ */
+export async function retryWhileUnavailable<T>(
+  fn: () => Promise<T>,
+  opts: { deadlineMs: number; signal?: AbortSignal; onRetry?: (err: unknown, attempt: number) => void },
+): Promise<T> {
+  const deadline = Date.now() + opts.deadlineMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const delay = Math.min(2_000, 100 * 2 ** (attempt - 1));
+      if (!isDatabaseUnavailable(err) || opts.signal?.aborted || Date.now() + delay > deadline) throw err;
+      opts.onRetry?.(err, attempt);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
@@ -69,6 +69,8 @@ export class ExecutionService {
   readonly limits: LimitsService;
   private fallbackBaseUrl?: string;
   private sweeper?: NodeJS.Timeout;
+  /** A sweep in progress (the next tick skips rather than piling up while the database or Redis is slow). */
+  private sweeping = false;
   /** Runs in progress in this process: a cancel stops them at once. */
   private readonly inFlight = new InFlightRuns();
 
@@ -204,7 +206,8 @@ export class ExecutionService {
     const leaseMs = this.deps.config.jobLeaseMs;
     if (!alreadyHeld && (await store.renewLease(this.db, executionId, leaseMs))) onCancel?.();
     const timer = setInterval(() => {
-      store.renewLease(this.db, executionId, leaseMs)
+      // A dropped connection is retried until the next renewal is due; the lease outlasts two misses.
+      retryWhileUnavailable(() => store.renewLease(this.db, executionId, leaseMs), { deadlineMs: leaseMs / 3 })
         .then((cancel) => {
           if (cancel) onCancel?.();
         })
@@ -251,22 +254,50 @@ export class ExecutionService {
       await admitted.admission.release();
       throw executionIdConflict(executionId);
     }
-    await this.deps.queue.enqueue(executionId);
+    // The committed row is the accepted run: a dispatch that fails or hangs (Redis away) is left to
+    // the sweep, which dispatches every queued row again, so the caller is told it was accepted.
+    await dispatchSoon(this.deps.queue.enqueue(executionId)).catch((err: unknown) =>
+      this.deps.log.warn({ err, executionId }, 'dispatching an accepted run failed; the job sweep dispatches it'));
     return publicExecutionId(executionId);
+  }
+
+  /**
+   * Weft's own reads and writes of an async run (lease, steps, final state) are retried while the
+   * database is away, for up to a lease: a dropped connection must not fail the user's run.
+   */
+  private durable<T>(executionId: string, fn: () => Promise<T>): Promise<T> {
+    return retryWhileUnavailable(fn, {
+      deadlineMs: this.deps.config.jobLeaseMs,
+      onRetry: (err, attempt) => {
+        if (attempt === 1) this.deps.log.warn({ err, executionId }, 'database unavailable: retrying a write of the run');
+      },
+    });
   }
 
   /** The worker: runs one async job, recording each completed block before its dependants start. */
   async runJob(executionId: string): Promise<void> {
     if (this.shutdown.signal.aborted) return;
-    const row = await store.leaseJob(this.db, executionId, this.deps.config.jobLeaseMs);
-    if (!row) return; // finished, or another worker holds it
+    let leased: ExecutionRow | undefined;
+    try {
+      leased = await this.durable(executionId, () => store.leaseJob(this.db, executionId, this.deps.config.jobLeaseMs));
+    } catch (err) {
+      // The row is unchanged (still queued) or its lease lapses: the job sweep dispatches it again.
+      this.deps.log.warn({ err, executionId }, 'could not take an async run; the job sweep dispatches it again');
+      return;
+    }
+    if (!leased) return; // finished, or another worker holds it
+    const row = leased;
     if (row.attempts === 1 && row.started_at) this.deps.observer?.runStarted({ trigger: row.trigger, waitMs: row.started_at.getTime() - row.created_at.getTime() });
     const tracked = this.inFlight.start(executionId, this.shutdown.signal);
     const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId)); // leaseJob took it
+    /** Set when a write of the run failed because the database stayed away: the run is left to a takeover. */
+    let databaseLost: unknown;
+    /** The run was left unfinished for another holder (shutdown or database away): its slot stays taken. */
+    let leftUnfinished = false;
     try {
       // Cancelled while its previous process ran it: it does not start again.
       if (row.cancel_requested_at) {
-        await store.finishExecution(this.db, executionId, { ...failure(row, 'Run cancelled'), status: 'cancelled' });
+        await this.durable(executionId, () => store.finishExecution(this.db, executionId, { ...failure(row, 'Run cancelled'), status: 'cancelled' }));
         return;
       }
       // Each lease of an unfinished run after the first means the process running it stopped mid-run.
@@ -276,52 +307,98 @@ export class ExecutionService {
         await this.finish(row, failure(row, `Interrupted repeatedly: the run was interrupted ${interruptions} times by a stopped or crashed process (limit ${this.deps.config.maxJobInterruptions}, WEFT_MAX_JOB_INTERRUPTIONS)`));
         return;
       }
-      const recorded = row.attempts > 1 ? await store.loadSteps(this.db, row.id) : new Map<string, StepRecord>();
-      const onStep = (step: StepRecord) => store.recordStep(this.db, row.id, step);
+      const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.db, row.id)) : new Map<string, StepRecord>();
+      const onStep = async (step: StepRecord) => {
+        try {
+          await this.durable(executionId, () => store.recordStep(this.db, row.id, step));
+        } catch (err) {
+          if (isDatabaseUnavailable(err)) {
+            // Stop the run: it resumes from its recorded steps once the database is back.
+            databaseLost ??= err;
+            this.inFlight.abort(executionId);
+          }
+          throw err;
+        }
+      };
       if (row.resume_entry_id) {
         const { result, output } = await this.pauses.runEntry(row.resume_entry_id, { signal: tracked.signal, shutdown: this.shutdown.signal, recorded, onStep });
-        if (this.shutdown.signal.aborted && result.status === 'cancelled') return;
+        if (databaseLost) throw databaseLost;
+        if (this.shutdown.signal.aborted && result.status === 'cancelled') {
+          leftUnfinished = await this.handBack(row);
+          return;
+        }
         await this.finish(row, { ...finishedFrom(result), output });
         return;
       }
-      const version = row.version_id ? await this.deps.workflows.loadVersion(row.version_id) : undefined;
+      const version = row.version_id ? await this.durable(executionId, () => this.deps.workflows.loadVersion(row.version_id as string)) : undefined;
       if (!version) throw new Error('The deployed version of this run no longer exists');
-      const plan = await this.deps.accounts.workspacePlan(row.workspace_id);
+      const plan = await this.durable(executionId, () => this.deps.accounts.workspacePlan(row.workspace_id));
       const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
         input: row.input, mode: 'async', signal: tracked.signal, recorded, onStep, trigger: row.trigger, timeoutMs: row.timeout_ms,
       });
-      if (this.shutdown.signal.aborted && result.status === 'cancelled') return; // resumes after restart
+      if (databaseLost) throw databaseLost;
+      if (this.shutdown.signal.aborted && result.status === 'cancelled') {
+        // Resumes in another process (or after a restart) from its recorded steps.
+        leftUnfinished = await this.handBack(row);
+        return;
+      }
       const finished = finishedFrom(result);
       if (result.status === 'paused') {
         finished.output = await this.pauses.persistPause({
           executionId, workspaceId: row.workspace_id, workflowId: row.workflow_id, versionId: version.id,
           mode: 'async', billedAccount: row.billed_account, input: row.input, baseUrl: row.link_base ?? this.baseUrl(),
-        }, result, [...(await store.loadSteps(this.db, row.id)).values()]);
+        }, result, [...(await this.durable(executionId, () => store.loadSteps(this.db, row.id))).values()]);
       }
       await this.finish(row, finished);
     } catch (err) {
-      if (this.shutdown.signal.aborted) return;
+      if (this.shutdown.signal.aborted) {
+        leftUnfinished = await this.handBack(row);
+        return;
+      }
+      if (databaseLost !== undefined || isDatabaseUnavailable(err)) {
+        // The database stayed away longer than the lease allows. The run is not failed for it: its
+        // lease lapses and the job sweep of whichever process reaches the database next dispatches it
+        // again; its recorded steps do not run again.
+        leftUnfinished = true;
+        this.deps.log.error({ err: databaseLost ?? err, executionId }, 'async run interrupted: the database is unavailable; it resumes once it is back');
+        return;
+      }
       this.deps.log.error({ err, executionId }, 'async run crashed');
       const crashed = failure(row, `Internal error: ${(err as Error).message}`);
-      await store.finishExecution(this.db, executionId, crashed);
-      this.observed(row, crashed);
+      try {
+        await this.durable(executionId, () => store.finishExecution(this.db, executionId, crashed));
+        this.observed(row, crashed);
+      } catch (writeErr) {
+        leftUnfinished = true; // its lease lapses; whoever takes it over ends it
+        this.deps.log.error({ err: writeErr, executionId }, 'recording a crashed async run failed');
+      }
     } finally {
       tracked.end();
       stopLease();
       // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
-      if (row.slot_token && !this.shutdown.signal.aborted) {
+      if (row.slot_token && !leftUnfinished && !this.shutdown.signal.aborted) {
         await this.limits.releaseSlot(row.billed_account, row.slot_token).catch(() => undefined);
       }
     }
   }
 
-  /** Ends an async run: its final state and its base charge commit together. */
+  /**
+   * A worker shutting down hands its unfinished run back: the lease ends now, so another process's job
+   * sweep dispatches it within seconds rather than after the lease. True when the run stays unfinished.
+   */
+  private async handBack(row: ExecutionRow): Promise<boolean> {
+    await store.handBack(this.db, row.id, row.attempts)
+      .catch((err: unknown) => this.deps.log.warn({ err, executionId: row.id }, 'handing back an async run failed; its lease lapses instead'));
+    return true;
+  }
+
+  /** Ends an async run: its final state and its base charge commit together (retried while the database is away). */
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.durable(row.id, () => this.db.tx(async (q) => {
       await store.finishExecution(q, row.id, finished);
       await this.limits.chargeRun(row.billed_account, row.id, q);
-    });
+    }));
     this.observed(row, finished);
   }
 
@@ -356,13 +433,20 @@ export class ExecutionService {
         if (recovered > 0) log.info({ recovered }, 'resuming unfinished async runs');
       })
       .catch((err: unknown) => log.error({ err }, 'recovering unfinished async runs failed'));
-    if (db.mode === 'postgres') {
-      // Other processes may die holding leases: take their jobs over once the lease expires.
-      this.sweeper = setInterval(() => {
-        this.recover(false).catch((err: unknown) => log.warn({ err }, 'job sweep failed'));
-      }, Math.min(5_000, config.jobLeaseMs / 2));
-      this.sweeper.unref();
-    }
+    // The rows are the record, whatever the queue holds: other processes may die holding leases (their
+    // jobs are taken over once the lease expires), a run handed back or not taken (the database was
+    // away) waits for a dispatch, and Redis may lose jobs. Embedded too: a job whose lease could not be
+    // taken is dispatched again without waiting for a restart.
+    this.sweeper = setInterval(() => {
+      if (this.sweeping) return;
+      this.sweeping = true;
+      this.recover(false)
+        .catch((err: unknown) => log.warn({ err }, 'job sweep failed'))
+        .finally(() => {
+          this.sweeping = false;
+        });
+    }, Math.min(5_000, config.jobLeaseMs / 2));
+    this.sweeper.unref();
   }
 
   /** Re-enqueues jobs left behind: all unfinished ones at embedded start-up, expired leases otherwise. */
@@ -371,9 +455,11 @@ export class ExecutionService {
     // and so is every sync run still marked running. Shared databases go by the leases.
     if (includeAllProcessing) await store.releaseLeases(this.db);
     await store.failInterruptedSyncRuns(this.db, includeAllProcessing);
-    const ids = await store.pendingJobs(this.db, includeAllProcessing, 10_000);
-    for (const id of ids) await this.deps.queue.enqueue(id);
-    return ids.length;
+    const jobs = await store.pendingJobs(this.db, includeAllProcessing, 10_000);
+    // The lease count as the dispatch: a run whose holder died is a new job to the queue, even while
+    // the queue (BullMQ) still counts the dead holder's job as running.
+    for (const job of jobs) await this.deps.queue.enqueue(job.id, job.attempts);
+    return jobs.length;
   }
 
   /** Lets running jobs finish for 5 s, then aborts the rest (they resume after a restart) and waits for them. */
@@ -392,4 +478,16 @@ function failure(row: ExecutionRow, error: string): FinishedExecution {
 
 export function executionIdConflict(executionId: string): HttpError {
   return new HttpError(409, 'Execution ID has already been used', { code: 'EXECUTION_ID_CONFLICT', executionId: publicExecutionId(executionId) });
+}
+
+/** A dispatch that has not settled within a few seconds (Redis away) is left to the job sweep. */
+function dispatchSoon(p: Promise<void>, ms = 3_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<void>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the job queue did not answer within ${ms} ms`)), ms);
+      timer.unref();
+    }),
+  ]);
 }

@@ -149,20 +149,28 @@ export async function failInterruptedSyncRuns(q: Queryable, all: boolean): Promi
   return rows.length;
 }
 
+/**
+ * Hands a running job back (a worker shutting down): its lease ends now, so the next sweep of any
+ * process dispatches it again at once, and the new holder replays its recorded steps.
+ */
+export async function handBack(q: Queryable, id: string, attempts: number): Promise<void> {
+  // Fenced by the lease count: a holder that already lost the run to another process changes nothing.
+  await q.query("UPDATE executions SET lease_until = NULL WHERE id = $1 AND attempts = $2 AND status = 'processing' AND mode = 'async'", [id, attempts]);
+}
+
 export async function releaseLeases(q: Queryable): Promise<void> {
   await q.query("UPDATE executions SET lease_until = NULL WHERE status = 'processing' AND mode = 'async'");
 }
 
 /** Jobs to pick up: queued ones and processing ones whose lease expired (or all processing ones at embedded start-up). */
-export async function pendingJobs(q: Queryable, includeAllProcessing: boolean, limit: number): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(
-    `SELECT id FROM executions
+export async function pendingJobs(q: Queryable, includeAllProcessing: boolean, limit: number): Promise<{ id: string; attempts: number }[]> {
+  return q.query<{ id: string; attempts: number }>(
+    `SELECT id, attempts FROM executions
       WHERE mode = 'async' AND (status = 'queued'
          OR (status = 'processing' AND ($1 OR lease_until IS NULL OR lease_until < clock_timestamp())))
       ORDER BY created_at LIMIT $2`,
     [includeAllProcessing, limit],
   );
-  return rows.map((r) => r.id);
 }
 
 export async function findExecution(q: Queryable, id: string): Promise<ExecutionRow | undefined> {
