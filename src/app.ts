@@ -98,11 +98,21 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
     },
     config: { auth: 'none' },
   }, async (_req, reply) => {
+    // Not ready while the database is away (stopped, restarting, refusing connections) or too slow to
+    // answer a ping within 5 s: a load balancer sends traffic elsewhere and comes back.
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await ctx.db.ping();
+      await Promise.race([
+        ctx.db.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('ping timed out')), 5_000);
+        }),
+      ]);
       return { status: 'ready' as const, database: ctx.db.mode };
     } catch {
-      return reply.code(503).send({ error: 'Database unreachable' });
+      return reply.code(503).header('retry-after', '2').send({ error: 'Database unreachable' });
+    } finally {
+      clearTimeout(timer);
     }
   });
 

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/database.js';
 import type { ZodIssue } from './zod-issue.js';
 
 /**
@@ -138,6 +139,23 @@ export function sendError(reply: FastifyReply, err: HttpError): FastifyReply {
   return reply.code(err.status).send(errorBody(family, err.status, err.message, err.extra));
 }
 
+/** Seconds a caller is told to wait when the database or Redis is away. */
+const UNAVAILABLE_RETRY_AFTER_S = 2;
+
+/** 503 with Retry-After: the database or Redis cannot be reached right now. */
+export function serviceUnavailable(): HttpError {
+  return new HttpError(503, 'Service temporarily unavailable: the database cannot be reached. Retry shortly.',
+    { code: 'SERVICE_UNAVAILABLE', retryable: true, retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_S },
+    { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) });
+}
+
+/** A database connection lost or refused, or Redis unreachable (ioredis gave up on the command). */
+function isBackingStoreUnavailable(err: unknown): boolean {
+  if (isDatabaseUnavailable(err)) return true;
+  const e = err as { name?: unknown; message?: unknown };
+  return e?.name === 'MaxRetriesPerRequestError' || (typeof e?.message === 'string' && /Stream isn't writeable and enableOfflineQueue options is false/.test(e.message));
+}
+
 function validationIssues(err: FastifyError): ZodIssue[] {
   const v = (err as unknown as { validation?: unknown[] }).validation ?? [];
   return v.map((raw) => {
@@ -176,6 +194,13 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
       return new HttpError(400, 'Invalid Content-Length');
   }
   if (err instanceof SyntaxError) return new HttpError(400, 'Request body must be valid JSON');
+  if (isBackingStoreUnavailable(err)) {
+    // Not a bug of the request: the database (or Redis) is away, restarting or cut the connection. A
+    // read was already retried once on a fresh connection; a write that met a lost connection did not
+    // commit, or committed exactly once (a transaction): retry with the same X-Execution-Id.
+    request.log.warn({ err }, 'backing store unavailable');
+    return serviceUnavailable();
+  }
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new HttpError(err.statusCode, err.message);
   }
