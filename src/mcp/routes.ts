@@ -94,7 +94,9 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
           + 'Authenticate with X-API-Key or Authorization: Bearer. tools/list lists one tool per deployed workflow; tools/call runs it.',
         security: [{ apiKey: [] }, { bearer: [] }],
         params,
-        body: z.union([jsonRpcMessage, z.array(jsonRpcMessage).min(1).max(100)]).describe('A JSON-RPC message or a batch of them'),
+        body: z.union([jsonRpcMessage, z.array(jsonRpcMessage).min(1).max(100)], {
+          error: 'The body must be a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0") or a batch of 1 to 100 of them',
+        }).describe('A JSON-RPC message or a batch of them'),
         response: {
           200: z.unknown().describe('The JSON-RPC answer as text/event-stream (or application/json)'),
           202: z.unknown().describe('Accepted: notifications and responses sent by the client'),

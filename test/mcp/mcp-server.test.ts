@@ -186,7 +186,7 @@ describe('MCP server', () => {
     expect((await request(`${t.url}/api/mcp/${t.workspaceId}`, 'DELETE', undefined, h)).status).toBe(405);
     const bad = await request(`${t.url}/api/mcp/${t.workspaceId}`, 'POST', { hello: 'world' }, h);
     expect(bad.status).toBe(400);
-    expect(typeof bad.body.error).toBe('string');
+    expect(bad.body.error).toMatch(/JSON-RPC 2\.0 message/);
     const ok = await request(`${t.url}/api/mcp/${t.workspaceId}`, 'POST', { jsonrpc: '2.0', id: 7, method: 'tools/list' }, h);
     expect(ok.status).toBe(200);
     expect(ok.headers.get('x-request-id')).toBeTruthy();
