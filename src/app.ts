@@ -29,7 +29,7 @@ export const BODY_LIMIT = 10 * 1024 * 1024;
 
 /** Builds the HTTP app from the area plugins, each given its services. No business logic here. */
 export async function buildApp(ctx: AppContext, services: Services): Promise<FastifyInstance> {
-  const { accounts, limits, plans, workflows, tables, ai, runs, webhooks, webhookRegistry, knowledge } = services;
+  const { accounts, limits, plans, workflows, tables, ai, runs, webhooks, webhookRegistry, scheduleRegistry, knowledge } = services;
   const app = Fastify({
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
@@ -119,7 +119,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(accountRoutes(accounts));
   await app.register(auditRoutes(accounts, ctx.db));
   await app.register(limitRoutes(limits, accounts, plans));
-  await app.register(workflowRoutes(workflows, accounts, limits, webhookRegistry));
+  await app.register(workflowRoutes(workflows, accounts, limits, webhookRegistry, scheduleRegistry));
   await app.register(schemaRoutes());
   await app.register(runRoutes(runs, workflows, accounts), { ctx });
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });

@@ -19,6 +19,9 @@ import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js'
 import { SharedJobQueue } from './queue/shared.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
+import { systemClock, type SchedulerClock } from './schedules/clock.js';
+import { checkScheduleConfig, ScheduleRegistry } from './schedules/registry.js';
+import { Scheduler } from './schedules/scheduler.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
@@ -33,6 +36,7 @@ export interface CoreServices {
   tables: TablesService;
   ai: AiGateway;
   webhookRegistry: WebhookRegistry;
+  scheduleRegistry: ScheduleRegistry;
 }
 
 export interface Services extends CoreServices {
@@ -40,13 +44,20 @@ export interface Services extends CoreServices {
   webhooks: WebhookService;
   knowledge: KnowledgeService;
   observer: Observability;
+  /** Fires deployed schedules; started with the workers (server.ts). */
+  scheduler: Scheduler;
+}
+
+/** What tests replace: the schedules' clock (time and timers). */
+export interface ComposeOptions {
+  clock?: SchedulerClock;
 }
 
 /**
  * The services without the run machinery (no sandbox, queue or workers): what the CLI needs to manage
  * accounts, plans, workflows and credits.
  */
-export function composeCore(ctx: AppContext, observer?: Observer): CoreServices {
+export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeOptions = {}): CoreServices {
   const { config, db } = ctx;
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
   const limits = createLimits(config, db, {
@@ -58,20 +69,25 @@ export function composeCore(ctx: AppContext, observer?: Observer): CoreServices 
   ctx.onClose.push(() => limits.close());
   // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
   const webhookRegistry = new WebhookRegistry(db, config.baseUrl);
-  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax },
-    (q, change) => webhookRegistry.deploymentChanged(q, change));
+  // So do schedules (cron expressions are checked on save by croner, outside the engine).
+  const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock);
+  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig },
+    async (q, change) => {
+      await webhookRegistry.deploymentChanged(q, change);
+      await scheduleRegistry.deploymentChanged(q, change);
+    });
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
-export function composeServices(ctx: AppContext): Services {
+export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Services {
   const { config, db } = ctx;
   // Metrics, the request and run log lines, traces: every area reports to the same one.
   const observer = createObservability(ctx, { queueDepth: () => runs.queueDepth() });
-  const core = composeCore(ctx, observer);
+  const core = composeCore(ctx, observer, opts);
   const { accounts, limits, workflows, tables, ai } = core;
 
   // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
@@ -101,7 +117,15 @@ export function composeServices(ctx: AppContext): Services {
     },
   });
   const runs: ExecutionService = new ExecutionService({
-    db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows, observer,
+    db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
+    // The scheduler counts its runs' outcomes (consecutive failures disable a schedule).
+    observer: {
+      runStarted: (e) => observer.runStarted(e),
+      runFinished: (e) => {
+        observer.runFinished(e);
+        scheduler.runFinished(e);
+      },
+    },
     // The engine's ports for one run, scoped to its workspace and billed to its account.
     ports: (run: RunContext): EnginePorts => ({
       http,
@@ -113,14 +137,17 @@ export function composeServices(ctx: AppContext): Services {
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
+  const scheduler: Scheduler = new Scheduler({ db, log: ctx.log, clock: opts.clock ?? systemClock, workflows, runs, accounts });
+  core.scheduleRegistry.onChange(({ workflowId, row }) => scheduler.changed(workflowId, row));
   const webhooks = new WebhookService({
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
   ctx.onClose.push(async () => {
+    await scheduler.stop();
     knowledge.close();
     await runs.close();
     await sandbox.dispose?.();
     await embedders.close();
   });
-  return { ...core, runs, webhooks, knowledge, observer };
+  return { ...core, runs, webhooks, knowledge, observer, scheduler };
 }

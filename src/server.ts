@@ -6,6 +6,7 @@ import type { AppContext } from './context.js';
 import { createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 import { startAdminChannel } from './admin/channel.js';
+import type { SchedulerClock } from './schedules/clock.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -22,6 +23,8 @@ export interface StartOptions {
   connect?: Partial<ConnectOptions>;
   /** `api`: HTTP only (jobs run in worker processes); `worker`: jobs only, no HTTP listener. */
   role?: AppContext['role'];
+  /** The schedules' clock (tests advance a manual one); the system clock by default. */
+  clock?: SchedulerClock;
 }
 
 function printBanner(workspaceId: string, secret: string): void {
@@ -56,7 +59,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await release();
   };
   try {
-    services = composeServices(ctx);
+    services = composeServices(ctx, { clock: opts.clock });
     const boot = await services.accounts.ensureBootstrap();
     if (boot.created && opts.announce) {
       const { secret } = await services.accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' });
@@ -78,6 +81,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (role !== 'api') {
     services.runs.startWorkers();
     services.knowledge.startWorkers();
+    // Deployed schedules fire from worker processes (each tick once across all of them).
+    services.scheduler.start();
   }
   let closing: Promise<void> | undefined;
   const started = app;

@@ -30,7 +30,12 @@ export interface ValidateOptions {
   maxBlocks?: number;
   /** Syntax checker for code fields (function blocks); without it code is not checked. */
   checkCode?: CodeChecker;
+  /** The host's checks of block configs the engine cannot check itself (cron expressions); on save only. */
+  checkConfig?: ConfigChecker;
 }
+
+/** Problems of one block's parsed config: `field` is the config key (e.g. "cron"). */
+export type ConfigChecker = (blockType: string, config: unknown) => { field: string; message: string }[];
 
 export const DEFINITION_DEFAULTS = { maxBlocks: 1000 } as const;
 
@@ -338,6 +343,16 @@ function checkCodeSyntax(all: AnalyzedBlock[], isKnownHead: HeadPredicate, check
   }
 }
 
+/** The host's checks of parsed configs (e.g. a schedule's cron expression, parsed outside the engine). */
+function checkHostConfigs(all: AnalyzedBlock[], checkConfig: ConfigChecker, issues: Issues): void {
+  for (const b of all) {
+    if (!b.configOk) continue;
+    for (const p of checkConfig(b.def.type, b.config)) {
+      issues.push(blockIssue(b, `config.${p.field}: ${p.message}`, `config.${p.field}`, [...b.jsonPath, 'config', p.field]));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Entry points
 // ---------------------------------------------------------------------------------------------
@@ -377,6 +392,7 @@ export function analyzeDefinition(
   const isKnownHead: HeadPredicate = (head) => nameToId.has(head) || (RESERVED_HEADS as readonly string[]).includes(head);
   checkReferences(all, { byId, nameToId, entryIds, isKnownHead, checkFields: save }, issues);
   if (save && opts.checkCode) checkCodeSyntax(all, isKnownHead, opts.checkCode, issues);
+  if (save && opts.checkConfig) checkHostConfigs(all, opts.checkConfig, issues);
 
   if (issues.length > 0 || !hasTypes(byId)) return { issues, definition };
   return { issues, definition, analysis: { definition, blocks: byId, nameToId, startId, entryIds, edges, isKnownHead } };

@@ -37,13 +37,14 @@ export type {
 } from './ports.js';
 export { realClock } from './ports.js';
 export { workflowDefinitionSchema, validateDefinition, DEFINITION_DEFAULTS } from './definition.js';
-export type { ValidateOptions, ValidationResult, CodeChecker, CodeSyntaxError } from './definition.js';
+export type { ValidateOptions, ValidationResult, CodeChecker, CodeSyntaxError, ConfigChecker } from './definition.js';
 export { compile, DefinitionError } from './compile.js';
 export type { CompiledGraph } from './compile.js';
 export { runWorkflow } from './run.js';
 export { RUN_DEFAULTS } from './run-state.js';
 export { blockTypes } from './blocks/index.js';
 export { webhookConfigSchema, type WebhookConfig } from './blocks/webhook.js';
+export { scheduleConfigSchema, type ScheduleConfig } from './blocks/schedule.js';
 export { defineBlockType, ChildBlockError, RunStoppedError } from './block-type.js';
 export type {
   BlockType,

@@ -11,10 +11,10 @@ export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/[\s.]+/g, '');
 }
 
-export const RESERVED_HEADS = ['loop', 'parallel', 'variable', 'start', 'webhook'] as const;
+export const RESERVED_HEADS = ['loop', 'parallel', 'variable', 'start', 'webhook', 'schedule'] as const;
 
-/** Heads naming an entry block by its type (`<start.x>`, `<webhook.x>`). */
-export const ENTRY_HEADS: readonly string[] = ['start', 'webhook'];
+/** Heads naming an entry block by its type (`<start.x>`, `<webhook.x>`, `<schedule.x>`). */
+export const ENTRY_HEADS: readonly string[] = ['start', 'webhook', 'schedule'];
 
 export interface RefToken {
   kind: 'ref';

@@ -128,8 +128,9 @@ export class ExecutionService {
     if (opts.timeoutMs) limits.timeoutMs = Math.min(limits.timeoutMs, opts.timeoutMs);
     const result = await runWorkflow(graph, {
       input: opts.input,
-      // A webhook delivery enters at the webhook block; every other run at the start block.
-      entry: opts.trigger === 'webhook' ? 'webhook' : undefined,
+      // A webhook delivery enters at the webhook block, a scheduled run at the schedule block; every
+      // other run at the start block.
+      entry: opts.trigger === 'webhook' || opts.trigger === 'schedule' ? opts.trigger : undefined,
       ports: this.deps.ports(run),
       signal: opts.signal,
       depth: opts.depth ?? 0,

@@ -20,6 +20,12 @@ const workflowSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   webhookUrl: z.string().optional().describe('The webhook trigger URL while the workflow is deployed with a webhook block'),
+  schedule: z.object({
+    nextRunAt: z.array(z.string()).describe('The next tick times (ISO 8601); empty while disabled'),
+    enabled: z.boolean(),
+    disabledReason: z.string().nullable().describe('Why the schedule stopped firing (consecutive failed runs); a redeploy enables it again'),
+    consecutiveFailures: z.number().int(),
+  }).optional().describe('The schedule while the workflow is deployed with a schedule block'),
 });
 const summarySchema = workflowSchema.omit({ definition: true });
 const workflowEnvelope = z.object({ success: z.literal(true), data: z.object({ workflow: workflowSchema }) });
@@ -38,13 +44,19 @@ const deployment = (w: PublicWorkflow) => ({
 /** Full webhook trigger URLs of the deployed ones among some workflows (base: WEFT_BASE_URL, else the request's). */
 export type TriggerUrls = { urls(workflowIds: readonly string[], requestBase: string): Promise<Map<string, string>> };
 
+/** Schedules of the deployed ones among some workflows (next run times, enabled, why disabled). */
+export type ScheduleInfos = {
+  info(workflowIds: readonly string[]): Promise<Map<string, { nextRunAt: string[]; enabled: boolean; disabledReason: string | null; consecutiveFailures: number }>>;
+};
+
 const requestBase = (request: { protocol: string; host: string }) => `${request.protocol}://${request.host}`;
 
 /** Workflow definitions and deployments. */
-export function workflowRoutes(workflows: WorkflowService, accounts: AccountsService, limits: LimitsService, triggers?: TriggerUrls): FastifyPluginAsyncZod {
+export function workflowRoutes(workflows: WorkflowService, accounts: AccountsService, limits: LimitsService, triggers?: TriggerUrls, schedules?: ScheduleInfos): FastifyPluginAsyncZod {
   return async (app) => {
     const urlsOf = async (ids: string[], request: { protocol: string; host: string }) =>
       (triggers && ids.length > 0 ? await triggers.urls(ids, requestBase(request)) : new Map<string, string>());
+    const schedulesOf = async (ids: string[]) => (schedules && ids.length > 0 ? await schedules.info(ids) : new Map());
 
   app.post('/api/v1/workflows', {
     schema: {
@@ -81,13 +93,16 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
     const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
     const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
-    const urls = await urlsOf(p.data.filter((r) => r.active_version_id !== null).map((r) => r.id), request);
+    const deployed = p.data.filter((r) => r.active_version_id !== null).map((r) => r.id);
+    const urls = await urlsOf(deployed, request);
+    const scheduled = await schedulesOf(deployed);
     return {
       success: true as const,
       data: p.data.map((r) => {
         const { definition: _d, ...rest } = publicWorkflow(r);
         const webhookUrl = urls.get(r.id);
-        return webhookUrl ? { ...rest, webhookUrl } : rest;
+        const schedule = scheduled.get(r.id);
+        return { ...rest, ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) };
       }),
       ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
       // The reference adds the caller's execution limits to v1 list responses.
@@ -101,7 +116,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
     const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
     const webhookUrl = w.active_version_id !== null ? (await urlsOf([w.id], request)).get(w.id) : undefined;
-    return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}) } } };
+    const schedule = w.active_version_id !== null ? (await schedulesOf([w.id])).get(w.id) : undefined;
+    return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) } } };
   });
 
   app.put('/api/v1/workflows/:id', {

@@ -12,6 +12,7 @@ import { knowledgeBlock } from './knowledge.js';
 import { loopBlock } from './loop.js';
 import { parallelBlock } from './parallel.js';
 import { responseBlock } from './response.js';
+import { scheduleBlock } from './schedule.js';
 import { startBlock } from './start.js';
 import { tableBlock } from './table.js';
 import { variablesBlock } from './variables.js';
@@ -22,6 +23,7 @@ import { workflowBlock } from './workflow.js';
 const builtIn: AnyBlockType[] = [
   startBlock,
   webhookBlock,
+  scheduleBlock,
   functionBlock,
   conditionBlock,
   httpBlock,
