@@ -222,6 +222,13 @@ describe('the AI gateway', () => {
     expect((err as WeftApiError).status).toBe(502);
   });
 
+  it('closes a stream that is not read', async () => {
+    fake.handler = () => ({ text: 'one two three four', pieces: 4, pieceDelayMs: 200 });
+    const stream = await weft.streamChatCompletion({ model: 'gpt-4o-mini', messages });
+    await stream.cancel();
+    await expect.poll(() => fake.openStreams, { timeout: 10_000 }).toBe(0);
+  });
+
   it('refuses an unknown model before streaming', async () => {
     const err = await weft.streamChatCompletion({ model: 'no-such-model', messages }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WeftApiError);

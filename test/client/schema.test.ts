@@ -7,13 +7,15 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateSchema, schemaPath } from '../../scripts/generate-client.js';
+import { dbMode } from '../support/harness.js';
 
 const pkgDir = path.resolve('clients/ts');
 // Inside the repository's node_modules, so that the built module resolves openapi-fetch as in a checkout.
 const outDir = path.resolve('node_modules/.cache', `weft-client-build-${process.pid}`);
 afterAll(() => fs.rmSync(outDir, { recursive: true, force: true }));
 
-describe('the TypeScript client package', () => {
+// Nothing here touches the suite's database (the generator uses its own in-memory PGlite): run it once.
+describe.skipIf(dbMode() === 'postgres')('the TypeScript client package', () => {
   it('has generated types matching the current OpenAPI document', { timeout: 120_000 }, async () => {
     const fresh = await generateSchema();
     const committed = fs.readFileSync(schemaPath, 'utf8');

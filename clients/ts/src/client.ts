@@ -241,11 +241,17 @@ export class ChatStream implements AsyncIterable<ChatCompletionChunk> {
       if (event.data === '[DONE]') return;
       const value = JSON.parse(event.data) as unknown;
       if (isObj(value) && value.error !== undefined) {
-        const e = WeftApiError.from({ status: 502, statusText: 'Bad Gateway', headers: this.response.headers }, value);
-        throw e;
+        throw WeftApiError.from({ status: 502, statusText: 'Bad Gateway', headers: this.response.headers }, value);
       }
       yield value as ChatCompletionChunk;
     }
+  }
+
+  /** Closes the stream without reading it (the server stops the upstream call and settles the charge). */
+  async cancel(): Promise<void> {
+    if (this.used) return;
+    this.used = true;
+    await this.body.cancel();
   }
 
   /** Every chunk's text, concatenated (choice 0). */
