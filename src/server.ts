@@ -101,10 +101,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     close: () => {
       closing ??= (async () => {
         await admin?.close();
-        await started.close();
+        await closeDraining(started);
         await shutdown();
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Stops accepting and waits for the requests in flight. A keep-alive connection whose request was
+ * still running when closing began goes idle once it is answered, and would hold the close until its
+ * idle timeout: such connections are closed as soon as they are idle.
+ */
+async function closeDraining(app: FastifyInstance): Promise<void> {
+  const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(idle);
+  }
 }

@@ -222,13 +222,13 @@ export async function deployWorkflow(apiUrl: string, apiKey: string, workspaceId
   return id;
 }
 
-/** Two HTTP calls to the counting endpoint with a pause between: a run lasts about `2 * delayMs`. */
-export function twoHitDefinition(upstream: string, delayMs: number) {
+/** Two HTTP calls to the counting endpoint, each answered after a delay. */
+export function twoHitDefinition(upstream: string, delayMs: number, secondDelayMs = delayMs) {
   return {
     blocks: [
       { id: 'start', type: 'start', name: 'Start', config: { inputFormat: [{ name: 'i', type: 'number' }] } },
       { id: 'a', type: 'http', name: 'A', config: { url: `${upstream}/hit/<start.i>/a?delay=${delayMs}` } },
-      { id: 'b', type: 'http', name: 'B', config: { url: `${upstream}/hit/<start.i>/b?delay=${delayMs}` } },
+      { id: 'b', type: 'http', name: 'B', config: { url: `${upstream}/hit/<start.i>/b?delay=${secondDelayMs}` } },
     ],
     edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }],
   };
