@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/database.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { deploy, fn, start, waitForJob } from '../support/workflows.js';
+
+/**
+ * Weft's own writes of an async run meeting a lost database connection (both database modes; the
+ * process-level faults are in test/faults): the write is retried with backoff within the lease and the
+ * user's run is not failed for it; a job whose lease could not be taken at all is dispatched again by
+ * the job sweep, in the embedded mode too (before, it stayed queued until a restart).
+ */
+let t: TestServer;
+let db: Database;
+let original: Database['query'];
+/** Statements matching `pattern` fail with a connection error until `until`. */
+let outage: { pattern: RegExp; until: number; failures: number } | undefined;
+
+beforeAll(async () => {
+  t = await startTestServer({ env: { WEFT_JOB_LEASE_MS: '1000' } });
+  db = t.server.ctx.db;
+  original = db.query.bind(db);
+  db.query = (async (text: string, params?: readonly unknown[]) => {
+    if (outage && outage.pattern.test(text) && Date.now() < outage.until) {
+      outage.failures++;
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+    }
+    return original(text, params);
+  }) as Database['query'];
+});
+afterAll(async () => {
+  if (db) db.query = original;
+  await t?.close();
+});
+
+describe('async run writes meeting a lost connection', () => {
+  it('a step record that fails for a moment is retried: the run completes', async () => {
+    const id = await deploy(t, 'step-retry', { blocks: [start(), fn('f', 'return 42')], edges: [{ from: 'start', to: 'f' }] });
+    outage = { pattern: /INSERT INTO execution_steps/, until: Date.now() + 600, failures: 0 };
+    const r = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
+    expect(r.status).toBe(202);
+    const job = await waitForJob(t, r.body.jobId, 30_000);
+    expect(outage.failures).toBeGreaterThan(0);
+    expect({ status: job.status, error: job.error ?? null }).toEqual({ status: 'completed', error: null });
+  });
+
+  it('a lease that cannot be taken for longer than the lease: the sweep dispatches the run again', async () => {
+    const id = await deploy(t, 'lease-retry', { blocks: [start(), fn('f', 'return 7')], edges: [{ from: 'start', to: 'f' }] });
+    outage = { pattern: /SET status = 'processing'/, until: Date.now() + 2_500, failures: 0 };
+    const r = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
+    expect(r.status).toBe(202);
+    const job = await waitForJob(t, r.body.jobId, 30_000);
+    expect(outage.failures).toBeGreaterThan(0);
+    expect(job.status).toBe('completed');
+  });
+});
