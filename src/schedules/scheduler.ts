@@ -62,6 +62,8 @@ interface Armed {
 }
 
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
+const PURGE_EVERY_MS = 3_600_000;
+const TICK_RETENTION_MS = 7 * 86_400_000;
 
 /** The run id of a workflow's tick: the same in every process, so a tick can never queue two runs. */
 export const tickExecutionId = (workflowId: string, tickMs: number) =>
@@ -76,6 +78,7 @@ export class Scheduler {
   private started = false;
   private stopped = false;
   private nextResyncAt = 0;
+  private lastPurge = 0;
   private running?: Promise<void>;
   private again = false;
   /** Outcome counts in flight (awaited by `settled`). */
@@ -173,7 +176,11 @@ export class Scheduler {
     for (const s of [...this.schedules.values()]) {
       if (this.stopped) return;
       if (s.due === null || s.due > now) continue;
-      await this.handle(s, now).catch((err: unknown) => this.deps.log.error({ err, workflowId: s.row.workflow_id }, 'firing a schedule failed'));
+      await this.handle(s, now).catch((err: unknown) => {
+        this.deps.log.error({ err, workflowId: s.row.workflow_id }, 'firing a schedule failed');
+        // Not again at once (the database may be away): after a pause, or at the next resync.
+        if (s.due !== null && s.due <= now) s.due = now + Math.min(this.resyncMs, 5_000);
+      });
     }
   }
 
@@ -185,6 +192,11 @@ export class Scheduler {
     const lapsed = await store.takeLapsedClaims(this.deps.db, new Date(now), new Date(now + this.leaseMs));
     for (const t of lapsed) await this.startRun(t);
     await this.countUncounted();
+    if (now - this.lastPurge > PURGE_EVERY_MS) {
+      this.lastPurge = now;
+      // Ticks behind every cursor can never be claimed again: their settled claims are kept a week.
+      await store.purgeSettled(this.deps.db, new Date(now - TICK_RETENTION_MS));
+    }
   }
 
   /** Moves a schedule's cursor past its due ticks and fires what the missed-run policy says. */

@@ -139,6 +139,7 @@ export async function countOutcome(
   return rows[0];
 }
 
-/** Claims of a workflow's ticks, newest first (tests and diagnostics). */
-export const ticksOf = (q: Queryable, workflowId: string) =>
-  q.query<TickRow>('SELECT * FROM schedule_ticks WHERE workflow_id = $1 ORDER BY tick_at DESC', [workflowId]);
+/** Settled claims (queued runs counted, refused ticks) of ticks before `before`. */
+export async function purgeSettled(q: Queryable, before: Date): Promise<void> {
+  await q.query(`DELETE FROM schedule_ticks WHERE tick_at < $1 AND (status = 'refused' OR (status = 'enqueued' AND outcome IS NOT NULL))`, [before]);
+}
