@@ -173,9 +173,12 @@ export class Scheduler {
       }
     }
     const now = this.deps.clock.now();
-    for (const s of [...this.schedules.values()]) {
+    const due = [...this.schedules.values()].filter((s) => s.due !== null && s.due <= now);
+    // From a random place in the list: schedulers of several processes due at the same instant (midnight)
+    // mostly handle different schedules instead of queueing behind each other's row locks.
+    const from = Math.floor(Math.random() * due.length);
+    for (const s of [...due.slice(from), ...due.slice(0, from)]) {
       if (this.stopped) return;
-      if (s.due === null || s.due > now) continue;
       await this.handle(s, now).catch((err: unknown) => {
         this.deps.log.error({ err, workflowId: s.row.workflow_id }, 'firing a schedule failed');
         // Not again at once (the database may be away): after a pause, or at the next resync.
