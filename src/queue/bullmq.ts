@@ -51,6 +51,12 @@ export class BullMqQueue implements JobQueue {
       // The database row decides whether a job runs: a stalled job goes back to wait however often it
       // stalls, never to BullMQ's failed set, where its id would block every later re-dispatch.
       maxStalledCount: Number.MAX_SAFE_INTEGER,
+      // A job held by a dead worker is seen as stalled and delivered again within about 12 s (BullMQ's
+      // defaults: up to 60 s). The sweep re-dispatches a dead holder's run under a new job id at once,
+      // but a delivery that died before its worker leased the row leaves the same id behind (the row's
+      // lease count did not change): only the stall check frees it. Locks are renewed every 4 s.
+      lockDuration: 8_000,
+      stalledInterval: 4_000,
     });
     this.worker.on('error', () => undefined); // connection errors are retried by the client
   }
