@@ -47,6 +47,10 @@ describe.runIf(dbMode() === 'postgres')('dispatch through PostgreSQL without Red
       const id = created.body.data.workflow.id;
       expect((await request(`${api.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, h)).status).toBe(200);
 
+      // Each worker process listens for wake-ups (the API process only enqueues).
+      const listeners = await db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'weft-queue' AND query LIKE 'LISTEN%'");
+      expect(listeners).toHaveLength(2);
+
       const accepted = await Promise.all(Array.from({ length: 50 }, (_, i) =>
         request(`${api.url}/api/workflows/${id}/execute`, 'POST', { i, async: true }, h)));
       expect(accepted.map((r) => r.status)).toEqual(Array(50).fill(202));
