@@ -84,8 +84,13 @@ describe('durable async runs', () => {
       const log = await request(`${server.url}/api/v1/logs/${queued.body.executionId}`, 'GET', undefined, headers);
       const first = log.body.data.trace.find((s: { blockId: string }) => s.blockId === 'first');
       expect(first.status).toBe('replayed');
-      // The interrupted sync run is closed as failed, not left running.
-      const syncLog = await request(`${server.url}/api/v1/logs/${syncId}`, 'GET', undefined, headers);
+      // The interrupted sync run is closed as failed, not left running (once its lease has lapsed: the
+      // next sweep after that closes it, which may come a little after the async run's takeover).
+      let syncLog = await request(`${server.url}/api/v1/logs/${syncId}`, 'GET', undefined, headers);
+      for (const until = Date.now() + 30_000; syncLog.body.data.status === 'processing' && Date.now() < until;) {
+        await new Promise((r) => setTimeout(r, 100));
+        syncLog = await request(`${server.url}/api/v1/logs/${syncId}`, 'GET', undefined, headers);
+      }
       expect(syncLog.body.data.status).toBe('failed');
       expect(syncLog.body.data.error).toMatch(/Interrupted/);
     } finally {
