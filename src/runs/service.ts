@@ -203,14 +203,20 @@ export class ExecutionService {
    * Takes the row's lease (unless already held) and renews it until the returned function is called;
    * `onCancel` runs when a renewal finds that the run was asked to stop.
    */
-  private async holdLease(executionId: string, alreadyHeld = false, onCancel?: () => void): Promise<() => void> {
+  private async holdLease(
+    executionId: string, alreadyHeld = false, onCancel?: () => void, held?: { attempt: number; onLost: () => void },
+  ): Promise<() => void> {
     const leaseMs = this.deps.config.jobLeaseMs;
-    if (!alreadyHeld && (await store.renewLease(this.db, executionId, leaseMs))) onCancel?.();
+    if (!alreadyHeld && (await store.renewLease(this.db, executionId, leaseMs)) === 'cancel') onCancel?.();
     const timer = setInterval(() => {
       // A dropped connection is retried until the next renewal is due; the lease outlasts two misses.
-      retryWhileUnavailable(() => store.renewLease(this.db, executionId, leaseMs), { deadlineMs: leaseMs / 3 })
-        .then((cancel) => {
-          if (cancel) onCancel?.();
+      retryWhileUnavailable(() => store.renewLease(this.db, executionId, leaseMs, held?.attempt), { deadlineMs: leaseMs / 3 })
+        .then((state) => {
+          if (state === 'cancel') onCancel?.();
+          else if (state === 'lost') {
+            clearInterval(timer);
+            held?.onLost();
+          }
         })
         .catch((err: unknown) => this.deps.log.warn({ err, executionId }, 'lease renewal failed'));
     }, leaseMs / 3);
@@ -290,7 +296,16 @@ export class ExecutionService {
     const row = leased;
     if (row.attempts === 1 && row.started_at) this.deps.observer?.runStarted({ trigger: row.trigger, waitMs: row.started_at.getTime() - row.created_at.getTime() });
     const tracked = this.inFlight.start(executionId, this.shutdown.signal);
-    const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId)); // leaseJob took it
+    /** Set when another worker took the run over (this one's lease lapsed): this one stops and writes nothing more. */
+    let leaseLost = false;
+    const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId), { // leaseJob took it
+      attempt: row.attempts,
+      onLost: () => {
+        leaseLost = true;
+        this.deps.log.warn({ executionId, attempt: row.attempts }, 'async run no longer held by this worker (taken over, or ended): it stops and records nothing more');
+        this.inFlight.abort(executionId);
+      },
+    });
     /** Set when a write of the run failed because the database stayed away: the run is left to a takeover. */
     let databaseLost: unknown;
     /** The run was left unfinished for another holder (shutdown or database away): its slot stays taken. */
@@ -323,6 +338,10 @@ export class ExecutionService {
       };
       if (row.resume_entry_id) {
         const { result, output } = await this.pauses.runEntry(row.resume_entry_id, { signal: tracked.signal, shutdown: this.shutdown.signal, recorded, onStep });
+        if (leaseLost) {
+          leftUnfinished = true;
+          return;
+        }
         if (databaseLost) throw databaseLost;
         if (this.shutdown.signal.aborted && result.status === 'cancelled') {
           leftUnfinished = await this.handBack(row);
@@ -338,6 +357,10 @@ export class ExecutionService {
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
         input: row.input, mode: 'async', signal: tracked.signal, recorded, onStep, trigger: row.trigger, timeoutMs: row.timeout_ms,
       });
+      if (leaseLost) {
+        leftUnfinished = true; // the new holder ends it and frees its slot
+        return;
+      }
       if (databaseLost) throw databaseLost;
       if (this.shutdown.signal.aborted && result.status === 'cancelled') {
         // Resumes in another process (or after a restart) from its recorded steps.
@@ -353,6 +376,10 @@ export class ExecutionService {
       }
       await this.finish(row, finished);
     } catch (err) {
+      if (leaseLost) {
+        leftUnfinished = true;
+        return;
+      }
       if (this.shutdown.signal.aborted) {
         leftUnfinished = await this.handBack(row);
         return;
@@ -396,11 +423,13 @@ export class ExecutionService {
 
   /** Ends an async run: its final state and its base charge commit together (retried while the database is away). */
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
-    await this.durable(row.id, () => this.db.tx(async (q) => {
-      await store.finishExecution(q, row.id, finished);
+    // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
+    const ended = await this.durable(row.id, () => this.db.tx(async (q) => {
+      if (!(await store.finishExecution(q, row.id, finished, row.attempts))) return false;
       await this.limits.chargeRun(row.billed_account, row.id, q);
+      return true;
     }));
-    this.observed(row, finished);
+    if (ended) this.observed(row, finished);
   }
 
   private observed(row: ExecutionRow, finished: FinishedExecution): void {

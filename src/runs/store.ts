@@ -59,16 +59,19 @@ export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedE
   return rows.length > 0;
 }
 
-export async function finishExecution(q: Queryable, id: string, f: FinishedExecution): Promise<void> {
-  await q.query(
+/** Ends a run. With `attempt`, only while that lease is still the run's (a taken-over holder writes nothing); false then. */
+export async function finishExecution(q: Queryable, id: string, f: FinishedExecution, attempt?: number): Promise<boolean> {
+  const rows = await q.query(
     `UPDATE executions SET status = $2, output = $3, error = $4, error_block = $5, trace = $6,
             started_at = COALESCE(started_at, $7), ended_at = $8,
             duration_ms = (EXTRACT(EPOCH FROM ($8::timestamptz - COALESCE(started_at, $7::timestamptz))) * 1000)::int,
             level = $9, lease_until = NULL
-      WHERE id = $1`,
+      WHERE id = $1 AND ($10::int IS NULL OR attempts = $10)
+     RETURNING id`,
     [id, f.status, json(f.output), f.error, f.errorBlock, JSON.stringify(f.trace), f.startedAt, f.endedAt,
-      f.status === 'failed' ? 'error' : 'info'],
+      f.status === 'failed' ? 'error' : 'info', attempt ?? null],
   );
+  return rows.length > 0;
 }
 
 /** The original execution of a paused run carries the latest state of the whole run after each resume. */
@@ -104,13 +107,21 @@ export async function leaseJob(q: Queryable, id: string, leaseMs: number): Promi
 }
 
 /** Extends a running run's lease; true when someone asked for the run to be cancelled meanwhile. */
-export async function renewLease(q: Queryable, id: string, leaseMs: number): Promise<boolean> {
+/**
+ * Renews a run's lease. With `attempt` (async runs) only the holder of that lease renews it: a worker
+ * whose lease lapsed and was taken over learns it lost the run ('lost') instead of extending the new
+ * holder's lease. 'cancel' when a cancel was asked for.
+ */
+export async function renewLease(q: Queryable, id: string, leaseMs: number, attempt?: number): Promise<'held' | 'cancel' | 'lost'> {
   const rows = await q.query<{ cancel: boolean }>(
-    `UPDATE executions SET lease_until = clock_timestamp() + ($2::int * interval '1 millisecond') WHERE id = $1 AND status = 'processing'
+    `UPDATE executions SET lease_until = clock_timestamp() + ($2::int * interval '1 millisecond')
+      WHERE id = $1 AND status = 'processing' AND ($3::int IS NULL OR attempts = $3)
      RETURNING cancel_requested_at IS NOT NULL AS cancel`,
-    [id, leaseMs],
+    [id, leaseMs, attempt ?? null],
   );
-  return rows[0]?.cancel === true;
+  const row = rows[0];
+  if (!row) return attempt === undefined ? 'held' : 'lost';
+  return row.cancel ? 'cancel' : 'held';
 }
 
 /** Cancels a run still waiting in the queue (it will never start); its row when it was still queued. */
