@@ -7,7 +7,7 @@ export default defineConfig({
   test: {
     globalSetup: ['./test/support/global-setup.ts'],
     pool: 'forks',
-    poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 2, minForks: 1 } },
+    poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 3, minForks: 1 } },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: modes.map((mode) => ({
