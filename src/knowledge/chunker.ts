@@ -1,4 +1,6 @@
-// Packs parsed blocks into token-bounded chunks for embedding.
+// Packs parsed blocks into token-bounded chunks for embedding. Over 450 lines: one state machine (the
+// Chunker class) whose splitting, overlap and merge rules depend on each other; split apart they would
+// share all of its state.
 //
 // Choices worth knowing:
 // - Breaks are preferred at headings (a heading always starts a new chunk once the current one has body text),

@@ -12,6 +12,7 @@ import { chunkDocument } from './chunker.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
 import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
 import { DocumentParseError, parseDocument } from './parse.js';
+import { fuseByRank, textToEmbed } from './ranking.js';
 import * as store from './store.js';
 import {
   type ChunkingConfig, DEFAULT_CHUNKING, type PublicBase, type PublicDocument, type PublicDocumentDetail, publicBase, publicDocument,
@@ -67,8 +68,6 @@ const baseNotFound = (): HttpError => new HttpError(404, 'Knowledge base not fou
 const documentNotFound = (): HttpError => new HttpError(404, 'Document not found');
 /** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
 const EMBED_BATCH = 32;
-/** Reciprocal rank fusion constant (the usual 60: damps the weight of the very first ranks). */
-const RRF_K = 60;
 
 export class KnowledgeService {
   private readonly db: Database;
@@ -410,32 +409,6 @@ export class KnowledgeService {
     if (this.sweeper) clearInterval(this.sweeper);
     this.shutdown.abort();
   }
-}
-
-/**
- * The text embedded for a chunk: its content, led by its heading path when the chunk does not start with
- * it, so that a passage deep in a section still carries what the section is about. The stored content
- * stays the verbatim excerpt.
- */
-export function textToEmbed(chunk: { content: string; metadata: Record<string, unknown> }): string {
-  const headings = chunk.metadata.headings;
-  if (!Array.isArray(headings) || headings.length === 0) return chunk.content;
-  const last = String(headings[headings.length - 1]);
-  return chunk.content.startsWith(last) ? chunk.content : `${headings.map(String).join(' > ')}\n\n${chunk.content}`;
-}
-
-/** Reciprocal rank fusion: each list adds 1 / (k + rank) for every chunk it holds. */
-export function fuseByRank(lists: readonly (readonly store.ChunkHit[])[]): store.ChunkHit[] {
-  const scored = new Map<string, { hit: store.ChunkHit; score: number }>();
-  for (const list of lists) {
-    list.forEach((hit, rank) => {
-      const key = `${hit.document_id}:${hit.chunk_index}`;
-      const entry = scored.get(key) ?? { hit, score: 0 };
-      entry.score += 1 / (RRF_K + rank + 1);
-      scored.set(key, entry);
-    });
-  }
-  return [...scored.values()].sort((a, b) => b.score - a.score || Number(a.hit.distance) - Number(b.hit.distance)).map((e) => e.hit);
 }
 
 async function dimensionOf(embedder: Embedder): Promise<number> {

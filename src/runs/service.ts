@@ -1,3 +1,7 @@
+// The runs use cases: sync, async (leases, sweep, hand-back, fencing), children and cancellation over one
+// engine path. Over 450 lines: the async job's life (lease, retries, takeover, shutdown) is one piece of
+// state kept together on purpose; the pure parts already live beside it (execute-request, execute-response,
+// pause-store, pauses, cancel, run-resource). The lease holder is the next seam to move out.
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
