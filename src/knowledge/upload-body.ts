@@ -17,10 +17,15 @@ export interface UploadForm {
 
 export const MAX_FILES_PER_UPLOAD = 20;
 
+/**
+ * Reads the form; a file over `maxFileBytes`, or files over `maxFileBytes` together (one request never
+ * holds more than one largest file in memory), is a 413 as soon as the limit is passed.
+ */
 export function readUploadForm(stream: Readable, headers: Record<string, string | string[] | undefined>, maxFileBytes: number): Promise<UploadForm> {
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     const files: UploadPart[] = [];
+    let totalBytes = 0;
     let failed: HttpError | undefined;
     let parser: busboy.Busboy;
     try {
@@ -49,7 +54,14 @@ export function readUploadForm(stream: Readable, headers: Record<string, string 
         return;
       }
       const parts: Buffer[] = [];
-      file.on('data', (c: Buffer) => parts.push(c));
+      file.on('data', (c: Buffer) => {
+        totalBytes += c.length;
+        if (totalBytes > maxFileBytes && !failed) {
+          fail(new HttpError(413, `The files of one upload exceed ${(maxFileBytes / (1024 * 1024)).toFixed(0)}MB together: send them in several requests`));
+          return;
+        }
+        parts.push(c);
+      });
       file.on('limit', () => {
         fail(new HttpError(413, `File size exceeds ${(maxFileBytes / (1024 * 1024)).toFixed(0)}MB limit ("${info.filename ?? field}")`));
       });

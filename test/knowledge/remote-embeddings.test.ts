@@ -72,7 +72,7 @@ describe('upload size limit', () => {
     await t?.close();
   });
 
-  it('refuses a file over WEFT_KNOWLEDGE_MAX_FILE_BYTES with a 413, as multipart and as JSON, writing nothing', async () => {
+  it('refuses a file over WEFT_KNOWLEDGE_MAX_FILE_BYTES, or files over it together, with a 413, as multipart and as JSON, writing nothing', async () => {
     t = await startTestServer({ env: { WEFT_KNOWLEDGE_MAX_FILE_BYTES: '2048' } });
     const k = new KnowledgeClient(t);
     const kb = await k.createBase(uniqueName('Limited'));
@@ -84,6 +84,9 @@ describe('upload size limit', () => {
     expect(json.status).toBe(413);
     const b64 = await k.call('POST', `/api/v1/knowledge/${kb.id}/documents`, { workspaceId: k.workspaceId, filename: 'big.txt', contentBase64: big.toString('base64') });
     expect(b64.status).toBe(413);
+    const together = await k.uploadFiles(kb.id, [{ name: 'a.txt', bytes: Buffer.alloc(1500, 'a') }, { name: 'b.txt', bytes: Buffer.alloc(1500, 'b') }]);
+    expect(together.status).toBe(413);
+    expect(together.body.error).toContain('together');
     expect((await k.uploadFiles(kb.id, [{ name: 'small.txt', bytes: Buffer.alloc(2048, 'b') }])).status).toBe(200);
     const list = await k.call('GET', `/api/v1/knowledge/${kb.id}/documents?workspaceId=${k.workspaceId}`);
     expect(list.body.data.documents.map((d: { filename: string }) => d.filename)).toEqual(['small.txt']);
