@@ -158,7 +158,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
         if (form.files.length === 0) throw new HttpError(400, 'file form field is required');
         ws = given;
         files = form.files.map((f) => ({ filename: f.filename, mimeType: f.mimeType, bytes: f.bytes }));
-        extra = { tags: parseTagsField(form.fields.tags), sourceUrl: form.fields.sourceUrl ?? null };
+        extra = { tags: parseTagsField(form.fields.tags), sourceUrl: parseSourceUrlField(form.fields.sourceUrl) };
       } else {
         const b = body as z.infer<typeof jsonUpload>;
         ws = b.workspaceId;
@@ -242,6 +242,13 @@ function parseTagsField(text: string | undefined): Record<string, unknown> | und
   }
   const parsed = tags.safeParse(value);
   if (!parsed.success) throw new HttpError(400, `tags: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}
+
+function parseSourceUrlField(text: string | undefined): string | null {
+  if (text === undefined || text === '') return null;
+  const parsed = z.string().url().max(2048).safeParse(text);
+  if (!parsed.success) throw new HttpError(400, 'sourceUrl must be a URL of at most 2048 characters');
   return parsed.data;
 }
 

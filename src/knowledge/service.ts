@@ -261,7 +261,13 @@ export class KnowledgeService {
     if (!embedder) {
       throw new HttpError(503, `The embedding model "${base.embedding_model}" of knowledge base ${base.id} is not configured on this server (see EMBEDDINGS_MODEL)`);
     }
-    const embedded = await embedder.embed([req.query]);
+    let embedded: Awaited<ReturnType<Embedder['embed']>>;
+    try {
+      embedded = await embedder.embed([req.query]);
+    } catch (err) {
+      // The embedder (a hosted provider, or the local model's worker) failed: the caller may retry.
+      throw new HttpError(503, `Embedding the query failed: ${err instanceof Error ? err.message : String(err)}`, {}, { 'Retry-After': '2' });
+    }
     const vector = embedded.vectors[0] as number[];
     await this.chargeEmbedding(scope.billedAccount, embedded.tokens, `knowledge-query:${newId()}`, { knowledgeBaseIds: ids });
 

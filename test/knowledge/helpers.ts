@@ -101,12 +101,14 @@ export interface FakeEmbeddings {
   seen: { auth?: string; model?: string; inputs: number; requests: number };
   /** While true, requests are held unanswered (a provider that hangs). */
   hold: boolean;
+  /** While true, requests answer 500 with an OpenAI-style error body (a provider that is down). */
+  fail: boolean;
   close(): void;
 }
 
 /** A local server speaking OpenAI's embeddings wire format with `fakeEmbedding` vectors. */
 export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
-  const fake: FakeEmbeddings = { url: '', seen: { inputs: 0, requests: 0 }, hold: false, close: () => undefined };
+  const fake: FakeEmbeddings = { url: '', seen: { inputs: 0, requests: 0 }, hold: false, fail: false, close: () => undefined };
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -114,6 +116,12 @@ export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
       const parsed = JSON.parse(body) as { model: string; input: string[] };
       fake.seen.requests++;
       if (fake.hold) return;
+      if (fake.fail) {
+        res.statusCode = 500;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ error: { message: 'upstream is down', type: 'server_error' } }));
+        return;
+      }
       fake.seen.auth = req.headers.authorization;
       fake.seen.model = parsed.model;
       fake.seen.inputs += parsed.input.length;

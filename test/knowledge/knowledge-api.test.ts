@@ -238,6 +238,11 @@ describe('documents', () => {
     expect(both.status).toBe(400);
     const badB64 = await k.call('POST', `/api/v1/knowledge/${kb.id}/documents`, { workspaceId: k.workspaceId, filename: 'a.txt', contentBase64: '***' });
     expect(badB64.status).toBe(400);
+    const badUrl = await k.uploadFiles(kb.id, [{ name: 'a.txt', bytes: Buffer.from('hello') }], { sourceUrl: 'not a url' });
+    expect(badUrl.status).toBe(400);
+    expect(badUrl.body.error).toContain('sourceUrl');
+    const badTags = await k.uploadFiles(kb.id, [{ name: 'a.txt', bytes: Buffer.from('hello') }], { tags: '{"x":' });
+    expect(badTags.status).toBe(400);
     const unknownBase = await k.uploadText('00000000-0000-4000-8000-000000000000', 'a.txt', 'hello').catch((e: Error) => e.message);
     expect(unknownBase).toContain('404');
     const foreignBase = await other.call('POST', `/api/v1/knowledge/${kb.id}/documents`, { workspaceId: other.workspaceId, filename: 'a.txt', content: 'x' });

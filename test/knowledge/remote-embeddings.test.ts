@@ -52,6 +52,13 @@ describe('hosted embeddings', () => {
     const old = await k.search({ knowledgeBaseIds: [local.id], query: 'brewing tea', topK: 1 });
     expect(old.status, old.text).toBe(200);
     expect(old.body.data.results[0].documentName).toBe('tea.md');
+    // The provider down: the search answers 503 with Retry-After, not a 500.
+    fake.fail = true;
+    const down = await k.search({ knowledgeBaseIds: [remote.id], query: 'bicycle', topK: 1 });
+    fake.fail = false;
+    expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toBe('2');
+    expect(down.body.error).toContain('upstream is down');
     const mixed = await k.search({ knowledgeBaseIds: [local.id, remote.id], query: 'drinks' });
     expect(mixed.status).toBe(400);
     expect(mixed.body.error).toContain('different embedding models');
