@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chunkDocument } from '../src/knowledge/chunker.js';
 import { LocalEmbedder } from '../src/knowledge/local-embedder.js';
 import { parseDocument } from '../src/knowledge/parse.js';
+import { textToEmbed } from '../src/knowledge/ranking.js';
 import { completeDocument, type IngestedChunk } from '../src/knowledge/store.js';
 import { DEFAULT_CHUNKING } from '../src/knowledge/wire-format.js';
 import { newId } from '../src/ids.js';
@@ -22,8 +23,9 @@ import { runIfMain } from './support.js';
  *
  * Where the time goes, measured apart in this process after the run, on the same input:
  *  - parse + chunk: `parseDocument` and `chunkDocument` over every document;
- *  - embed: a fresh `LocalEmbedder` over the stored chunk texts, batches of 32 one after another (what an
- *    ingest does), after a first call that loads the model (reported on its own).
+ *  - embed: a fresh `LocalEmbedder` over the stored chunks' texts as the ingest embeds them (`textToEmbed`:
+ *    heading path and content), batches of 32 one after another (what an ingest does), after a first call
+ *    that loads the model (reported on its own);
  *  - write: the stored chunks (texts and vectors read back) written again, document by document, by
  *    `store.completeDocument` (the ingest's own write, HNSW index maintained) into a second base.
  * The rest of the end-to-end time is HTTP, the queue, and contention: the server's embedding worker and
@@ -217,7 +219,8 @@ export async function run(): Promise<Record<string, unknown>> {
          FROM knowledge_chunks WHERE knowledge_base_id = $1 ORDER BY document_id, chunk_index`,
       [baseId],
     );
-    const texts = stored.map((r) => r.content);
+    // What the ingest embeds: the content led by its heading path (`textToEmbed`), not the bare content.
+    const texts = stored.map((r) => textToEmbed({ content: r.content, metadata: r.metadata }));
     const embedder = new LocalEmbedder();
     let embedLoadMs: number;
     let embedMs: number;
@@ -259,7 +262,8 @@ export async function run(): Promise<Record<string, unknown>> {
     }
     log(`writes alone: ${stored.length} chunks in ${Math.round(writeMs)} ms`);
 
-    const meanChars = texts.reduce((n, s) => n + s.length, 0) / texts.length;
+    const meanChars = stored.reduce((n, r) => n + r.content.length, 0) / stored.length;
+    const meanEmbedChars = texts.reduce((n, x) => n + x.length, 0) / texts.length;
     return {
       corpusMB: round(corpusBytes / MB, 3),
       corpusBytes,
@@ -267,6 +271,7 @@ export async function run(): Promise<Record<string, unknown>> {
       chunks,
       tokens,
       meanChunkChars: Math.round(meanChars),
+      meanEmbeddedChars: Math.round(meanEmbedChars),
       chunking: DEFAULT_CHUNKING,
       workerConcurrency: t.config.workerConcurrency,
       uploadMs: Math.round(uploadMs),
