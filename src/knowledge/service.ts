@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
@@ -77,6 +78,8 @@ export class KnowledgeService {
 
   constructor(private readonly deps: KnowledgeDeps) {
     this.db = deps.db;
+    // Every ingest in flight (up to the worker concurrency) listens on this one signal.
+    setMaxListeners(0, this.shutdown.signal);
     this.efSearch = deps.options.efSearch ?? 100;
   }
 
