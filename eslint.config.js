@@ -3,6 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 // Area folders under src/ (each owns its routes, service and SQL). Shared infrastructure folders are not areas.
 const shared = new Set(['http', 'db', 'engine', 'queue', 'sandbox', 'net', 'cli']);
@@ -20,7 +21,7 @@ const areaZones = folders.flatMap((folder) => areas.filter((area) => area !== fo
 })));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.weft/**', '.test-cache/**', 'coverage/**', 'web/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.weft/**', '.test-cache/**', 'coverage/**', 'web/dist/**', 'web/node_modules/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -54,5 +55,15 @@ export default tseslint.config(
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
+  },
+  {
+    // The dashboard (browser code): the rules of hooks, and no Node built-ins.
+    files: ['web/src/**/*.{ts,tsx}'],
+    ...reactHooks.configs.flat.recommended,
+    languageOptions: { globals: { window: 'readonly', document: 'readonly', navigator: 'readonly', localStorage: 'readonly', fetch: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', FormData: 'readonly' } },
+    rules: {
+      ...reactHooks.configs.flat.recommended.rules,
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^node:', message: 'web/src runs in the browser.' }] }],
+    },
   },
 );

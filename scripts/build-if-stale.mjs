@@ -5,13 +5,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const stamp = 'dist/.build-stamp';
-const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+// web/ holds the dashboard's sources (its dist/ is output, skipped below)
+const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'web'];
+const skip = new Set(['web/dist', 'web/node_modules']);
 
 function newest(p) {
   const st = fs.statSync(p);
   if (!st.isDirectory()) return st.mtimeMs;
   let latest = st.mtimeMs;
-  for (const entry of fs.readdirSync(p)) latest = Math.max(latest, newest(path.join(p, entry)));
+  for (const entry of fs.readdirSync(p)) {
+    const child = path.join(p, entry);
+    if (!skip.has(child)) latest = Math.max(latest, newest(child));
+  }
   return latest;
 }
 

@@ -1,0 +1,94 @@
+// The dashboard's one way to call the server: the public HTTP API with the session cookie. Non-GET
+// requests carry the session's CSRF token; a 401 hands the user to the sign-in page.
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  constructor(status: number, message: string, body: unknown) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export interface ApiFetchOptions {
+  method?: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Extra request headers (e.g. X-Execution-Mode). */
+  headers?: Record<string, string>;
+  /** Do not send the user to /sign-in on a 401 (the sign-in and session probes themselves). */
+  allowUnauthorized?: boolean;
+  signal?: AbortSignal;
+}
+
+let csrfToken: string | undefined;
+let onUnauthorized: () => void = () => {
+  const next = window.location.pathname + window.location.search;
+  if (window.location.pathname !== '/sign-in') window.location.assign(`/sign-in?next=${encodeURIComponent(next)}`);
+};
+
+/** Set by the session provider whenever the session (and so its CSRF token) changes. */
+export function setCsrfToken(token: string | undefined): void {
+  csrfToken = token;
+}
+
+/** The session provider replaces the full-page redirect with a router navigation. */
+export function setUnauthorizedHandler(handler: () => void): void {
+  onUnauthorized = handler;
+}
+
+export function buildUrl(path: string, query?: ApiFetchOptions['query']): string {
+  if (!query) return path;
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `${path}${path.includes('?') ? '&' : '?'}${qs}` : path;
+}
+
+/** The error text a server body carries: `{error: "..."}`, `{error: {message}}` (AI/v2 envelopes), or the status. */
+export function errorMessage(body: unknown, status: number): string {
+  if (body && typeof body === 'object' && 'error' in body) {
+    const e = (body as { error: unknown }).error;
+    if (typeof e === 'string') return e;
+    if (e && typeof e === 'object' && 'message' in e && typeof (e as { message: unknown }).message === 'string') {
+      return (e as { message: string }).message;
+    }
+  }
+  if (typeof body === 'string' && body.trim()) return body.slice(0, 300);
+  return `Request failed (${status})`;
+}
+
+export async function apiFetch<T>(path: string, opts: ApiFetchOptions = {}): Promise<T> {
+  const method = (opts.method ?? 'GET').toUpperCase();
+  const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+  let body: BodyInit | undefined;
+  if (opts.body instanceof FormData) body = opts.body;
+  else if (opts.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.body);
+  }
+  if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  const res = await fetch(buildUrl(path, opts.query), { method, headers, body, credentials: 'same-origin', signal: opts.signal });
+  const text = res.status === 204 ? '' : await res.text();
+  let parsed: unknown = undefined;
+  if (text) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+  }
+  if (!res.ok) {
+    if (res.status === 401 && !opts.allowUnauthorized) onUnauthorized();
+    throw new ApiError(res.status, errorMessage(parsed, res.status), parsed);
+  }
+  return parsed as T;
+}
+
+/** `{success: true, data}` envelopes of /api/v1 unwrapped. */
+export async function apiData<T>(path: string, opts?: ApiFetchOptions): Promise<T> {
+  const r = await apiFetch<{ data: T }>(path, opts);
+  return r.data;
+}

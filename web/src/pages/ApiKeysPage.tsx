@@ -1,0 +1,1 @@
+export default function ApiKeysPage() { return <h1>ApiKeys</h1>; }

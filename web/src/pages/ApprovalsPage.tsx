@@ -1,0 +1,1 @@
+export default function ApprovalsPage() { return <h1>Approvals</h1>; }

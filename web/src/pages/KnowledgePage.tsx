@@ -1,0 +1,1 @@
+export default function KnowledgePage() { return <h1>Knowledge</h1>; }

@@ -1,0 +1,1 @@
+export default function RunDetailPage() { return <h1>RunDetail</h1>; }

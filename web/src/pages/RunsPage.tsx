@@ -1,0 +1,1 @@
+export default function RunsPage() { return <h1>Runs</h1>; }

@@ -1,0 +1,1 @@
+export default function SignInPage() { return <h1>SignIn</h1>; }

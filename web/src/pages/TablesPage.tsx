@@ -1,0 +1,1 @@
+export default function TablesPage() { return <h1>Tables</h1>; }

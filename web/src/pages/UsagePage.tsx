@@ -1,0 +1,1 @@
+export default function UsagePage() { return <h1>Usage</h1>; }

@@ -1,0 +1,1 @@
+export default function WorkflowEditorPage() { return <h1>WorkflowEditor</h1>; }

@@ -1,0 +1,1 @@
+export default function WorkflowsPage() { return <h1>Workflows</h1>; }
