@@ -1,0 +1,84 @@
+// A run's blocks as a waterfall: one row per block execution on the run's time axis. Each row is a
+// button that opens the block's input, output, error, logs and timing right below it.
+import { useId, useState } from 'react';
+import { StatusBadge, formatDate, formatDuration } from '../../ui';
+import type { TraceEntry } from './api';
+import { prettyValue } from './format';
+import { layoutWaterfall, type WaterfallBar } from './waterfall';
+
+function BlockDetail({ bar, id }: { bar: WaterfallBar; id: string }) {
+  const e = bar.entry;
+  return (
+    <div className="wf-detail" id={id} role="region" aria-label={`Details of ${e.name}`}>
+      <dl className="run-summary">
+        <div><dt>Block</dt><dd>{e.name} <span className="muted">({e.type}, id {e.blockId})</span></dd></div>
+        <div><dt>Status</dt><dd><StatusBadge status={e.status === 'success' ? 'completed' : e.status} label={e.status} /></dd></div>
+        <div><dt>Started</dt><dd>{formatDate(e.startedAt)} <span className="muted">(+{formatDuration(bar.offsetMs)})</span></dd></div>
+        <div><dt>Duration</dt><dd>{formatDuration(e.durationMs)}</dd></div>
+        {bar.scope ? <div><dt>Iteration</dt><dd className="mono">{bar.scope}</dd></div> : null}
+        {e.attempts && e.attempts > 1 ? <div><dt>Attempts</dt><dd>{e.attempts}</dd></div> : null}
+      </dl>
+      {e.error ? <div><h3>Error</h3><pre className="wf-detail__error">{e.error}</pre></div> : null}
+      <div className="grid-2">
+        <div><h3>Input</h3>{e.input === undefined ? <p className="muted">No input recorded.</p> : <pre>{prettyValue(e.input)}</pre>}</div>
+        <div><h3>Output</h3>{e.output === undefined ? <p className="muted">No output recorded.</p> : <pre>{prettyValue(e.output)}</pre>}</div>
+      </div>
+      {e.logs && e.logs.length > 0 ? <div><h3>Console</h3><pre>{e.logs.map((l) => prettyValue(l)).join('\n')}</pre></div> : null}
+    </div>
+  );
+}
+
+export function Waterfall({ trace, runStart, runEndMs, nowMs }: { trace: TraceEntry[]; runStart: string; runEndMs: number | null; nowMs?: number }) {
+  const [open, setOpen] = useState<string | null>(null);
+  const base = useId();
+  const layout = layoutWaterfall(trace, runStart, runEndMs, nowMs);
+  const gridPct = layout.ticks.length > 1 ? ((layout.ticks[1] as number) / layout.totalMs) * 100 : 100;
+  return (
+    <div className="wf" style={{ ['--wf-grid' as string]: `${gridPct}%` }}>
+      <div className="wf-axis" aria-hidden="true">
+        <span />
+        <div className="wf-axis__ticks">
+          {layout.ticks.map((t) => (
+            <span key={t} className="wf-axis__tick" style={{ left: `${(t / layout.totalMs) * 100}%` }}>{formatDuration(t)}</span>
+          ))}
+        </div>
+      </div>
+      <ol className="wf-list" aria-label="Blocks in the order they started">
+        {layout.bars.map((bar) => {
+          const e = bar.entry;
+          const expanded = open === e.key;
+          const detailId = `${base}-${e.key}`;
+          const tone = e.status === 'error' ? ' wf-bar--error' : e.status === 'paused' ? ' wf-bar--paused' : e.status === 'replayed' ? ' wf-bar--replayed' : '';
+          const timeLeft = bar.leftPct + bar.widthPct;
+          return (
+            <li key={e.key}>
+              <button
+                type="button"
+                className="wf-row"
+                aria-expanded={expanded}
+                aria-controls={expanded ? detailId : undefined}
+                onClick={() => setOpen(expanded ? null : e.key)}
+              >
+                <span className="wf-row__label">
+                  <span className="wf-row__name">{e.name}</span>
+                  <span className="wf-row__meta">{e.type}{bar.scope ? ` · ${bar.scope}` : ''} · {e.status}</span>
+                </span>
+                <span className="wf-row__track">
+                  <span className={`wf-bar${tone}`} style={{ left: `${bar.leftPct}%`, width: `${bar.widthPct}%` }} />
+                  <span className="wf-bar__time" style={timeLeft > 82 ? { right: `${100 - bar.leftPct}%`, marginRight: '0.35rem' } : { left: `${timeLeft}%` }}>
+                    {formatDuration(e.durationMs)}
+                  </span>
+                </span>
+              </button>
+              {expanded ? <BlockDetail bar={bar} id={detailId} /> : null}
+            </li>
+          );
+        })}
+      </ol>
+      <div className="wf-legend" aria-hidden="true">
+        <span>succeeded</span><span className="wf-legend--error">failed</span>
+        <span className="wf-legend--paused">paused</span><span className="wf-legend--replayed">replayed from a checkpoint</span>
+      </div>
+    </div>
+  );
+}

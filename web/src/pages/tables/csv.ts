@@ -1,0 +1,78 @@
+// CSV import and export of table rows, done in the browser: the Tables API has no CSV route.
+// Parsing uses csv-parse (already the server's CSV parser), loaded only when someone imports a file.
+import type { Column, TableRow } from './api';
+
+/** One CSV field: quoted when it holds a comma, quote, CR or LF, or starts/ends with a space (RFC 4180). */
+function field(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  // A leading =, +, - or @ makes spreadsheets run the cell as a formula: prefix a quote so it stays text.
+  const safe = /^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text) ? `'${text}` : text;
+  return /[",\r\n]|^\s|\s$/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+/** Rows as CSV text: a header of the column names, then one line per row (CRLF, as RFC 4180 says). */
+export function rowsToCsv(columns: Column[], rows: TableRow[]): string {
+  const lines = [columns.map((c) => field(c.name)).join(',')];
+  for (const r of rows) lines.push(columns.map((c) => field(r.data[c.name])).join(','));
+  return `${lines.join('\r\n')}\r\n`;
+}
+
+export interface CsvImport {
+  /** Rows ready for the insert API, keyed by column name. */
+  rows: Record<string, unknown>[];
+  /** CSV headers that match no column: their values are left out. */
+  ignoredHeaders: string[];
+  /** Problems found while converting, by 1-based CSV line (the header is line 1). */
+  errors: string[];
+}
+
+/** A cell converted to its column's type; an empty cell is null (the column's "no value"). */
+function convert(col: Column, raw: string): { value?: unknown; error?: string } {
+  const text = raw.trim();
+  if (text === '') return { value: null };
+  switch (col.type) {
+    case 'number': {
+      const n = Number(text);
+      return Number.isFinite(n) ? { value: n } : { error: `"${text}" is not a number` };
+    }
+    case 'boolean': {
+      const t = text.toLowerCase();
+      if (['true', '1', 'yes'].includes(t)) return { value: true };
+      if (['false', '0', 'no'].includes(t)) return { value: false };
+      return { error: `"${text}" is not true or false` };
+    }
+    case 'json':
+      try {
+        return { value: JSON.parse(text) as unknown };
+      } catch {
+        return { error: `"${text.slice(0, 40)}" is not JSON` };
+      }
+    default:
+      // Undo the export's formula guard, so an exported file imports back unchanged.
+      return { value: /^'[=+\-@\t\r]/.test(raw) ? raw.slice(1) : raw };
+  }
+}
+
+/** Parses CSV text whose first line names the columns, and converts each cell to its column's type. */
+export async function csvToRows(text: string, columns: Column[]): Promise<CsvImport> {
+  const { parse } = await import('csv-parse/browser/esm/sync');
+  const records = parse(text, { bom: true, skip_empty_lines: true, relax_column_count: true }) as string[][];
+  const [header, ...body] = records;
+  if (!header) return { rows: [], ignoredHeaders: [], errors: ['The file is empty'] };
+  const byName = new Map(columns.map((c) => [c.name, c]));
+  const ignoredHeaders = header.filter((h) => !byName.has(h.trim()));
+  const errors: string[] = [];
+  const rows = body.map((record, i) => {
+    const row: Record<string, unknown> = {};
+    header.forEach((h, j) => {
+      const col = byName.get(h.trim());
+      if (!col || record[j] === undefined) return;
+      const { value, error } = convert(col, record[j] as string);
+      if (error) errors.push(`Line ${i + 2}, column ${col.name}: ${error}`);
+      else if (value !== null) row[col.name] = value;
+    });
+    return row;
+  });
+  return { rows, ignoredHeaders, errors };
+}
