@@ -1,0 +1,128 @@
+// One table cell with inline editing. Text-like cells show their value as a button; activating it
+// swaps in an editor (Enter or leaving the field saves, Escape cancels). Booleans are a checkbox and
+// select columns a menu, both saved on change. The server validates every value (a 400 names the problem).
+import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import type { Column } from './api';
+
+/** A cell value as text in the grid and in its editor. */
+export function cellText(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+/** Editor text to the value sent to the API: empty clears the cell (null). */
+export function parseCell(col: Column, text: string): { value: unknown } | { error: string } {
+  const t = text.trim();
+  if (t === '') return { value: null };
+  if (col.type === 'number') {
+    const n = Number(t);
+    return Number.isFinite(n) ? { value: n } : { error: `${col.name}: "${t}" is not a number` };
+  }
+  if (col.type === 'json') {
+    try {
+      return { value: JSON.parse(t) as unknown };
+    } catch {
+      return { error: `${col.name}: not valid JSON` };
+    }
+  }
+  return { value: col.type === 'string' ? text : t };
+}
+
+export function Cell({ col, value, rowLabel, onSave, disabled }: {
+  col: Column; value: unknown; rowLabel: string; onSave(value: unknown): Promise<void>; disabled?: boolean;
+}) {
+  const [editing, setEditing] = useState(false);
+  const [text, setText] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const inputRef = useRef<HTMLInputElement>(null);
+  const buttonRef = useRef<HTMLButtonElement>(null);
+  const label = `${col.name}, ${rowLabel}`;
+
+  useEffect(() => {
+    if (editing) inputRef.current?.select();
+  }, [editing]);
+
+  const save = async (next: unknown) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await onSave(next);
+      return true;
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (col.type === 'boolean') {
+    return (
+      <label className="tables-cell-bool">
+        <input type="checkbox" checked={value === true} disabled={busy || disabled} aria-label={label} aria-invalid={error ? true : undefined}
+          onChange={(e) => void save(e.target.checked)} />
+        {error ? <span className="tables-cell-error" role="alert">{error}</span> : null}
+      </label>
+    );
+  }
+  if (col.type === 'select') {
+    return (
+      <>
+        <select className="input input-compact tables-cell-select" value={cellText(value)} disabled={busy || disabled} aria-label={label}
+          onChange={(e) => void save(e.target.value === '' ? null : e.target.value)}>
+          <option value="">—</option>
+          {(col.options ?? []).map((o) => <option key={o} value={o}>{o}</option>)}
+        </select>
+        {error ? <span className="tables-cell-error" role="alert">{error}</span> : null}
+      </>
+    );
+  }
+
+  const finish = async () => {
+    if (!editing || busy) return;
+    if (text === cellText(value)) {
+      setEditing(false);
+      return;
+    }
+    const parsed = parseCell(col, text);
+    if ('error' in parsed) {
+      setError(parsed.error);
+      return;
+    }
+    if (await save(parsed.value)) {
+      setEditing(false);
+      buttonRef.current?.focus();
+    }
+  };
+  const onKey = (e: KeyboardEvent<HTMLInputElement>) => {
+    if (e.key === 'Enter') {
+      e.preventDefault();
+      void finish();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      setEditing(false);
+      setError(null);
+    }
+  };
+
+  if (editing) {
+    return (
+      <span className="tables-cell-edit">
+        <input ref={inputRef} className="input tables-cell-input" value={text} disabled={busy} aria-label={`Edit ${label}`}
+          aria-invalid={error ? true : undefined} autoFocus
+          placeholder={col.type === 'date' ? 'YYYY-MM-DD' : col.type === 'json' ? 'JSON' : ''}
+          onChange={(e) => setText(e.target.value)} onKeyDown={onKey} onBlur={() => void finish()} />
+        {error ? <span className="tables-cell-error" role="alert">{error}</span> : null}
+      </span>
+    );
+  }
+  const shown = cellText(value);
+  return (
+    <button ref={buttonRef} type="button" className={`tables-cell${col.type === 'number' ? ' tables-cell--num' : ''}`} disabled={disabled}
+      aria-label={`${label}: ${shown || 'empty'}. Edit`}
+      onClick={() => { setText(shown); setError(null); setEditing(true); }}>
+      {shown === '' ? <span className="muted" aria-hidden="true">—</span> : shown}
+    </button>
+  );
+}
