@@ -1,13 +1,17 @@
-// `npm run bench -- <scenario>`: runs bench/<scenario>.ts and prints its figures as one JSON line.
+// `npm run bench -- <scenario> [options]`: runs bench/<scenario>.ts and prints its figures as one JSON line.
+// Arguments after the scenario name are passed to its run(); a scenario that exports `standalone = true`
+// starts its own servers and skips the test database templates.
 const scenario = process.argv[2];
 if (!scenario || !/^[a-z0-9-]+$/.test(scenario)) {
-  process.stderr.write('usage: npm run bench -- <scenario>   (a file name in bench/, without .ts)\n');
+  process.stderr.write('usage: npm run bench -- <scenario> [options]   (a file name in bench/, without .ts)\n');
   process.exit(2);
 }
 process.env.WEFT_TEST_DB ??= 'pglite';
-const { ensureTemplates } = await import('../test/support/global-setup.js');
-await ensureTemplates();
-const mod = (await import(`./${scenario}.ts`)) as { run: () => Promise<Record<string, unknown>> };
-const figures = await mod.run();
+const mod = (await import(`./${scenario}.ts`)) as { run: (argv: string[]) => Promise<Record<string, unknown>>; standalone?: boolean };
+if (!mod.standalone) {
+  const { ensureTemplates } = await import('../test/support/global-setup.js');
+  await ensureTemplates();
+}
+const figures = await mod.run(process.argv.slice(3));
 process.stdout.write(JSON.stringify({ scenario, date: new Date().toISOString(), ...figures }) + '\n');
 process.exit(0);

@@ -1,0 +1,116 @@
+// The figures of `bench/compare.ts` as rows, each with issue 17's target where the issue states one,
+// and the readable table printed on stderr.
+import type { LoadResult } from './support.js';
+import type { AsyncFigures, Weft } from './compare-weft.js';
+
+export interface RoundFigures {
+  helloRps: number;
+  sync: LoadResult;
+  direct: LoadResult;
+  gateway: LoadResult;
+  peer?: LoadResult;
+  /** One connection: ms per request (1000 / req/s), the client's own time included alike on every path. */
+  singleFlightMs: { direct: number; gateway: number; peer?: number };
+  async: AsyncFigures;
+}
+
+export interface VariantFigures {
+  variant: Weft['variant'];
+  queue: Weft['queue'];
+  processes: string;
+  rounds: RoundFigures[];
+  warmupAsync: AsyncFigures;
+  rssIdleMb?: number;
+  rssAfterLoadMb?: number;
+  rssPeakMb?: number;
+  workersRssAfterLoadMb?: (number | undefined)[];
+  rssIdleAfterRestartMb?: number;
+  firstStartMs: number;
+  restartMs: number;
+  /** Load measurements that saw transport errors or non-2xx answers: their figures are not valid. */
+  problems: string[];
+}
+
+export interface Row {
+  variant: string;
+  figure: string;
+  /** One value per round (or a single value for once-per-run figures such as RSS and start-up). */
+  values: number[];
+  target?: string;
+  /** Met when every value passes and no load measurement of the variant saw errors; undefined without a target. */
+  met?: boolean;
+}
+
+type Pass = (v: number) => boolean;
+
+export function targetRows(v: VariantFigures, peerName = 'peer'): Row[] {
+  const rows: Row[] = [];
+  const embedded = v.variant === 'embedded';
+  // Errors while warming up are listed but do not void the measured figures.
+  const clean = v.problems.every((p) => p.startsWith('warm-up'));
+  const add = (figure: string, values: (number | undefined)[], target?: string, pass?: Pass) => {
+    const xs = values.filter((x): x is number => x !== undefined && Number.isFinite(x));
+    if (xs.length === 0) return;
+    rows.push({
+      variant: v.variant, figure, values: xs,
+      ...(target && pass ? { target, met: clean && xs.length === values.length && xs.every(pass) } : {}),
+    });
+  };
+  const r = v.rounds;
+  const ratio = (a: number, b: number) => +(a / Math.max(1, b)).toFixed(4);
+  add('hello-world req/s', r.map((x) => x.helloRps));
+  add('sync execute req/s', r.map((x) => x.sync.rps));
+  add('sync execute p50 ms', r.map((x) => x.sync.p50));
+  add('sync execute p99 ms', r.map((x) => x.sync.p99), embedded ? '< 20' : undefined, (x) => x < 20);
+  add('sync execute / hello-world', r.map((x) => ratio(x.sync.rps, x.helloRps)), embedded ? '>= 1/15 (0.0667)' : undefined, (x) => x >= 1 / 15);
+  add('upstream direct req/s', r.map((x) => x.direct.rps));
+  add('gateway req/s', r.map((x) => x.gateway.rps));
+  add('gateway p99 ms', r.map((x) => x.gateway.p99));
+  add('gateway / direct', r.map((x) => ratio(x.gateway.rps, x.direct.rps)), embedded ? '>= 0.20' : undefined, (x) => x >= 0.2);
+  add('single flight direct ms/req', r.map((x) => x.singleFlightMs.direct));
+  add('single flight gateway ms/req', r.map((x) => x.singleFlightMs.gateway));
+  add('single flight gateway added ms', r.map((x) => +(x.singleFlightMs.gateway - x.singleFlightMs.direct).toFixed(3)),
+    embedded ? '<= 1' : undefined, (x) => x <= 1);
+  if (r.some((x) => x.peer)) {
+    add(`${peerName} req/s`, r.map((x) => x.peer?.rps));
+    add(`${peerName} / direct`, r.map((x) => (x.peer ? ratio(x.peer.rps, x.direct.rps) : undefined)));
+    add(`single flight ${peerName} added ms`, r.map((x) => (x.singleFlightMs.peer === undefined ? undefined : +(x.singleFlightMs.peer - x.singleFlightMs.direct).toFixed(3))));
+    add(`gateway / ${peerName} req/s`, r.map((x) => (x.peer ? +(x.gateway.rps / Math.max(1, x.peer.rps)).toFixed(2) : undefined)), '>= 5', (x) => x >= 5);
+  }
+  const asyncTarget = embedded ? 1000 : v.queue === 'bullmq' ? 3000 : undefined;
+  add('async runs/s (enqueue to last end)', r.map((x) => x.async.runsPerSecond), asyncTarget ? `>= ${asyncTarget}` : undefined, (x) => x >= (asyncTarget ?? 0));
+  add('async enqueue/s', r.map((x) => x.async.enqueuePerSecond));
+  add('async runs failed', r.map((x) => x.async.failed), '0', (x) => x === 0);
+  add('async queue wait p50 ms', r.map((x) => x.async.queueWaitP50Ms), '<= 5', (x) => x <= 5);
+  add('async queue wait p99 ms', r.map((x) => x.async.queueWaitP99Ms));
+  r.forEach((x, i) => {
+    if (x.async.perWorker) add(`async runs per worker, round ${i + 1}`, x.async.perWorker);
+  });
+  const api = embedded ? 'weft serve' : 'weft api';
+  add(`RSS MB, ${api}, idle after start`, [v.rssIdleMb], embedded ? '<= 200' : undefined, (x) => x <= 200);
+  add(`RSS MB, ${api}, after the load`, [v.rssAfterLoadMb], embedded ? '<= 300' : undefined, (x) => x <= 300);
+  add(`RSS MB, ${api}, peak`, [v.rssPeakMb]);
+  if (v.workersRssAfterLoadMb) add('RSS MB, workers, after the load', v.workersRssAfterLoadMb);
+  add(`RSS MB, ${api}, idle after restart`, [v.rssIdleAfterRestartMb], embedded ? '<= 200' : undefined, (x) => x <= 200);
+  add(`start to /readyz ms, first start`, [v.firstStartMs]);
+  add(`start to /readyz ms, restart`, [v.restartMs], embedded ? '< 3000' : undefined, (x) => x < 3000);
+  return rows;
+}
+
+const fmt = (x: number) => (Number.isInteger(x) ? x.toLocaleString('en-US') : Math.abs(x) >= 100 ? Math.round(x).toLocaleString('en-US') : String(+x.toPrecision(3)));
+
+export function table(rows: Row[], meta: { machine: string; seconds: number; rounds: number; logLevel: string; peer?: string; problems: string[] }): string {
+  const cells = rows.map((r) => [r.variant, r.figure, r.values.map(fmt).join(' / '), r.target ?? '', r.met === undefined ? '' : r.met ? 'met' : 'NOT MET']);
+  const head = ['variant', 'figure', meta.rounds > 1 ? 'rounds' : 'value', 'target', ''];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((s, i) => (i === 2 ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
+  const out = [
+    '',
+    `compare: ${meta.machine}; 10 connections, ${meta.seconds} s per path, ${meta.rounds} round(s), Weft LOG_LEVEL ${meta.logLevel}${meta.peer ? `; peer ${meta.peer}` : ''}`,
+    line(head),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...cells.map(line),
+    ...(meta.problems.length ? ['', 'Errors under load (the targets of that variant are judged not met):', ...meta.problems.map((p) => `  ${p}`)] : []),
+  ];
+  return out.join('\n') + '\n';
+}

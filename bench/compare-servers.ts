@@ -1,0 +1,58 @@
+// The two small servers `bench/compare.ts` runs beside Weft, each in a process of its own so that
+// neither shares an event loop with the load generator or with the server under test:
+//
+//   node --import tsx bench/compare-servers.ts hello      a bare Fastify GET / -> {"hello":"world"}
+//   node --import tsx bench/compare-servers.ts upstream   an OpenAI-wire chat-completions server that answers at once
+//
+// Each listens on a free loopback port, prints {"port":N} on stdout once it listens, and exits when its
+// stdin closes (so it never outlives the bench process, even one killed with SIGKILL) or on SIGTERM/SIGINT.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+
+// A fixed small completion with usage, the shape OpenAI answers a non-streaming request with.
+const completion = JSON.stringify({
+  id: 'chatcmpl-compare', object: 'chat.completion', created: 1700000000, model: 'gpt-4o-mini',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello! How can I help you today?', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 },
+});
+const models = JSON.stringify({ object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1700000000, owned_by: 'openai' }] });
+
+async function hello(): Promise<number> {
+  const app = Fastify({ logger: false });
+  app.get('/', async () => ({ hello: 'world' }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as AddressInfo).port;
+}
+
+async function upstream(): Promise<number> {
+  const server = http.createServer((req, res) => {
+    // The body is read to its end (a real server would parse it) but not looked at: every POST is a chat completion.
+    req.resume();
+    req.on('end', () => {
+      if (req.method === 'GET' && req.url?.endsWith('/models')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(models) }).end(models);
+      } else if (req.method === 'POST') {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) }).end(completion);
+      } else {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+      }
+    });
+  });
+  // Clients keep their sockets for the whole run.
+  server.keepAliveTimeout = 120_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const kind = process.argv[2];
+if (kind !== 'hello' && kind !== 'upstream') {
+  process.stderr.write('usage: compare-servers.ts hello|upstream\n');
+  process.exit(2);
+}
+const port = kind === 'hello' ? await hello() : await upstream();
+process.stdout.write(JSON.stringify({ port }) + '\n');
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('error', () => process.exit(0));
+process.stdin.resume();
+for (const s of ['SIGTERM', 'SIGINT'] as const) process.on(s, () => process.exit(0));
