@@ -6,8 +6,9 @@ import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-quer
 import { roleAllows, useSession } from '../session';
 import { Button, EmptyState, ErrorBanner, Loading, PageHeader, formatDate, formatRelative } from '../ui';
 import { AnswerOutcome, ApprovalForm } from './approvals/ApprovalForm';
-import { listApprovals, type Approval, type PausePoint, type ResumeAnswer } from './approvals/api';
+import { listApprovals, runInput, type Approval, type PausePoint, type ResumeAnswer } from './approvals/api';
 import { workflowNames } from './runs/api';
+import { prettyValue } from './runs/format';
 import './approvals/approvals.css';
 
 function scopeText(p: PausePoint): string | null {
@@ -19,12 +20,33 @@ function scopeText(p: PausePoint): string | null {
 type Answers = Record<string, ResumeAnswer>;
 const answerKey = (executionId: string, contextId: string) => `${executionId}\u0000${contextId}`;
 
+/** When an unanswered pause times out, and what happens then. */
+function deadline(p: PausePoint): string | null {
+  const secs = p.response?.timeoutSeconds;
+  if (!secs) return null;
+  const at = new Date(Date.parse(p.registeredAt) + secs * 1000).toISOString();
+  return `without an answer it ${p.response?.onTimeout === 'approve' ? 'continues as approved' : 'fails'} at ${formatDate(at)}`;
+}
+
+function InputSummary({ input }: { input: Record<string, unknown> }) {
+  const entries = Object.entries(input);
+  if (entries.length === 0) return null;
+  return (
+    <dl className="approval__input" aria-label="Run input">
+      {entries.map(([k, v]) => (
+        <div key={k}><dt>{k}</dt><dd>{typeof v === 'string' ? v : <code>{prettyValue(v)}</code>}</dd></div>
+      ))}
+    </dl>
+  );
+}
+
 function ApprovalCard({ item, workflowName, answers, onAnswered }: {
   item: Approval; workflowName: string; answers: Answers; onAnswered(contextId: string, answer: ResumeAnswer): void;
 }) {
   const { log, paused } = item;
   const points = paused.pausePoints;
   const waiting = points.filter((p) => p.resumeStatus === 'paused');
+  const input = runInput(paused);
   return (
     <article className="card approval" id={log.executionId} aria-labelledby={`h-${log.executionId}`}>
       <header className="approval__head">
@@ -35,6 +57,7 @@ function ApprovalCard({ item, workflowName, answers, onAnswered }: {
           {' · '}{log.trigger}
         </p>
       </header>
+      {input ? <InputSummary input={input} /> : null}
       {waiting.length === 0 && !points.some((p) => answers[answerKey(log.executionId, p.contextId)]) ? <p className="muted">Every approval of this run has been answered; it is continuing.</p> : null}
       {points.map((p) => {
         const scope = scopeText(p);
@@ -43,8 +66,7 @@ function ApprovalCard({ item, workflowName, answers, onAnswered }: {
           <section key={p.contextId} className="approval__point" aria-label={`Approval ${p.blockId}`}>
             <h3>{p.response?.message || `Block ${p.blockId} is waiting for an answer`}</h3>
             <p className="muted small">
-              Block <code>{p.blockId}</code>{scope ? ` · ${scope}` : ''}
-              {p.response?.timeoutSeconds ? ` · without an answer it will ${p.response.onTimeout === 'approve' ? 'continue' : 'fail'} after ${p.response.timeoutSeconds} s` : ''}
+              Block <code>{p.blockId}</code>{scope ? ` · ${scope}` : ''}{deadline(p) ? ` · ${deadline(p)}` : ''}
             </p>
             {answer ? <AnswerOutcome answer={answer} executionId={log.executionId} />
               : p.resumeStatus === 'paused'

@@ -2,19 +2,21 @@
 // credit balance with its ledger, all of the caller's billed account.
 import { useState } from 'react';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useSession } from '../session';
 import { Button, ErrorBanner, Loading, PageHeader, Table, formatDate } from '../ui';
 import { formatBytes, formatUsd } from './runs/format';
 import { CostChart } from './usage/CostChart';
 import { credits, dailyCost, ledger, usageLimits, type Bucket, type LedgerEntry } from './usage/api';
 import './usage/usage.css';
 
-function Meter({ label, value, max, text }: { label: string; value: number; max: number; text: string }) {
+/** A meter; `goodWhenHigh` for what is better full (tokens left), else fuller is worse (money, storage spent). */
+function Meter({ label, value, max, text, goodWhenHigh }: { label: string; value: number; max: number; text: string; goodWhenHigh?: boolean }) {
   const pct = max > 0 ? Math.min(100, (value / max) * 100) : 0;
+  const top = max || 1;
+  const zones = goodWhenHigh ? { low: top * 0.2, optimum: top } : { high: top * 0.8, optimum: 0 };
   return (
     <div className="usage-meter">
       <div className="usage-meter__label"><span>{label}</span><span>{text}</span></div>
-      <meter min={0} max={max || 1} value={Math.min(value, max || 1)} high={(max || 1) * 0.8} optimum={0} aria-label={`${label}: ${text}`} />
+      <meter min={0} max={top} value={Math.min(value, top)} {...zones} aria-label={`${label}: ${text}`} />
       <span className="sr-only">{pct.toFixed(0)} percent</span>
     </div>
   );
@@ -24,19 +26,18 @@ function BucketCard({ name, b }: { name: string; b: Bucket }) {
   return (
     <div className="usage-bucket">
       <h3>{name}</h3>
-      <Meter label="Remaining now" value={b.remaining} max={b.limit} text={`${b.remaining} of ${b.limit}`} />
+      <Meter label="Remaining now" value={b.remaining} max={b.limit} text={`${b.remaining} of ${b.limit}`} goodWhenHigh />
       <p className="muted small">{b.requestsPerMinute} runs a minute, bursts up to {b.maxBurst}. {b.isLimited ? 'Limited now; ' : ''}Full again by {formatDate(b.resetAt)}.</p>
     </div>
   );
 }
 
 export default function UsagePage() {
-  const { workspaceId } = useSession();
   const [cursors, setCursors] = useState<(string | undefined)[]>([]);
   const [cursor, setCursor] = useState<string | undefined>(undefined);
   const limits = useQuery({ queryKey: ['usage-limits'], queryFn: usageLimits, refetchInterval: 30_000 });
   const balance = useQuery({ queryKey: ['credits'], queryFn: credits });
-  const daily = useQuery({ queryKey: ['usage-daily', workspaceId], queryFn: () => dailyCost(workspaceId, 30), enabled: Boolean(workspaceId) });
+  const daily = useQuery({ queryKey: ['usage-daily'], queryFn: () => dailyCost(30) });
   const entries = useQuery({ queryKey: ['ledger', cursor], queryFn: () => ledger(cursor, 20), placeholderData: keepPreviousData });
 
   const u = limits.data;
@@ -73,8 +74,7 @@ export default function UsagePage() {
         <ErrorBanner error={daily.error} onRetry={() => void daily.refetch()} />
         {daily.data ? (
           <CostChart days={daily.data.days}
-            caption={daily.data.source === 'usage' ? 'Cost per day over the last 30 days (UTC), runs and AI calls.'
-              : 'AI credit spent per day over the last 30 days (UTC), from the credit ledger; run base charges are not in this series.'} />
+            caption="AI credit spent per day over the last 30 days (UTC), from the credit ledger. Run base charges are in the period's cost above, not in this series." />
         ) : daily.isLoading ? <Loading label="Loading daily cost…" /> : null}
       </section>
 

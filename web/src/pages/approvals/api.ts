@@ -17,6 +17,17 @@ export interface PausePoint {
 export interface PausedExecution {
   id: string; workflowId: string; executionId: string; status: string; pausedAt: string;
   totalPauseCount: number; resumedCount: number; pausePoints: PausePoint[];
+  executionSnapshot?: { snapshot?: string };
+}
+
+/** The run's input, read from the paused record's snapshot (a JSON string holding {input, ...}). */
+export function runInput(p: PausedExecution): Record<string, unknown> | null {
+  try {
+    const snap = JSON.parse(p.executionSnapshot?.snapshot ?? '') as { input?: unknown };
+    return snap.input && typeof snap.input === 'object' && !Array.isArray(snap.input) ? (snap.input as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 export interface Approval { log: LogRecord; paused: PausedExecution }

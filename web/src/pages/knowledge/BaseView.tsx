@@ -51,8 +51,10 @@ export function BaseView({ kbId }: { kbId: string }) {
   return (
     <div className="stack">
       <PageHeader back={{ to: '/knowledge', label: 'Knowledge' }} title={kb.name}
-        description={`${kb.docCount} documents · ${kb.tokenCount.toLocaleString()} tokens · ${kb.embeddingModel} · chunks of up to ${kb.chunkingConfig.maxSize} tokens`} />
-      {kb.description ? <p>{kb.description}</p> : null}
+        description={<>
+          {kb.description ? <>{kb.description}<br /></> : null}
+          {`${kb.docCount} ${kb.docCount === 1 ? 'document' : 'documents'} · ${kb.tokenCount.toLocaleString()} tokens · ${kb.embeddingModel} · chunks of up to ${kb.chunkingConfig.maxSize} tokens`}
+        </>} />
       <Uploader knowledgeBaseId={kbId} workspaceId={workspaceId} csrfToken={csrfToken} documents={list} onUploaded={refresh} />
       <section className="stack" aria-labelledby="kn-docs-h">
         <div className="row gap kn-docs-head">
@@ -61,37 +63,39 @@ export function BaseView({ kbId }: { kbId: string }) {
         </div>
         <ErrorBanner error={docs.error ?? toggle.error} onRetry={() => void docs.refetch()} />
         {docs.isLoading ? <Loading label="Loading documents…" /> : (
-          <Table<KnowledgeDocument>
-            caption="Documents"
-            rows={list}
-            rowKey={(d) => d.id}
-            empty={<EmptyState title="No documents yet">Upload files above; each is parsed, chunked and embedded in the background.</EmptyState>}
-            columns={[
-              { key: 'name', header: 'File', render: (d) => <span className={d.enabled ? undefined : 'muted'}>{d.filename}{d.enabled ? '' : ' (disabled)'}</span> },
-              { key: 'size', header: 'Size', className: 'num', render: (d) => formatBytes(d.fileSize) },
-              {
-                key: 'status', header: 'Status', render: (d) => (
-                  <>
-                    <StatusBadge status={d.processingStatus} />
-                    {d.processingStatus === 'failed' ? <FailureReason workspaceId={workspaceId} kbId={kbId} documentId={d.id} /> : null}
-                  </>
-                ),
-              },
-              { key: 'chunks', header: 'Chunks', className: 'num', render: (d) => d.chunkCount.toLocaleString() },
-              { key: 'tokens', header: 'Tokens', className: 'num', render: (d) => d.tokenCount.toLocaleString() },
-              { key: 'uploaded', header: 'Uploaded', render: (d) => formatDate(d.createdAt) },
-              {
-                key: 'actions', header: <span className="sr-only">Actions</span>, render: (d) => (
-                  <div className="row gap">
-                    <Button size="sm" onClick={() => toggle.mutate(d)} disabled={toggle.isPending} aria-label={`${d.enabled ? 'Disable' : 'Enable'} ${d.filename}`}>
-                      {d.enabled ? 'Disable' : 'Enable'}
-                    </Button>
-                    <Button size="sm" variant="ghost" onClick={() => { remove.reset(); setDeleting(d); }} aria-label={`Delete ${d.filename}`}>Delete</Button>
-                  </div>
-                ),
-              },
-            ]}
-          />
+          <div className="kn-docs-table">
+            <Table<KnowledgeDocument>
+              caption="Documents"
+              rows={list}
+              rowKey={(d) => d.id}
+              empty={<EmptyState title="No documents yet">Upload files above; each is parsed, chunked and embedded in the background.</EmptyState>}
+              columns={[
+                { key: 'name', header: 'File', render: (d) => <span className={d.enabled ? undefined : 'muted'}>{d.filename}{d.enabled ? '' : ' (disabled)'}</span> },
+                { key: 'size', header: 'Size', className: 'num', render: (d) => formatBytes(d.fileSize) },
+                {
+                  key: 'status', header: 'Status', render: (d) => (
+                    <>
+                      <StatusBadge status={d.processingStatus} />
+                      {d.processingStatus === 'failed' ? <FailureReason workspaceId={workspaceId} kbId={kbId} documentId={d.id} /> : null}
+                    </>
+                  ),
+                },
+                { key: 'chunks', header: 'Chunks', className: 'num', render: (d) => d.chunkCount.toLocaleString() },
+                { key: 'tokens', header: 'Tokens', className: 'num', render: (d) => d.tokenCount.toLocaleString() },
+                { key: 'uploaded', header: 'Uploaded', render: (d) => formatDate(d.createdAt) },
+                {
+                  key: 'actions', header: <span className="sr-only">Actions</span>, render: (d) => (
+                    <div className="row gap">
+                      <Button size="sm" onClick={() => toggle.mutate(d)} disabled={toggle.isPending} aria-label={`${d.enabled ? 'Disable' : 'Enable'} ${d.filename}`}>
+                        {d.enabled ? 'Disable' : 'Enable'}
+                      </Button>
+                      <Button size="sm" variant="ghost" onClick={() => { remove.reset(); setDeleting(d); }} aria-label={`Delete ${d.filename}`}>Delete</Button>
+                    </div>
+                  ),
+                },
+              ]}
+            />
+          </div>
         )}
         {offset > 0 || docs.data?.hasMore ? (
           <nav className="row gap kn-pager" aria-label="Pages of documents">

@@ -1,10 +1,27 @@
 // A run's blocks as a waterfall: one row per block execution on the run's time axis. Each row is a
 // button that opens the block's input, output, error, logs and timing right below it.
-import { useId, useState } from 'react';
+import { useId, useState, type CSSProperties } from 'react';
 import { StatusBadge, formatDate, formatDuration } from '../../ui';
 import type { TraceEntry } from './api';
 import { prettyValue } from './format';
 import { layoutWaterfall, type WaterfallBar } from './waterfall';
+
+/** A console entry of a function block ({level, message}) as one line. */
+function logLine(entry: unknown): string {
+  if (entry && typeof entry === 'object' && 'message' in entry) {
+    const { level, message } = entry as { level?: unknown; message?: unknown };
+    return `${typeof level === 'string' && level !== 'log' ? `[${level}] ` : ''}${typeof message === 'string' ? message : prettyValue(message)}`;
+  }
+  return prettyValue(entry);
+}
+
+/** Where a bar's duration label goes: inside a wide bar, else after it (before it near the right edge). */
+function labelStyle(bar: WaterfallBar): { className: string; style: CSSProperties } {
+  if (bar.widthPct >= 18) return { className: 'wf-bar__time wf-bar__time--inside', style: { left: `${bar.leftPct}%` } };
+  const end = bar.leftPct + bar.widthPct;
+  if (end > 82) return { className: 'wf-bar__time wf-bar__time--before', style: { right: `${100 - bar.leftPct}%` } };
+  return { className: 'wf-bar__time', style: { left: `${end}%` } };
+}
 
 function BlockDetail({ bar, id }: { bar: WaterfallBar; id: string }) {
   const e = bar.entry;
@@ -23,7 +40,7 @@ function BlockDetail({ bar, id }: { bar: WaterfallBar; id: string }) {
         <div><h3>Input</h3>{e.input === undefined ? <p className="muted">No input recorded.</p> : <pre>{prettyValue(e.input)}</pre>}</div>
         <div><h3>Output</h3>{e.output === undefined ? <p className="muted">No output recorded.</p> : <pre>{prettyValue(e.output)}</pre>}</div>
       </div>
-      {e.logs && e.logs.length > 0 ? <div><h3>Console</h3><pre>{e.logs.map((l) => prettyValue(l)).join('\n')}</pre></div> : null}
+      {e.logs && e.logs.length > 0 ? <div><h3>Console</h3><pre>{e.logs.map(logLine).join('\n')}</pre></div> : null}
     </div>
   );
 }
@@ -49,7 +66,7 @@ export function Waterfall({ trace, runStart, runEndMs, nowMs }: { trace: TraceEn
           const expanded = open === e.key;
           const detailId = `${base}-${e.key}`;
           const tone = e.status === 'error' ? ' wf-bar--error' : e.status === 'paused' ? ' wf-bar--paused' : e.status === 'replayed' ? ' wf-bar--replayed' : '';
-          const timeLeft = bar.leftPct + bar.widthPct;
+          const label = labelStyle(bar);
           return (
             <li key={e.key}>
               <button
@@ -65,9 +82,7 @@ export function Waterfall({ trace, runStart, runEndMs, nowMs }: { trace: TraceEn
                 </span>
                 <span className="wf-row__track">
                   <span className={`wf-bar${tone}`} style={{ left: `${bar.leftPct}%`, width: `${bar.widthPct}%` }} />
-                  <span className="wf-bar__time" style={timeLeft > 82 ? { right: `${100 - bar.leftPct}%`, marginRight: '0.35rem' } : { left: `${timeLeft}%` }}>
-                    {formatDuration(e.durationMs)}
-                  </span>
+                  <span className={label.className} style={label.style}>{formatDuration(e.durationMs)}</span>
                 </span>
               </button>
               {expanded ? <BlockDetail bar={bar} id={detailId} /> : null}

@@ -138,13 +138,13 @@ export function TableView({ tableId }: { tableId: string }) {
       {!page ? <Loading label="Loading rows…" /> : page.rows.length === 0 ? (
         <EmptyState title={filter ? 'No row matches the filter' : 'No rows yet'}>{filter ? 'Change or clear the filter.' : 'Add a row or import a CSV file.'}</EmptyState>
       ) : (
-        <div className="table-wrap">
+        <div className="table-wrap tables-grid-wrap">
           <table className="table tables-grid" aria-rowcount={total + 1}>
             <caption className="sr-only">Rows of {table.data.name}. Select a cell to edit it.</caption>
             <thead>
               <tr>
                 {columns.map((c) => (
-                  <th key={c.name} scope="col" aria-sort={sortCol === c.name ? (sortDir === 'asc' ? 'ascending' : 'descending') : 'none'}>
+                  <th key={c.name} scope="col" className={c.type === 'number' ? 'num' : undefined} aria-sort={sortCol === c.name ? (sortDir === 'asc' ? 'ascending' : 'descending') : 'none'}>
                     <button type="button" className="tables-sort" onClick={() => cycleSort(c.name)}>
                       {c.name}<span className="muted small"> {c.type}</span>
                       <span aria-hidden="true">{sortCol === c.name ? (sortDir === 'asc' ? ' ▲' : ' ▼') : ''}</span>

@@ -1,5 +1,5 @@
 // Shapes of the usage-limits, credits and ledger APIs, and the cost-per-day series the chart draws.
-import { ApiError, apiFetch } from '../../api/client';
+import { apiFetch } from '../../api/client';
 
 export interface Bucket {
   limit: number; remaining: number; reset: string; requestsPerMinute: number; maxBurst: number; resetAt: string; isLimited: boolean;
@@ -25,7 +25,6 @@ export function ledger(cursor: string | undefined, limit = 20): Promise<LedgerPa
 }
 
 export interface DayCost { date: string; costUsd: number }
-export interface DailySeries { days: DayCost[]; source: 'usage' | 'ledger' }
 
 /** UTC calendar day of an ISO time, YYYY-MM-DD. */
 const dayOf = (iso: string) => iso.slice(0, 10);
@@ -39,23 +38,12 @@ export function lastDays(n: number, now = new Date()): DayCost[] {
 }
 
 /**
- * Cost per day for the last `n` days. Prefers the usage API's daily series (GET /api/v1/usage/daily,
- * asked of the lead: every charge, run base charges included); while the server lacks it (404), sums the
- * costs the credit ledger records (AI calls only), and says so through `source`.
+ * AI credit spent per day over the last `n` days: the costs of the ledger's settle entries. The usage
+ * events behind the period's cost (run base charges included) have no per-day route yet.
  */
-export async function dailyCost(workspaceId: string, n = 30): Promise<DailySeries> {
+export async function dailyCost(n = 30): Promise<{ days: DayCost[] }> {
   const days = lastDays(n);
   const index = new Map(days.map((d, i) => [d.date, i]));
-  try {
-    const r = await apiFetch<{ data: { date: string; costUsd: number }[] }>('/api/v1/usage/daily', { query: { workspaceId, days: String(n) } });
-    for (const d of r.data) {
-      const i = index.get(d.date);
-      if (i !== undefined) days[i] = { date: d.date, costUsd: d.costUsd };
-    }
-    return { days, source: 'usage' };
-  } catch (err) {
-    if (!(err instanceof ApiError) || err.status !== 404) throw err;
-  }
   const since = days[0]?.date ?? '';
   let cursor: string | undefined;
   // At most 10 pages of 200 entries: enough for a month of a small account; the chart is indicative.
@@ -72,5 +60,5 @@ export async function dailyCost(workspaceId: string, n = 30): Promise<DailySerie
     cursor = r.nextCursor;
     if (!cursor || !last || dayOf(last.createdAt) < since) break;
   }
-  return { days, source: 'ledger' };
+  return { days };
 }
