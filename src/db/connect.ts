@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { isConnectionError, type Database, type Queryable } from './database.js';
+import { connectPglite as connectPgliteThread } from './pglite-thread.js';
+import { txQueryable } from './tx-queryable.js';
 
 export interface ConnectOptions {
   databaseUrl?: string;
@@ -27,35 +29,6 @@ function parseInt8(v: string): number | bigint {
 
 // Classifications live beside the Database port (src/db/database.ts); re-exported for callers here.
 export { isConnectionError };
-
-interface Statement {
-  query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[] }>;
-}
-
-/**
- * The Queryable handed to a transaction's fn. It remembers the first failed statement: PostgreSQL
- * aborts the transaction there, and a COMMIT after it silently rolls back, so the adapters reject
- * the transaction with that error even when fn caught it.
- */
-function txQueryable(run: (text: string, params?: unknown[]) => Promise<{ rows: unknown[] }>, exec: (text: string) => Promise<unknown>): { q: Queryable; failure: () => unknown } {
-  let failed: { err: unknown } | undefined;
-  const note = (err: unknown): never => {
-    failed ??= { err };
-    throw err;
-  };
-  return {
-    q: {
-      async query<T>(text: string, params?: readonly unknown[]) {
-        const r = await run(text, params ? [...params] : undefined).catch(note);
-        return r.rows as T[];
-      },
-      async exec(text: string) {
-        await exec(text).catch(note);
-      },
-    },
-    failure: () => failed?.err,
-  };
-}
 
 async function connectPostgres(url: string, applicationName: string): Promise<Database> {
   const pgm = (await import('pg')).default;
@@ -169,57 +142,10 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
 }
 
 async function connectPglite(opts: ConnectOptions): Promise<Database> {
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { vector } = await import('@electric-sql/pglite-pgvector');
   let dataDir: string | undefined;
   if (!opts.inMemory) {
     dataDir = path.join(opts.dataDir, 'pgdata');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  const db = await PGlite.create({
-    dataDir,
-    extensions: { vector },
-    loadDataDir: opts.loadDataDir,
-    relaxedDurability: false,
-  });
-  const run = (c: Statement, text: string, params?: readonly unknown[]) => c.query(text, params ? [...params] : undefined);
-  let closed = false;
-  // Statements and transactions asked for and not finished: PGlite runs one at a time, the rest wait (metrics).
-  let busy = 0;
-  const counted = async <R>(call: () => Promise<R>): Promise<R> => {
-    busy++;
-    try {
-      return await call();
-    } finally {
-      busy--;
-    }
-  };
-  return {
-    mode: 'pglite',
-    async query<T>(text: string, params?: readonly unknown[]) {
-      return (await counted(() => run(db, text, params))).rows as T[];
-    },
-    async exec(text: string) {
-      await counted(() => db.exec(text));
-    },
-    poolStats: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
-    tx: (fn) => counted(() =>
-      db.transaction(async (t) => {
-        const { q, failure } = txQueryable((text, params) => t.query(text, params), (text) => t.exec(text));
-        const value = await fn(q);
-        const failed = failure();
-        if (failed !== undefined) throw failed; // PGlite then rolls back
-        return value;
-      })),
-    async ping() {
-      await db.query('SELECT 1');
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await db.close();
-    },
-    // Exposed for the test harness (template data directories).
-    ...({ dumpDataDir: () => db.dumpDataDir('none') } as object),
-  };
+  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir });
 }

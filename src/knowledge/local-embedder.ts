@@ -9,9 +9,7 @@
  * large ingestion, not for all of it.
  */
 import { Worker } from 'node:worker_threads';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { startModuleWorker } from '../worker-module.js';
 import { EmbeddingError, type Embedder, type EmbeddingResult } from './embedder.js';
 import type { WorkerReply, WorkerRequest } from './local-embedder-worker.js';
 
@@ -232,39 +230,8 @@ function prepareText(text: string): string {
   return text.slice(0, cut);
 }
 
-/**
- * The worker module sits next to this one with the same extension: `.js` in the build (`dist/`), `.ts` under
- * vitest and tsx. Node 20 does not apply `--import tsx` hooks inside a worker (the entry fails with "Unknown
- * file extension .ts"), and the parent's execArgv cannot be passed on anyway (`--no-node-snapshot`, used by
- * `npm start` and the tests, is refused for workers). So a `.ts` worker starts from a one-line script that
- * loads the module through tsx's `tsImport`, which does work in a worker.
- */
 function startWorker(): Worker {
-  const ext = path.extname(new URL(import.meta.url).pathname);
-  const entry = new URL(`./local-embedder-worker${ext}`, import.meta.url);
-  const name = 'weft-local-embedder';
-  if (ext === '.js' || ext === '.mjs') return new Worker(entry, { name });
-  const code = `import(${JSON.stringify(tsxEsmApiUrl())}).then((tsx) => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(import.meta.url)}))`;
-  return new Worker(code, { eval: true, name });
-}
-
-/**
- * URL of tsx's ESM API (`tsx/esm/api`, import condition), read from tsx's exports map: `require.resolve`
- * would give the CommonJS build, whose `tsImport` cannot find its own loader, and vitest offers no
- * `import.meta.resolve`. Only reached when running from TypeScript sources, where tsx (a devDependency) is
- * installed.
- */
-function tsxEsmApiUrl(): string {
-  const require = createRequire(import.meta.url);
-  const pkgPath = require.resolve('tsx/package.json');
-  const pkg: unknown = require(pkgPath);
-  const target = pick(pick(pick(pick(pkg, 'exports'), './esm/api'), 'import'), 'default');
-  if (typeof target !== 'string') throw new Error('tsx/package.json has no import entry for ./esm/api');
-  return pathToFileURL(path.join(path.dirname(pkgPath), target)).href;
-}
-
-function pick(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+  return startModuleWorker(import.meta.url, 'local-embedder-worker', { name: 'weft-local-embedder' });
 }
 
 function abortError(signal: AbortSignal): EmbeddingError {

@@ -1,0 +1,136 @@
+/**
+ * The embedded database behind the `Database` port, run in its own thread (pglite-worker.ts): SQL executes
+ * on the second core while this thread serves HTTP, the engine and the sandbox. Each statement is one
+ * message each way; a transaction holds the database thread's lock from `begin` to `end`, so the port's
+ * semantics are those of the in-process PGlite: one transaction at a time, other statements wait behind it.
+ */
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../worker-module.js';
+import type { Database, Queryable } from './database.js';
+import type { PgliteReply, PgliteRequest, PgliteWorkerData, WireError } from './pglite-worker.js';
+import { txQueryable } from './tx-queryable.js';
+
+export interface PgliteOptions {
+  /** The data directory; undefined keeps the database in memory. */
+  dataDir?: string;
+  loadDataDir?: Blob;
+}
+
+/** Settings given at start. The default 128 MB of shared buffers is most of the idle memory and buys nothing at this size. */
+const SETTINGS: Record<string, string> = { shared_buffers: '16MB' };
+
+type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
+type Call = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+/** A database error rebuilt with the fields callers read (`code`, `constraint`, ...). */
+function fromWire(e: WireError): Error {
+  return Object.assign(new Error(e.message), e.fields);
+}
+
+export async function connectPglite(opts: PgliteOptions): Promise<Database> {
+  const data: PgliteWorkerData = {
+    dataDir: opts.dataDir,
+    loadDataDir: opts.loadDataDir ? await opts.loadDataDir.arrayBuffer() : undefined,
+    settings: SETTINGS,
+  };
+  const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', { name: 'weft-pglite', workerData: data });
+  const pending = new Map<number, Pending>();
+  let nextId = 1;
+  let gone: Error | undefined;
+  let closing: Promise<void> | undefined;
+  // Statements and transactions asked for and not finished (metrics: PGlite runs one at a time).
+  let busy = 0;
+
+  await new Promise<void>((ready, failed) => {
+    const onMessage = (msg: PgliteReply) => {
+      settle();
+      if ('ready' in msg && msg.ready) ready();
+      else failed('ready' in msg && !msg.ready ? fromWire(msg.error) : new Error('the database thread sent an unexpected first message'));
+    };
+    const onError = (err: Error) => {
+      settle();
+      failed(err);
+    };
+    const onExit = (code: number) => onError(new Error(`the database thread exited with code ${code} while starting`));
+    const settle = () => {
+      worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+    };
+    worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+  });
+  worker.unref();
+
+  const failAll = (err: Error) => {
+    gone ??= err;
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  worker.on('message', (msg: PgliteReply) => {
+    const p = pending.get(msg.id);
+    if (!p || 'ready' in msg) return;
+    pending.delete(msg.id);
+    if (pending.size === 0) worker.unref();
+    if (msg.ok) p.resolve(msg.value);
+    else p.reject(fromWire(msg.error));
+  });
+  worker.on('error', (err) => failAll(new Error(`the database thread crashed: ${err.message}`, { cause: err })));
+  worker.on('exit', (code) => failAll(new Error(`the database thread exited (code ${code})`)));
+
+  const call = <R>(req: Call): Promise<R> => {
+    if (gone) return Promise.reject(gone);
+    const id = nextId++;
+    return new Promise<R>((resolve, reject) => {
+      // Referenced only while a call waits: an open but idle database never keeps the process alive.
+      if (pending.size === 0) worker.ref();
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ ...req, id });
+    });
+  };
+  const counted = async <R>(fn: () => Promise<R>): Promise<R> => {
+    busy++;
+    try {
+      return await fn();
+    } finally {
+      busy--;
+    }
+  };
+  const params = (p?: readonly unknown[]) => (p ? [...p] : undefined);
+
+  const db: Database & { dumpDataDir(): Promise<Blob> } = {
+    mode: 'pglite',
+    query: <T>(text: string, p?: readonly unknown[]) => counted(() => call<T[]>({ op: 'query', text, params: params(p) })),
+    exec: (text: string) => counted(() => call<void>({ op: 'exec', text })),
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => counted(async () => {
+      const tx = await call<number>({ op: 'begin' });
+      const { q, failure } = txQueryable(
+        (text, p) => call<unknown[]>({ op: 'query', text, params: p, tx }).then((rows) => ({ rows })),
+        (text) => call<void>({ op: 'exec', text, tx }),
+      );
+      let value: T;
+      try {
+        value = await fn(q);
+        const failed = failure();
+        if (failed !== undefined) throw failed;
+      } catch (err) {
+        await call<void>({ op: 'end', tx, commit: false }).catch(() => undefined);
+        throw err;
+      }
+      await call<void>({ op: 'end', tx, commit: true });
+      return value;
+    }),
+    async ping() {
+      await call({ op: 'query', text: 'SELECT 1' });
+    },
+    poolStats: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
+    close() {
+      closing ??= (async () => {
+        await call({ op: 'close' }).catch(() => undefined);
+        failAll(new Error('the database is closed'));
+        await worker.terminate();
+      })();
+      return closing;
+    },
+    // The test harness's template data directories and `weft backup`.
+    dumpDataDir: async () => new Blob([await call<ArrayBuffer>({ op: 'dump' })]),
+  };
+  return db;
+}

@@ -1,0 +1,147 @@
+/**
+ * The embedded database's own thread: owns the PGlite instance so that its WebAssembly work (0.3 to 1 ms a
+ * statement) runs beside HTTP, the engine and the sandbox instead of on their thread. Started by
+ * `connectPglite` (pglite-thread.ts), which speaks the protocol below; PGlite's own lock keeps one
+ * transaction at a time, other statements wait behind it exactly as they did in-process.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+
+export interface PgliteWorkerData {
+  dataDir?: string;
+  /** A dump made by `dumpDataDir`, loaded instead of running initdb. */
+  loadDataDir?: ArrayBuffer;
+  /** PostgreSQL settings given at start (`-c name=value`). */
+  settings: Record<string, string>;
+}
+
+export type PgliteRequest =
+  | { id: number; op: 'query'; text: string; params?: unknown[]; tx?: number }
+  | { id: number; op: 'exec'; text: string; tx?: number }
+  | { id: number; op: 'begin' }
+  | { id: number; op: 'end'; tx: number; commit: boolean }
+  | { id: number; op: 'dump' }
+  | { id: number; op: 'close' };
+
+/** A database error as plain data: message plus the fields callers read (code, constraint, ...). */
+export interface WireError { message: string; fields: Record<string, string | undefined> }
+
+export type PgliteReply =
+  | { id: number; ok: true; value?: unknown }
+  | { id: number; ok: false; error: WireError }
+  | { id: 0; ready: true }
+  | { id: 0; ready: false; error: WireError };
+
+const ERROR_FIELDS = ['code', 'constraint', 'detail', 'hint', 'table', 'column', 'schema', 'severity', 'dataType', 'where'] as const;
+
+function toWire(err: unknown): WireError {
+  const e = err as Record<string, unknown> | null;
+  const fields: Record<string, string | undefined> = {};
+  for (const f of ERROR_FIELDS) if (typeof e?.[f] === 'string') fields[f] = e[f];
+  return { message: err instanceof Error ? err.message : String(err), fields };
+}
+
+/** Thrown inside a transaction's callback to make PGlite roll it back. */
+class Rollback extends Error {}
+
+interface OpenTx { t: Transaction; finish: (commit: boolean) => void }
+
+const port = parentPort;
+if (!port) throw new Error('pglite-worker must run in a worker thread');
+const init = workerData as PgliteWorkerData;
+const transactions = new Map<number, OpenTx>();
+/** Each transaction's end (commit or rollback), kept from its start so that no failure goes unobserved. */
+const outcomes = new Map<number, Promise<void>>();
+let nextTx = 1;
+let db: PGlite;
+
+/**
+ * Opens a transaction and answers once PGlite holds it (its lock taken); the callback then waits for `end`.
+ * PGlite commits when the callback returns and rolls back when it throws.
+ */
+function begin(): Promise<number> {
+  const id = nextTx++;
+  return new Promise<number>((opened, failed) => {
+    let didOpen = false;
+    const done = db.transaction(async (t) => {
+      const commit = await new Promise<boolean>((finish) => {
+        transactions.set(id, { t, finish });
+        didOpen = true;
+        opened(id);
+      });
+      if (!commit) throw new Rollback();
+    });
+    outcomes.set(id, done);
+    done.catch((err: unknown) => {
+      if (!didOpen) failed(err); // BEGIN itself failed
+    }).finally(() => outcomes.delete(id));
+  });
+}
+
+/** Commits or rolls back; rejects with the error of a commit that failed. */
+async function end(tx: number, commit: boolean): Promise<void> {
+  const open = transactions.get(tx);
+  if (!open) throw new Error(`no open transaction ${tx}`);
+  transactions.delete(tx);
+  const outcome = outcomes.get(tx);
+  open.finish(commit);
+  try {
+    await outcome;
+  } catch (err) {
+    if (!(err instanceof Rollback)) throw err;
+  }
+}
+
+function on(tx: number | undefined): Transaction | PGlite {
+  if (tx === undefined) return db;
+  const open = transactions.get(tx);
+  if (!open) throw new Error(`no open transaction ${tx}`);
+  return open.t;
+}
+
+async function handle(req: PgliteRequest): Promise<unknown> {
+  switch (req.op) {
+    case 'query':
+      return (await on(req.tx).query(req.text, req.params)).rows;
+    case 'exec':
+      await on(req.tx).exec(req.text);
+      return undefined;
+    case 'begin':
+      return begin();
+    case 'end':
+      return end(req.tx, req.commit);
+    case 'dump': {
+      const blob = await db.dumpDataDir('none');
+      return blob.arrayBuffer();
+    }
+    case 'close':
+      await db.close();
+      return undefined;
+  }
+}
+
+port.on('message', (req: PgliteRequest) => {
+  handle(req).then(
+    (value) => {
+      const reply: PgliteReply = { id: req.id, ok: true, value };
+      port.postMessage(reply, value instanceof ArrayBuffer ? [value] : []);
+    },
+    (err: unknown) => port.postMessage({ id: req.id, ok: false, error: toWire(err) } satisfies PgliteReply),
+  );
+});
+
+try {
+  const startParams = [...PGlite.defaultStartParams];
+  for (const [name, value] of Object.entries(init.settings)) startParams.push('-c', `${name}=${value}`);
+  db = await PGlite.create({
+    dataDir: init.dataDir,
+    extensions: { vector },
+    loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
+    relaxedDurability: false,
+    startParams,
+  });
+  port.postMessage({ id: 0, ready: true } satisfies PgliteReply);
+} catch (err) {
+  port.postMessage({ id: 0, ready: false, error: toWire(err) } satisfies PgliteReply);
+}
