@@ -6,8 +6,9 @@ import { Button, ErrorBanner, InputField } from '../ui';
 export const MIN_PASSWORD = 12;
 export const MAX_PASSWORD = 200;
 
-export function ChangePasswordForm({ onDone, extraActions, currentPasswordHint }: { onDone(): void; extraActions?: ReactNode; currentPasswordHint?: string }) {
-  const [current, setCurrent] = useState('');
+/** knownCurrentPassword: the password just typed at sign-in; the form then does not ask for it again. */
+export function ChangePasswordForm({ onDone, extraActions, knownCurrentPassword }: { onDone(): void; extraActions?: ReactNode; knownCurrentPassword?: string }) {
+  const [current, setCurrent] = useState(knownCurrentPassword ?? '');
   const [next, setNext] = useState('');
   const [repeat, setRepeat] = useState('');
   const [busy, setBusy] = useState(false);
@@ -33,7 +34,9 @@ export function ChangePasswordForm({ onDone, extraActions, currentPasswordHint }
 
   return (
     <form className="stack" onSubmit={submit} noValidate>
-      <InputField label="Current password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} hint={currentPasswordHint} />
+      {knownCurrentPassword === undefined ? (
+        <InputField label="Current password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+      ) : null}
       <InputField label="New password" type="password" autoComplete="new-password" required minLength={MIN_PASSWORD} maxLength={MAX_PASSWORD} value={next} onChange={(e) => setNext(e.target.value)} hint={`At least ${MIN_PASSWORD} characters.`} error={tooShort ? `Use at least ${MIN_PASSWORD} characters.` : undefined} />
       <InputField label="Repeat the new password" type="password" autoComplete="new-password" required value={repeat} onChange={(e) => setRepeat(e.target.value)} error={mismatch ? 'The passwords differ.' : undefined} />
       <ErrorBanner error={error} />

@@ -1,0 +1,96 @@
+// Workflows over the public API: CRUD, deploy, rollback, status, execute, and the definition's JSON Schema.
+import { ApiError, apiData, apiFetch } from './client';
+
+export interface BlockDef {
+  id: string;
+  type: string;
+  name: string;
+  config?: Record<string, unknown>;
+  retry?: { maxAttempts: number; backoffMs?: number };
+  blocks?: BlockDef[];
+  /** Where the editor drew the block (kept in the definition; the engine ignores it). */
+  position?: { x: number; y: number };
+  /** A container's size on the canvas. */
+  size?: { width: number; height: number };
+  [extra: string]: unknown;
+}
+
+export interface EdgeDef { from: string; to: string; branch?: string; on?: 'error'; [extra: string]: unknown }
+
+export interface Definition {
+  name?: string;
+  description?: string;
+  variables?: Record<string, unknown>;
+  blocks: BlockDef[];
+  edges: EdgeDef[];
+  [extra: string]: unknown;
+}
+
+export interface WorkflowSummary {
+  id: string;
+  workspaceId: string;
+  name: string;
+  description: string;
+  isDeployed: boolean;
+  deployedAt: string | null;
+  version: number | null;
+  createdAt: string;
+  updatedAt: string;
+  webhookUrl?: string;
+  schedule?: { nextRunAt: string[]; enabled: boolean; disabledReason: string | null; consecutiveFailures: number };
+}
+
+export interface Workflow extends WorkflowSummary { definition: Definition }
+
+export interface DeployState { id: string; isDeployed: boolean; deployedAt: string | null; version: number | null }
+
+export interface WorkflowStatus { isDeployed: boolean; deployedAt: string | null; needsRedeployment: boolean; version: number | null }
+
+/** One problem of a definition the server refused: `details` of its 400 answer. */
+export interface DefinitionIssue { path?: (string | number)[]; message: string; blockId?: string; field?: string }
+
+export const listWorkflows = async (workspaceId: string, cursor?: string) =>
+  apiFetch<{ data: WorkflowSummary[]; nextCursor?: string }>('/api/v1/workflows', { query: { workspaceId, limit: 50, cursor } });
+
+export const getWorkflow = (id: string) => apiData<{ workflow: Workflow }>(`/api/v1/workflows/${encodeURIComponent(id)}`).then((d) => d.workflow);
+
+export const createWorkflow = (workspaceId: string, name: string, definition: Definition, description?: string) =>
+  apiData<{ workflow: Workflow }>('/api/v1/workflows', { method: 'POST', body: { workspaceId, name, definition, ...(description ? { description } : {}) } }).then((d) => d.workflow);
+
+export const saveWorkflow = (id: string, body: { name?: string; description?: string; definition: Definition }) =>
+  apiData<{ workflow: Workflow }>(`/api/v1/workflows/${encodeURIComponent(id)}`, { method: 'PUT', body }).then((d) => d.workflow);
+
+export const deleteWorkflow = (id: string) => apiData<{ id: string; deleted: true }>(`/api/v1/workflows/${encodeURIComponent(id)}`, { method: 'DELETE' });
+
+export const deployWorkflow = (id: string) => apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/deploy`, { method: 'POST' });
+export const undeployWorkflow = (id: string) => apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/deploy`, { method: 'DELETE' });
+export const rollbackWorkflow = (id: string, version?: number) =>
+  apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/rollback`, { method: 'POST', body: version === undefined ? {} : { version } });
+
+export const workflowStatus = (id: string) => apiFetch<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/status`);
+
+export interface ExecuteResult {
+  success: boolean;
+  executionId?: string;
+  output?: unknown;
+  error?: unknown;
+  status?: string;
+  metadata?: { duration?: number; startTime?: string; endTime?: string };
+}
+
+/** Runs the deployed version synchronously; a failed run (4xx/5xx with a body) is returned, not thrown. */
+export async function executeWorkflow(id: string, inputs: Record<string, unknown>): Promise<{ httpStatus: number; body: unknown }> {
+  try {
+    const body = await apiFetch<unknown>(`/api/workflows/${encodeURIComponent(id)}/execute`, { method: 'POST', body: { inputs } });
+    return { httpStatus: 200, body };
+  } catch (err) {
+    if (err instanceof ApiError && err.status !== 401 && err.status !== 403 && err.status !== 404 && err.body && typeof err.body === 'object' && 'executionId' in err.body) {
+      return { httpStatus: err.status, body: err.body };
+    }
+    throw err;
+  }
+}
+
+export const DEFINITION_SCHEMA_URL = '/api/v1/schemas/workflow-definition.json';
+
+export const getDefinitionSchema = () => apiFetch<Record<string, unknown>>(DEFINITION_SCHEMA_URL, { allowUnauthorized: true });

@@ -1,0 +1,268 @@
+// The workflow editor: toolbar (name, save, deploy), palette, canvas and a side panel with the
+// selected block's form, the run form and deployment. The draft lives here until saved.
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ReactFlowProvider } from '@xyflow/react';
+import { useNavigate } from 'react-router';
+import { ApiError } from '../api/client';
+import {
+  deleteWorkflow, deployWorkflow, getWorkflow, rollbackWorkflow, saveWorkflow, undeployWorkflow, workflowStatus,
+  type BlockDef, type Definition, type DefinitionIssue, type Workflow,
+} from '../api/workflows';
+import { roleAllows, useSession } from '../session';
+import { Button, ConfirmDialog, ErrorBanner, PageHeader, StatusBadge } from '../ui';
+import { Canvas, type Selection } from './Canvas';
+import { DeployPanel } from './DeployPanel';
+import {
+  branchHandles, CONTAINER_MIN, containerSize, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
+  removeBlocks, titleOf, uniqueId, uniqueName, NODE_HEIGHT, NODE_WIDTH,
+} from './graph';
+import { Inspector } from './Inspector';
+import { Palette } from './Palette';
+import { RunPanel, inputValues, startInputs } from './RunPanel';
+import { initialConfig, type BlockTypeInfo } from './schema';
+
+type Tab = 'block' | 'run' | 'deploy';
+const TABS: { id: Tab; label: string }[] = [{ id: 'block', label: 'Block' }, { id: 'run', label: 'Run' }, { id: 'deploy', label: 'Deploy & API' }];
+
+const stripLabel = (m: string) => m.replace(/^Invalid workflow definition: /, '').replace(/^Block "[^"]*" \([^)]*\): /, '');
+
+function issuesOf(err: unknown): DefinitionIssue[] | null {
+  if (!(err instanceof ApiError) || err.status !== 400) return null;
+  const details = (err.body as { details?: unknown })?.details;
+  return Array.isArray(details) ? (details as DefinitionIssue[]) : [{ message: err.message }];
+}
+
+export function Editor({ initial, types }: { initial: Workflow; types: BlockTypeInfo[] }) {
+  const { role } = useSession();
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const canWrite = roleAllows(role, 'write');
+  const canDeploy = roleAllows(role, 'admin');
+  const id = initial.id;
+
+  const wfQ = useQuery({ queryKey: ['workflow', id], queryFn: () => getWorkflow(id), initialData: initial });
+  const statusQ = useQuery({ queryKey: ['workflow-status', id], queryFn: () => workflowStatus(id) });
+  const workflow = wfQ.data;
+
+  const [name, setName] = useState(initial.name);
+  const [def, setDef] = useState<Definition>(() => layoutMissing({ ...initial.definition, edges: initial.definition.edges ?? [] }));
+  const [savedJson, setSavedJson] = useState(() => JSON.stringify({ name: initial.name, def: layoutMissing({ ...initial.definition, edges: initial.definition.edges ?? [] }) }));
+  const [issues, setIssues] = useState<DefinitionIssue[]>([]);
+  const [selection, setSelection] = useState<Selection>({ nodes: new Set(), edge: null });
+  const [tab, setTab] = useState<Tab>('block');
+  const [runValues, setRunValues] = useState<Record<string, string>>({});
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const dirty = JSON.stringify({ name, def }) !== savedJson;
+
+  // leaving the page with unsaved changes asks first
+  useEffect(() => {
+    if (!dirty) return;
+    const onBeforeUnload = (e: BeforeUnloadEvent) => { e.preventDefault(); };
+    window.addEventListener('beforeunload', onBeforeUnload);
+    return () => window.removeEventListener('beforeunload', onBeforeUnload);
+  }, [dirty]);
+
+  const refresh = useCallback(() => {
+    void qc.invalidateQueries({ queryKey: ['workflow', id] });
+    void qc.invalidateQueries({ queryKey: ['workflow-status', id] });
+    void qc.invalidateQueries({ queryKey: ['workflows'] });
+  }, [qc, id]);
+
+  const save = useMutation({
+    mutationFn: () => saveWorkflow(id, { name: name.trim() || initial.name, definition: def }),
+    onSuccess: () => { setSavedJson(JSON.stringify({ name, def })); setIssues([]); refresh(); },
+    onError: (err) => { const list = issuesOf(err); if (list) { setIssues(list); setTab('block'); } },
+  });
+  const deploy = useMutation({
+    mutationFn: async () => {
+      if (dirty) await save.mutateAsync();
+      return deployWorkflow(id);
+    },
+    onSuccess: refresh,
+  });
+  const undeploy = useMutation({ mutationFn: () => undeployWorkflow(id), onSuccess: refresh });
+  const rollback = useMutation({ mutationFn: (v?: number) => rollbackWorkflow(id, v), onSuccess: refresh });
+  const remove = useMutation({ mutationFn: () => deleteWorkflow(id), onSuccess: () => { void qc.invalidateQueries({ queryKey: ['workflows'] }); navigate('/workflows'); } });
+
+  const deployDraft = useCallback(async () => {
+    try {
+      await deploy.mutateAsync();
+      return true;
+    } catch {
+      return false;
+    }
+  }, [deploy]);
+
+  // Ctrl/Cmd+S saves
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 's') {
+        e.preventDefault();
+        if (canWrite && !save.isPending) save.mutate();
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [canWrite, save]);
+
+  const issuesByBlock = useMemo(() => {
+    const m = new Map<string, string[]>();
+    for (const i of issues) if (i.blockId) m.set(i.blockId, [...(m.get(i.blockId) ?? []), stripLabel(i.message)]);
+    return m;
+  }, [issues]);
+
+  const selectedId = selection.nodes.size === 1 ? [...selection.nodes][0] : null;
+  const select = useCallback((blockId: string | null) => {
+    setSelection({ nodes: blockId ? new Set([blockId]) : new Set(), edge: null });
+    if (blockId) setTab('block');
+  }, []);
+
+  const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null) => {
+    const index = indexBlocks(def.blocks);
+    const ids = new Set(index.keys());
+    const names = new Set([...index.values()].map((l) => normalizeName(l.block.name)));
+    const info = types.find((t) => t.type === type);
+    const block: BlockDef = {
+      id: uniqueId(type, ids),
+      type,
+      name: uniqueName(titleOf(type), names),
+      config: initialConfig(type, info?.config ?? {}),
+      ...(isContainer({ type }) ? { blocks: [], size: { ...CONTAINER_MIN } } : {}),
+    };
+    let parentId = parentIdIn ?? null;
+    let edges = def.edges;
+    const sel = selectedId ? index.get(selectedId) : undefined;
+    if (!position) {
+      if (sel && isContainer(sel.block) && !isContainer(block)) {
+        // into the selected container, after its last child
+        parentId = sel.block.id;
+        const kids = sel.block.blocks ?? [];
+        const last = kids[kids.length - 1];
+        position = last?.position ? { x: last.position.x + NODE_WIDTH + 60, y: last.position.y } : { x: 30, y: 60 };
+      } else if (sel) {
+        // beside the selected block, joined to it when it has a plain output
+        parentId = sel.parentId;
+        const p = sel.block.position ?? { x: 0, y: 0 };
+        const w = isContainer(sel.block) ? containerSize(sel.block).width : NODE_WIDTH;
+        position = { x: p.x + w + 80, y: p.y };
+        if (branchHandles(sel.block).length === 0 && !['response'].includes(sel.block.type)) edges = [...edges, { from: sel.block.id, to: block.id }];
+      } else {
+        const bottom = Math.max(0, ...def.blocks.map((b) => (b.position?.y ?? 0) + (isContainer(b) ? containerSize(b).height : NODE_HEIGHT)));
+        position = { x: 60, y: def.blocks.length ? bottom + 40 : 60 };
+      }
+    }
+    setDef({ ...def, blocks: insertBlock(def.blocks, { ...block, position }, parentId), edges });
+    setSelection({ nodes: new Set([block.id]), edge: null });
+    setTab('block');
+  }, [def, selectedId, types]);
+
+  const deleteBlock = useCallback((blockId: string) => {
+    const { blocks, removed } = removeBlocks(def.blocks, new Set([blockId]));
+    setDef({ ...def, blocks, edges: def.edges.filter((e) => !removed.has(e.from) && !removed.has(e.to)) });
+    setSelection({ nodes: new Set(), edge: null });
+  }, [def]);
+
+  const fields = startInputs(def);
+  const staleReason = !workflow.isDeployed ? 'Not deployed yet.' : dirty ? 'The canvas has unsaved changes.' : statusQ.data?.needsRedeployment ? 'The saved draft differs from the deployed version.' : null;
+  const unplaced = issues.filter((i) => !i.blockId);
+  const busyDeploy = deploy.isPending || undeploy.isPending || rollback.isPending;
+
+  return (
+    <div className="editor">
+      <PageHeader
+        back={{ to: '/workflows', label: 'Workflows' }}
+        title={<span className="sr-only">Edit workflow {name}</span>}
+        actions={
+          <>
+            {dirty ? <span className="badge badge-warn" role="status">Unsaved changes</span> : save.isSuccess ? <span className="badge badge-ok" role="status">Saved</span> : null}
+            {workflow.isDeployed ? <StatusBadge status="deployed" label={`Deployed v${workflow.version}`} /> : <StatusBadge status="draft" label="Not deployed" />}
+            {canWrite ? <Button variant="primary" busy={save.isPending} onClick={() => save.mutate()} title="Save (Ctrl+S)">Save</Button> : null}
+            {canDeploy ? <Button busy={deploy.isPending} onClick={() => deploy.mutate()}>{dirty ? 'Save and deploy' : 'Deploy'}</Button> : null}
+            {canWrite ? <Button variant="ghost" onClick={() => setConfirmDelete(true)}>Delete</Button> : null}
+          </>
+        }
+      />
+      <div className="editor-title">
+        <label htmlFor="wf-name" className="sr-only">Workflow name</label>
+        <input id="wf-name" className="input title-input" value={name} maxLength={200} disabled={!canWrite} onChange={(e) => setName(e.target.value)} />
+        {!canWrite ? <span className="muted small">Read only: your role in this workspace is {role}.</span> : null}
+      </div>
+      <ErrorBanner error={save.error && !issuesOf(save.error) ? save.error : null} title="Not saved" />
+      {issues.length > 0 ? (
+        <div className="banner banner-error" role="alert">
+          <div>
+            <strong>The server refused the definition ({issues.length} problem{issues.length > 1 ? 's' : ''}).</strong>
+            <ul className="issue-list">
+              {issues.map((i, n) => (
+                <li key={n}>
+                  {i.blockId ? <button type="button" className="link-button" onClick={() => select(i.blockId!)}>{indexBlocks(def.blocks).get(i.blockId)?.block.name ?? i.blockId}</button> : null}
+                  {i.blockId ? ': ' : ''}{i.blockId ? stripLabel(i.message) : i.message}
+                </li>
+              ))}
+            </ul>
+          </div>
+        </div>
+      ) : null}
+      <div className="editor-body">
+        <Palette types={types} onAdd={(t) => addBlock(t)} disabled={!canWrite} />
+        <ReactFlowProvider>
+          <Canvas
+            definition={def}
+            onChange={setDef}
+            selection={selection}
+            onSelect={(s) => { setSelection(s); if (s.nodes.size === 1) setTab('block'); }}
+            issuesByBlock={issuesByBlock}
+            readOnly={!canWrite}
+            onDropType={(t, p, parent) => addBlock(t, p, parent)}
+          />
+        </ReactFlowProvider>
+        <aside className="side-panel" aria-label="Details">
+          <div role="tablist" aria-label="Panels" className="tabs">
+            {TABS.map((t) => (
+              <button key={t.id} type="button" role="tab" id={`tab-${t.id}`} aria-selected={tab === t.id} aria-controls={`panel-${t.id}`} tabIndex={tab === t.id ? 0 : -1}
+                className={`tab${tab === t.id ? ' active' : ''}`} onClick={() => setTab(t.id)}
+                onKeyDown={(e) => {
+                  const i = TABS.findIndex((x) => x.id === tab);
+                  if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+                    const next = TABS[(i + (e.key === 'ArrowRight' ? 1 : TABS.length - 1)) % TABS.length];
+                    setTab(next.id);
+                    document.getElementById(`tab-${next.id}`)?.focus();
+                  }
+                }}>
+                {t.label}
+              </button>
+            ))}
+          </div>
+          <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel">
+            {tab === 'block' ? (
+              <>
+                {unplaced.length > 0 && !selectedId ? unplaced.map((i, n) => <div key={n} className="banner banner-error">{i.message}</div>) : null}
+                <Inspector key={selectedId ?? 'workflow'} definition={def} onChange={setDef} blockId={selectedId} types={types} issues={issues} readOnly={!canWrite} onSelect={select} onDelete={deleteBlock} />
+              </>
+            ) : null}
+            {tab === 'run' ? (
+              <RunPanel workflowId={id} definition={def} staleReason={staleReason} canDeploy={canDeploy} deployDraft={deployDraft} values={runValues} onValues={setRunValues} />
+            ) : null}
+            {tab === 'deploy' ? (
+              <DeployPanel workflow={workflow} status={statusQ.data} dirty={dirty} canDeploy={canDeploy} busy={busyDeploy}
+                error={deploy.error ?? undeploy.error ?? rollback.error} exampleInputs={inputValues(fields, runValues)}
+                onDeploy={() => deploy.mutate()} onUndeploy={() => undeploy.mutate()} onRollback={(v) => rollback.mutate(v)} />
+            ) : null}
+          </div>
+        </aside>
+      </div>
+      <ConfirmDialog
+        open={confirmDelete}
+        title={`Delete ${name}?`}
+        message="The workflow, its versions, webhook and schedule are deleted. Past runs stay in the logs."
+        confirmLabel="Delete workflow"
+        danger
+        busy={remove.isPending}
+        error={remove.error}
+        onConfirm={() => remove.mutate()}
+        onCancel={() => setConfirmDelete(false)}
+      />
+    </div>
+  );
+}
