@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -23,6 +24,8 @@ import { webhookRoutes } from './webhooks/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { schemaRoutes } from './workflows/schema-routes.js';
 import { registerLanding } from './http/landing.js';
+import { registerWebApp } from './http/web-app.js';
+import { sessionRoutes } from './sessions/routes.js';
 import { registerObservability } from './observability/http.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
@@ -43,6 +46,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
       disableRequestLogging: true,
     }),
     routerOptions: { ignoreTrailingSlash: true },
+    // Behind a reverse proxy (WEFT_TRUST_PROXY): the client's address and scheme from X-Forwarded-*.
+    trustProxy: ctx.config.dashboard.trustProxy,
     forceCloseConnections: false,
     return503OnClosing: true,
     connectionTimeout: ctx.config.connectionTimeoutMs,
@@ -80,11 +85,13 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   });
   await app.register(swaggerUi, { routePrefix: '/api/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
 
-  registerAuth(app, accounts.verifyKey);
+  // Cookies are parsed before the auth hook, which takes a session cookie where no key is sent.
+  await app.register(cookie);
+  registerAuth(app, accounts.verifyKey, services.sessions.authenticate);
   registerApiRateLimit(app, limits, accounts);
 
   app.get('/api/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());
-  registerLanding(app);
+  registerLanding(app, await registerWebApp(app, ctx.config.dashboard.webDist));
 
   app.get('/healthz', {
     schema: { tags: ['health'], summary: 'Liveness', security: [], response: { 200: z.object({ status: z.literal('ok') }) } },
@@ -116,6 +123,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
     }
   });
 
+  await app.register(sessionRoutes(services.sessions, { baseUrl: ctx.config.baseUrl }));
   await app.register(accountRoutes(accounts));
   await app.register(auditRoutes(accounts, ctx.db));
   await app.register(limitRoutes(limits, accounts, plans));

@@ -17,6 +17,7 @@ import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
+import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
 import { systemClock, type SchedulerClock } from './schedules/clock.js';
@@ -37,6 +38,8 @@ export interface CoreServices {
   ai: AiGateway;
   webhookRegistry: WebhookRegistry;
   scheduleRegistry: ScheduleRegistry;
+  /** The dashboard's sign-in: passwords and browser sessions. */
+  sessions: SessionService;
 }
 
 export interface Services extends CoreServices {
@@ -59,7 +62,11 @@ export interface ComposeOptions {
  */
 export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeOptions = {}): CoreServices {
   const { config, db } = ctx;
-  const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan });
+  const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
+  // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
+  const sessions = new SessionService(db, accounts, {
+    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs,
+  });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
     storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes],
@@ -79,7 +86,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 const booleanFlag = z
@@ -66,6 +67,12 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   OTEL_SERVICE_NAME: z.string().min(1).default('weft'),
+  // The dashboard: its build, the first admin's email, sessions, and whether to believe X-Forwarded-*.
+  WEFT_WEB_DIST: optionalText,
+  WEFT_ADMIN_EMAIL: z.string().trim().min(3).max(254).regex(/^[^\s@]+@[^\s@]+$/, 'must be an email address').default('admin@localhost'),
+  WEFT_SESSION_IDLE_HOURS: z.coerce.number().min(0.01).max(24 * 90).default(24),
+  WEFT_SESSION_MAX_DAYS: z.coerce.number().min(0.01).max(365).default(14),
+  WEFT_TRUST_PROXY: booleanFlag,
 });
 
 import type { PlanName } from './limits/plans.js';
@@ -121,6 +128,21 @@ export interface Config {
   ai: AiConfig;
   knowledge: KnowledgeConfig;
   observability: ObservabilityConfig;
+  dashboard: DashboardConfig;
+}
+
+/** The web dashboard and its sign-in (src/sessions/, src/http/web-app.ts). */
+export interface DashboardConfig {
+  /** The built app (index.html and assets/); served at / when it exists. */
+  webDist: string;
+  /** Email of the admin user the first setup creates. */
+  adminEmail: string;
+  /** A session unused this long ends. */
+  sessionIdleMs: number;
+  /** A session ends this long after sign-in, used or not. */
+  sessionMaxMs: number;
+  /** Believe X-Forwarded-For/-Proto (behind a reverse proxy): client address and https for Secure cookies. */
+  trustProxy: boolean;
 }
 
 /** Metrics and traces (see src/observability/). */
@@ -220,6 +242,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       otlpTracesUrl: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
         ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
       serviceName: e.OTEL_SERVICE_NAME,
+    },
+    dashboard: {
+      webDist: e.WEFT_WEB_DIST ? path.resolve(e.WEFT_WEB_DIST) : fileURLToPath(new URL('../web/dist/', import.meta.url)),
+      adminEmail: e.WEFT_ADMIN_EMAIL,
+      sessionIdleMs: Math.round(e.WEFT_SESSION_IDLE_HOURS * 3_600_000),
+      sessionMaxMs: Math.round(e.WEFT_SESSION_MAX_DAYS * 86_400_000),
+      trustProxy: e.WEFT_TRUST_PROXY,
     },
     ...overrides,
   };

@@ -7,6 +7,7 @@ import { createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 import { startAdminChannel } from './admin/channel.js';
 import type { SchedulerClock } from './schedules/clock.js';
+import { firstStartBanner } from './start-banner.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -25,21 +26,6 @@ export interface StartOptions {
   role?: AppContext['role'];
   /** The schedules' clock (tests advance a manual one); the system clock by default. */
   clock?: SchedulerClock;
-}
-
-function printBanner(workspaceId: string, secret: string): void {
-  process.stdout.write(
-    [
-      '',
-      '================================================================',
-      ' Weft first start: created the admin user and workspace "default"',
-      ` Workspace id:           ${workspaceId}`,
-      ` Workspace API key:      ${secret}`,
-      ' This key is shown once. Send it as the X-API-Key header.',
-      '================================================================',
-      '',
-    ].join('\n') + '\n',
-  );
 }
 
 /**
@@ -61,9 +47,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   try {
     services = composeServices(ctx, { clock: opts.clock });
     const boot = await services.accounts.ensureBootstrap();
-    if (boot.created && opts.announce) {
-      const { secret } = await services.accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' });
-      printBanner(boot.workspaceId, secret);
+    if (opts.announce) {
+      // An admin without a password (just created, or from before the dashboard) gets a one-time one.
+      const adminPassword = await services.sessions.claimInitialPassword(boot.userId);
+      const apiKey = boot.created
+        ? (await services.accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' })).secret
+        : undefined;
+      if (apiKey || adminPassword) {
+        const adminEmail = (await services.accounts.findUser(boot.userId))?.email ?? config.dashboard.adminEmail;
+        process.stdout.write(firstStartBanner({ workspaceId: boot.workspaceId, apiKey, adminEmail, adminPassword }));
+      }
     }
     app = await buildApp(ctx, services);
     if (role === 'worker') await app.ready();

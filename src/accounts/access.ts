@@ -13,6 +13,8 @@ export interface WorkspaceAccess {
   userId: string;
   keyId: string;
   keyType: AuthContext['keyType'];
+  /** `session`: a signed-in dashboard user; `keyId` is then the session's id. */
+  via?: AuthContext['via'];
   /** Who pays: the workspace for workspace keys, the user for personal keys. */
   billedAccount: string;
   plan: string;
@@ -84,7 +86,8 @@ export class AccessControl {
     if (!ws) throw notFound();
     if (auth.keyType === 'personal') {
       if (!ws.role) throw notFound();
-      if (!ws.allow_personal_keys) throw new HttpError(403, 'Personal API keys are not allowed for this workspace', { v2Details: { code: 'PERSONAL_API_KEYS_DISABLED' } });
+      // The setting is about keys: a signed-in user acts with the same roles but holds no key.
+      if (!ws.allow_personal_keys && auth.via !== 'session') throw new HttpError(403, 'Personal API keys are not allowed for this workspace', { v2Details: { code: 'PERSONAL_API_KEYS_DISABLED' } });
     }
     if (!ws.role || !roleAtLeast(ws.role, minRole)) throw new HttpError(403, 'Access denied', { v2Details: { code: 'INSUFFICIENT_WORKSPACE_ROLE' } });
     return {
@@ -94,6 +97,7 @@ export class AccessControl {
       userId: auth.userId,
       keyId: auth.keyId,
       keyType: auth.keyType,
+      ...(auth.via ? { via: auth.via } : {}),
       billedAccount: billedAccountOf(auth, ws.id),
       plan: auth.keyType === 'workspace' ? ws.plan : ws.user_plan,
     };

@@ -97,7 +97,7 @@ export function accountRoutes(accounts: AccountsService): FastifyPluginAsyncZod 
       // Personal keys are their owner's: only the owner's own personal keys reach them.
       if (auth.keyType !== 'personal' || key.user_id !== auth.userId) throw new HttpError(404, 'API key not found');
       const home = await accounts.homeWorkspaceOf(auth.userId);
-      await accounts.revokeKey(key.id, home, { userId: auth.userId, keyId: auth.keyId, type: 'personal_key' });
+      await accounts.revokeKey(key.id, home, { userId: auth.userId, keyId: auth.keyId, type: auth.via === 'session' ? 'session' : 'personal_key' });
     }
     return { success: true as const, data: { id: key.id, revoked: true as const } };
   });

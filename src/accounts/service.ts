@@ -23,11 +23,12 @@ export interface AccessControlled {
 /** Who did something, for the audit log: a key of a kind, or the CLI (no key). */
 export interface Actor { userId?: string | null; keyId?: string | null; type?: ActorType }
 
-export const actorOf = (access: Pick<WorkspaceAccess, 'userId' | 'keyId' | 'keyType'>): Actor => ({
+export const actorOf = (access: Pick<WorkspaceAccess, 'userId' | 'keyId' | 'keyType' | 'via'>): Actor => ({
   // A workspace key acts as its workspace: no user is recorded as the actor.
   userId: access.keyType === 'workspace' ? null : access.userId,
+  // A signed-in user (the dashboard): keyId is the session's id.
   keyId: access.keyId,
-  type: access.keyType === 'workspace' ? 'workspace_key' : 'personal_key',
+  type: access.via === 'session' ? 'session' : access.keyType === 'workspace' ? 'workspace_key' : 'personal_key',
 });
 
 export interface PublicKey {
@@ -56,6 +57,8 @@ export interface AccountsOptions {
   keyCacheMs: number;
   /** Plan of users and workspaces created here. */
   defaultPlan: string;
+  /** Email of the admin user the first bootstrap creates (default admin@localhost). */
+  adminEmail?: string;
 }
 
 /**
@@ -161,7 +164,7 @@ export class AccountsService implements AccessControlled {
       let created = false;
       let admin = await store.findFirstAdmin(q);
       if (!admin) {
-        admin = await store.insertUser(q, { id: newId(), email: 'admin@localhost', name: 'Admin', isAdmin: true, plan });
+        admin = await store.insertUser(q, { id: newId(), email: this.opts.adminEmail ?? 'admin@localhost', name: 'Admin', isAdmin: true, plan });
         created = true;
       }
       let ws = await store.findWorkspaceByName(q, 'default');
@@ -220,6 +223,11 @@ export class AccountsService implements AccessControlled {
       if (uniqueViolation(err)) throw new HttpError(409, `A user with the email ${input.email} already exists`);
       throw err;
     }
+  }
+
+  /** The workspaces a user is a member of, with the role, in the order joined (the dashboard's switcher). */
+  workspacesOfUser(userId: string): Promise<{ id: string; name: string; role: Role }[]> {
+    return store.workspacesOfUser(this.db, userId);
   }
 
   roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {

@@ -98,3 +98,10 @@ export const touchKey = (q: Queryable, id: string) =>
 export const workspaceIdsOfUser = (q: Queryable, userId: string) =>
   q.query<{ workspace_id: string }>('SELECT workspace_id FROM memberships WHERE user_id = $1 ORDER BY created_at, workspace_id', [userId])
     .then((r) => r.map((w) => w.workspace_id));
+
+export const workspacesOfUser = (q: Queryable, userId: string) =>
+  q.query<{ id: string; name: string; role: Role }>(
+    `SELECT w.id, w.name, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
+      WHERE m.user_id = $1 ORDER BY m.created_at, w.name`,
+    [userId],
+  );

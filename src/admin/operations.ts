@@ -11,6 +11,7 @@ import { migrate } from '../db/migrate.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid } from '../ids.js';
 import { publicWorkflow } from '../workflows/service.js';
+import { generatePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../sessions/password.js';
 
 /** A failure to report to the CLI's user as it is (no stack): a missing workspace, a refused run, ... */
 export class CommandError extends Error {}
@@ -57,6 +58,7 @@ function requireRuns(env: OperationEnv) {
 }
 
 const ROLES = ['admin', 'write', 'read'] as const;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
 const PLANS = ['free', 'pro', 'team', 'enterprise'] as const;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'paused']);
 const creditTarget = { workspace: z.string().min(1).optional(), user: z.string().min(1).optional() };
@@ -70,22 +72,52 @@ export const operations = {
     },
   }),
 
+  /**
+   * Ensures the admin and the default workspace, and makes a workspace key. An admin without a password
+   * (the one this created) gets a one-time password, returned with its email this once.
+   */
   setup: op({
     args: z.object({}),
-    async run({ services: { accounts } }) {
+    async run({ services: { accounts, sessions } }) {
       const boot = await accounts.ensureBootstrap();
       const { key, secret } = await accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Setup key' });
-      return { userId: boot.userId, workspaceId: boot.workspaceId, apiKey: secret, keyId: key.id };
+      const adminPassword = await sessions.claimInitialPassword(boot.userId);
+      const admin = adminPassword ? await accounts.findUser(boot.userId) : undefined;
+      return {
+        userId: boot.userId, workspaceId: boot.workspaceId, apiKey: secret, keyId: key.id,
+        ...(admin && adminPassword ? { adminEmail: admin.email, adminPassword } : {}),
+      };
     },
   }),
 
+  /** A user, optionally a member of a workspace, who can sign in to the dashboard: with `password`, or a generated one-time one. */
   'users.create': op({
-    args: z.object({ email: z.string().min(1), name: z.string().optional(), workspace: z.string().optional(), role: z.enum(ROLES, { message: '--role must be admin, write or read' }) }),
+    args: z.object({
+      email: z.string().trim().regex(EMAIL, 'email must be an email address'), name: z.string().optional(), workspace: z.string().optional(),
+      role: z.enum(ROLES, { message: '--role must be admin, write or read' }),
+      password: z.string().min(MIN_PASSWORD_LENGTH, `--password must be at least ${MIN_PASSWORD_LENGTH} characters`)
+        .max(MAX_PASSWORD_LENGTH, `--password must be at most ${MAX_PASSWORD_LENGTH} characters`).optional(),
+    }),
     async run({ services: s }, a) {
       const ws = a.workspace ? await workspace(s, a.workspace) : undefined;
       const user = await s.accounts.createUser({ email: a.email, name: a.name });
       if (ws) await s.accounts.addMember(ws.id, user.id, a.role);
-      return { id: user.id, email: user.email, workspace: ws ? { id: ws.id, name: ws.name, role: a.role } : undefined };
+      // A generated password is a one-time one (mustChangePassword); a chosen one is the user's.
+      const generated = a.password ? undefined : generatePassword();
+      await s.sessions.setPassword(user.id, a.password ?? generated!, !a.password);
+      return { id: user.id, email: user.email, workspace: ws ? { id: ws.id, name: ws.name, role: a.role } : undefined, ...(generated ? { password: generated } : {}) };
+    },
+  }),
+
+  /** A new one-time password for a user (mustChangePassword); every session of the user ends. */
+  'users.reset-password': op({
+    args: z.object({ email: z.string().trim().min(1) }),
+    async run({ services: { sessions } }, a) {
+      const userId = await sessions.userIdByEmail(a.email);
+      if (!userId) throw new CommandError(`No user with the email ${a.email}`);
+      const password = await sessions.resetPassword(userId);
+      if (!password) throw new CommandError(`No user with the email ${a.email}`);
+      return { id: userId, email: a.email, password, mustChangePassword: true };
     },
   }),
 

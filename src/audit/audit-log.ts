@@ -3,8 +3,8 @@
 import type { Queryable } from '../db/database.js';
 import { newId } from '../ids.js';
 
-/** Which kind of caller acted: a personal key, a workspace key (acting as its workspace), or the CLI. */
-export type ActorType = 'personal_key' | 'workspace_key' | 'cli';
+/** Which kind of caller acted: a personal key, a workspace key (acting as its workspace), the CLI, or a user signed in to the dashboard (session). */
+export type ActorType = 'personal_key' | 'workspace_key' | 'cli' | 'session';
 
 export interface AuditEntry {
   workspaceId: string;

@@ -11,7 +11,7 @@ const entrySchema = z.object({
   workspaceId: z.string(),
   actorId: z.string().nullable(),
   actorKeyId: z.string().nullable(),
-  actorType: z.enum(['personal_key', 'workspace_key', 'cli']).nullable().describe('Which kind of caller acted; a workspace key acts as its workspace'),
+  actorType: z.enum(['personal_key', 'workspace_key', 'cli', 'session']).nullable().describe('Which kind of caller acted; a workspace key acts as its workspace; session: a user signed in to the dashboard'),
   action: z.string(),
   resourceType: z.string(),
   resourceId: z.string().nullable(),

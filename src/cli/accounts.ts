@@ -21,25 +21,47 @@ export function registerAccountCommands(program: Command): void {
     .action(async (o: { json?: boolean }) => {
       const json = Boolean(o.json);
       const out = await withSession(json, ['setup'], (s) => s.call('setup', {}));
-      emit(json, out, () => `Admin user ${out.userId}\nWorkspace "default" ${out.workspaceId}\nWorkspace API key (shown once): ${out.apiKey}`);
+      emit(json, out, () => [
+        `Admin user ${out.userId}`,
+        `Workspace "default" ${out.workspaceId}`,
+        `Workspace API key (shown once): ${out.apiKey}`,
+        ...(out.adminPassword ? [
+          `Dashboard sign-in: ${out.adminEmail}`,
+          `One-time password (shown once; the dashboard asks for a new one at the first sign-in): ${out.adminPassword}`,
+        ] : []),
+      ].join('\n'));
     });
 
   const users = program.command('users').description('Manage users');
   users
     .command('create')
-    .description('Create a user, optionally a member of a workspace')
+    .description('Create a user who can sign in to the dashboard, optionally a member of a workspace')
     .requiredOption('--email <email>')
     .option('--name <name>')
     .option('--workspace <idOrName>', 'also add the user to this workspace')
     .option('--role <role>', 'role in that workspace: admin, write or read', 'write')
+    .option('--password <password>', 'the password (12 to 200 characters); default: a generated one-time password, printed once')
     .option('--json', 'machine-readable output')
-    .action(async (o: { email: string; name?: string; workspace?: string; role: string; json?: boolean }) => {
+    .action(async (o: { email: string; name?: string; workspace?: string; role: string; password?: string; json?: boolean }) => {
       const json = Boolean(o.json);
       if (!['admin', 'write', 'read'].includes(o.role)) fail('--role must be admin, write or read', json);
       const out = await withSession(json, ['users.create'], (s) =>
-        s.call('users.create', { email: o.email, name: o.name, workspace: o.workspace, role: o.role as 'write' }));
-      emit(json, { id: out.id, email: out.email }, () =>
-        `User ${out.id} <${out.email}>${out.workspace ? `, ${out.workspace.role} in "${out.workspace.name}"` : ''}`);
+        s.call('users.create', { email: o.email, name: o.name, workspace: o.workspace, role: o.role as 'write', password: o.password }));
+      emit(json, { id: out.id, email: out.email, ...(out.password ? { password: out.password } : {}) }, () => [
+        `User ${out.id} <${out.email}>${out.workspace ? `, ${out.workspace.role} in "${out.workspace.name}"` : ''}`,
+        ...(out.password ? [`One-time password (shown once; the dashboard asks for a new one at the first sign-in): ${out.password}`] : []),
+      ].join('\n'));
+    });
+  users
+    .command('reset-password')
+    .description("Give a user a new one-time password (printed once) and end the user's dashboard sessions")
+    .requiredOption('--email <email>')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { email: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      const out = await withSession(json, ['users.reset-password'], (s) => s.call('users.reset-password', { email: o.email }));
+      emit(json, out, () =>
+        `New one-time password for ${out.email} (shown once; the dashboard asks for a new one at the next sign-in): ${out.password}`);
     });
 
   const workspaces = program.command('workspaces').description('Manage workspaces');

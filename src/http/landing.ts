@@ -1,6 +1,8 @@
-// GET /: where to go from here (the API reference, the OpenAPI document, the definition schema, health),
-// as JSON for programs and as a small HTML page for browsers, until the dashboard is served at /.
+// GET /: browsers (Accept: text/html) get the dashboard when it is built (web-app.ts), else a small HTML
+// page of links; programs get JSON: where to go from here (the API reference, the OpenAPI document, the
+// definition schema, health).
 import type { FastifyInstance } from 'fastify';
+import type { WebApp } from './web-app.js';
 
 const LINKS = [
   ['apiReference', '/api/docs', 'API reference (interactive)'],
@@ -15,14 +17,18 @@ const AUTH = 'Send an API key as the X-API-Key header (the AI gateway also takes
 const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Weft</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}code{background:#eee;padding:0 .2em}</style></head>
-<body><h1>Weft</h1><p>Workflow automation service. The dashboard is not part of this build yet.</p><ul>
+<body><h1>Weft</h1><p>Workflow automation service. The dashboard is not built here (<code>npm run build</code> builds it into web/dist).</p><ul>
 ${LINKS.map(([, href, text]) => `<li><a href="${href}">${text}</a> <code>${href}</code></li>`).join('\n')}
 </ul><p>${AUTH.replace(/`([^`]+)`/g, '<code>$1</code>')}</p></body></html>
 `;
 
-export function registerLanding(app: FastifyInstance): void {
+export function registerLanding(app: FastifyInstance, webApp?: WebApp): void {
   app.get('/', { schema: { hide: true }, config: { auth: 'none' } }, async (request, reply) => {
-    if (/\btext\/html\b/.test(request.headers.accept ?? '')) return reply.type('text/html; charset=utf-8').send(html);
+    // Browsers and JSON clients get different bodies at the same URL: caches must keep them apart.
+    reply.header('vary', 'Accept');
+    if (/\btext\/html\b/.test(request.headers.accept ?? '')) {
+      return webApp ? webApp.sendIndex(reply) : reply.type('text/html; charset=utf-8').send(html);
+    }
     return {
       name: 'Weft',
       description: 'Workflow automation service: workflows, tables, knowledge bases and an AI gateway over HTTP',

@@ -13,8 +13,13 @@ describe('CLI', () => {
     };
 
     const first = await json(['setup']);
-    expect(first).toEqual({ userId: expect.any(String), workspaceId: expect.any(String), apiKey: expect.stringMatching(/^sk-weft-[0-9A-Za-z]{32}$/), keyId: expect.any(String) });
+    expect(first).toEqual({
+      userId: expect.any(String), workspaceId: expect.any(String), apiKey: expect.stringMatching(/^sk-weft-[0-9A-Za-z]{32}$/), keyId: expect.any(String),
+      // The admin it created, with a one-time password for the dashboard (shown by this setup only).
+      adminEmail: 'admin@localhost', adminPassword: expect.stringMatching(/^[A-Za-z0-9]{5}(-[A-Za-z0-9]{5}){3}$/),
+    });
     const second = await json(['setup']);
+    expect(second.adminPassword).toBeUndefined();
     expect(second.workspaceId).toBe(first.workspaceId);
     expect(second.userId).toBe(first.userId);
     expect(second.apiKey).not.toBe(first.apiKey);

@@ -8,7 +8,8 @@ import { request, startTestServer, type TestServer } from '../support/harness.js
 /** What a newcomer finds without a key: the landing at /, and the definition's JSON Schema. */
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  // Without a built dashboard: browsers get the small HTML page (test/sessions/web-app.test.ts serves a build).
+  t = await startTestServer({ env: { WEFT_WEB_DIST: path.join(import.meta.dirname, 'no-dashboard-build') } });
 });
 afterAll(async () => {
   await t?.close();

@@ -1,0 +1,272 @@
+// Signing in to the dashboard: passwords, the session cookie, signing out, changing the password,
+// expiry and the failed-sign-in limit, all over HTTP.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser } from '../support/accounts.js';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { asSession, login } from './support.js';
+
+let t: TestServer;
+const ADMIN_PASSWORD = 'correct horse battery staple';
+let adminEmail: string;
+
+beforeAll(async () => {
+  t = await startTestServer();
+  adminEmail = (await t.server.services.accounts.findUser(t.userId))!.email;
+  await t.server.services.sessions.setPassword(t.userId, ADMIN_PASSWORD, false);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function userWithPassword(email: string, password: string, mustChange = false): Promise<string> {
+  const user = await createUser(t.server.ctx.db, email);
+  await t.server.services.sessions.setPassword(user.id, password, mustChange);
+  return user.id;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+describe('POST /api/v1/auth/login', () => {
+  it('signs in with the right password: the user, a CSRF token, and an HttpOnly SameSite=Lax cookie (not Secure over plain HTTP)', async () => {
+    const s = await login(t, adminEmail, ADMIN_PASSWORD);
+    expect(s.response.status).toBe(200);
+    expect(s.response.body).toEqual({
+      user: { id: t.userId, email: adminEmail, name: 'Admin' }, csrfToken: expect.stringMatching(/^[A-Za-z0-9_-]{40,}$/), mustChangePassword: false,
+    });
+    expect(s.response.headers.get('cache-control')).toBe('no-store');
+    expect(s.cookie).toMatch(/^weft_session=[A-Za-z0-9_-]{40,}$/);
+    const attrs = s.setCookie.split(';').map((a) => a.trim().toLowerCase());
+    expect(attrs).toContain('httponly');
+    expect(attrs).toContain('samesite=lax');
+    expect(attrs).toContain('path=/');
+    expect(attrs.some((a) => a.startsWith('max-age='))).toBe(true);
+    expect(attrs).not.toContain('secure');
+    // The cookie never carries the CSRF token or anything but the random session token.
+    expect(s.cookie).not.toContain(s.csrfToken);
+  });
+
+  it('matches the email case-insensitively', async () => {
+    const s = await login(t, adminEmail.toUpperCase(), ADMIN_PASSWORD);
+    expect(s.response.status).toBe(200);
+  });
+
+  it('answers a wrong password and an unknown email with the same 401 in about the same time', async () => {
+    await userWithPassword('timing@example.com', 'the right password 1');
+    const wrong: number[] = [];
+    const unknown: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      let started = performance.now();
+      const a = await login(t, 'timing@example.com', `wrong password ${i}`);
+      wrong.push(performance.now() - started);
+      started = performance.now();
+      const b = await login(t, `nobody-${i}@example.com`, 'whatever password');
+      unknown.push(performance.now() - started);
+      for (const r of [a, b]) {
+        expect(r.response.status).toBe(401);
+        expect(r.response.body).toEqual({ error: 'Invalid email or password' });
+        expect(r.setCookie).toBe('');
+      }
+    }
+    // Both spend one scrypt (tens of milliseconds); an unknown email is not answered at once.
+    expect(median(unknown)).toBeGreaterThan(median(wrong) * 0.4);
+    expect(median(unknown)).toBeGreaterThan(10);
+  });
+
+  it('refuses a user who has no password (API keys only) with the same 401', async () => {
+    await createUser(t.server.ctx.db, 'keys-only@example.com');
+    const s = await login(t, 'keys-only@example.com', 'anything at all here');
+    expect(s.response.status).toBe(401);
+    expect(s.response.body).toEqual({ error: 'Invalid email or password' });
+  });
+
+  it('answers 400 to a body without email or password, and to non-JSON', async () => {
+    for (const body of [{}, { email: 'a@b.c' }, { password: 'x' }, { email: 5, password: 'x' }]) {
+      const r = await request(`${t.url}/api/v1/auth/login`, 'POST', body);
+      expect(r.status).toBe(400);
+      expect(typeof r.body.error).toBe('string');
+    }
+    const bad = await request(`${t.url}/api/v1/auth/login`, 'POST', '{"email":', { 'content-type': 'application/json' });
+    expect(bad.status).toBe(400);
+  });
+
+  it('after 5 failures for an email answers 429 with Retry-After, even to the right password', async () => {
+    await userWithPassword('throttled@example.com', 'throttled password 1');
+    for (let i = 0; i < 5; i++) expect((await login(t, 'throttled@example.com', `guess ${i}`)).response.status).toBe(401);
+    const refused = await login(t, 'throttled@example.com', 'throttled password 1');
+    expect(refused.response.status).toBe(429);
+    expect(refused.response.body.error).toMatch(/Too many failed sign-in attempts/);
+    const retryAfter = Number(refused.response.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(800);
+    expect(retryAfter).toBeLessThanOrEqual(900);
+    expect(refused.setCookie).toBe('');
+    // Other accounts are not affected.
+    expect((await login(t, adminEmail, ADMIN_PASSWORD)).response.status).toBe(200);
+  });
+
+  it('a success clears the count of failures for that email', async () => {
+    await userWithPassword('forgetful@example.com', 'forgetful password');
+    for (let i = 0; i < 4; i++) expect((await login(t, 'forgetful@example.com', `guess ${i}`)).response.status).toBe(401);
+    expect((await login(t, 'forgetful@example.com', 'forgetful password')).response.status).toBe(200);
+    for (let i = 0; i < 4; i++) expect((await login(t, 'forgetful@example.com', `again ${i}`)).response.status).toBe(401);
+    expect((await login(t, 'forgetful@example.com', 'forgetful password')).response.status).toBe(200);
+  });
+});
+
+describe('GET /api/v1/auth/session', () => {
+  it('describes the signed-in user with the CSRF token and the workspaces with roles', async () => {
+    const s = await login(t, adminEmail, ADMIN_PASSWORD);
+    const r = await asSession(t, s, 'GET', '/api/v1/auth/session');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(r.body).toEqual({
+      user: { id: t.userId, email: adminEmail, name: 'Admin' }, csrfToken: s.csrfToken, mustChangePassword: false,
+      workspaces: [{ id: t.workspaceId, name: 'default', role: 'admin' }],
+    });
+  });
+
+  it('is 401 without a cookie, with an unknown one, and with only an API key', async () => {
+    expect((await request(`${t.url}/api/v1/auth/session`, 'GET')).status).toBe(401);
+    const forged = await request(`${t.url}/api/v1/auth/session`, 'GET', undefined, { cookie: 'weft_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
+    expect(forged.status).toBe(401);
+    expect(forged.body).toEqual({ error: 'Not signed in' });
+    expect((await t.call('GET', '/api/v1/auth/session')).status).toBe(401);
+  });
+});
+
+describe('signing out', () => {
+  it('logout ends this session and clears the cookie; other sessions go on', async () => {
+    const a = await login(t, adminEmail, ADMIN_PASSWORD);
+    const b = await login(t, adminEmail, ADMIN_PASSWORD);
+    expect((await asSession(t, a, 'GET', '/api/v1/auth/session')).status).toBe(200);
+    const out = await asSession(t, a, 'POST', '/api/v1/auth/logout');
+    expect(out.status).toBe(204);
+    expect(out.headers.get('set-cookie')).toMatch(/^weft_session=;.*(Max-Age=0|Expires=Thu, 01 Jan 1970)/i);
+    expect((await asSession(t, a, 'GET', '/api/v1/auth/session')).status).toBe(401);
+    expect((await asSession(t, a, 'GET', `/api/v1/workflows?workspaceId=${t.workspaceId}`)).status).toBe(401);
+    expect((await asSession(t, b, 'GET', '/api/v1/auth/session')).status).toBe(200);
+  });
+
+  it('logout needs the CSRF token of a live session (a cross-site request cannot sign anyone out)', async () => {
+    const a = await login(t, adminEmail, ADMIN_PASSWORD);
+    expect((await asSession(t, a, 'POST', '/api/v1/auth/logout', undefined, false)).status).toBe(403);
+    expect((await asSession(t, a, 'GET', '/api/v1/auth/session')).status).toBe(200);
+    // Without a session there is nothing to end: still 204, the cookie cleared.
+    expect((await request(`${t.url}/api/v1/auth/logout`, 'POST')).status).toBe(204);
+  });
+
+  it('logout-all ends every session of the user and no one else\'s', async () => {
+    await userWithPassword('many@example.com', 'many sessions password');
+    const sessions = [];
+    for (let i = 0; i < 3; i++) sessions.push(await login(t, 'many@example.com', 'many sessions password'));
+    const admin = await login(t, adminEmail, ADMIN_PASSWORD);
+    expect((await asSession(t, sessions[0]!, 'POST', '/api/v1/auth/logout-all', undefined, false)).status).toBe(403);
+    expect((await asSession(t, sessions[1]!, 'GET', '/api/v1/auth/session')).status).toBe(200);
+    const out = await asSession(t, sessions[0]!, 'POST', '/api/v1/auth/logout-all');
+    expect(out.status).toBe(204);
+    for (const s of sessions) expect((await asSession(t, s, 'GET', '/api/v1/auth/session')).status).toBe(401);
+    expect((await asSession(t, admin, 'GET', '/api/v1/auth/session')).status).toBe(200);
+    expect((await request(`${t.url}/api/v1/auth/logout-all`, 'POST')).status).toBe(401);
+  });
+});
+
+describe('POST /api/v1/auth/password', () => {
+  it('changes a one-time password: mustChangePassword clears, other sessions end, this one goes on', async () => {
+    const id = await userWithPassword('onetime@example.com', 'printed-once-pass', true);
+    const first = await login(t, 'onetime@example.com', 'printed-once-pass');
+    expect(first.response.body.mustChangePassword).toBe(true);
+    const other = await login(t, 'onetime@example.com', 'printed-once-pass');
+    // The API does not refuse other calls meanwhile (the dashboard asks for the new password).
+    expect((await asSession(t, first, 'GET', '/api/v1/auth/session')).body.mustChangePassword).toBe(true);
+
+    const change = { currentPassword: 'printed-once-pass', newPassword: 'my own new password' };
+    expect((await asSession(t, first, 'POST', '/api/v1/auth/password', change, false)).status).toBe(403);
+    const r = await asSession(t, first, 'POST', '/api/v1/auth/password', change);
+    expect(r.status).toBe(204);
+    const after = await asSession(t, first, 'GET', '/api/v1/auth/session');
+    expect(after.status).toBe(200);
+    expect(after.body.mustChangePassword).toBe(false);
+    expect(after.body.user.id).toBe(id);
+    expect((await asSession(t, other, 'GET', '/api/v1/auth/session')).status).toBe(401);
+    expect((await login(t, 'onetime@example.com', 'printed-once-pass')).response.status).toBe(401);
+    expect((await login(t, 'onetime@example.com', 'my own new password')).response.status).toBe(200);
+  });
+
+  it('keeps a one-time password when the new one is the same (it must be 12 characters or more)', async () => {
+    await userWithPassword('keeper@example.com', 'keep-this-one-1', true);
+    const s = await login(t, 'keeper@example.com', 'keep-this-one-1');
+    const r = await asSession(t, s, 'POST', '/api/v1/auth/password', { currentPassword: 'keep-this-one-1', newPassword: 'keep-this-one-1' });
+    expect(r.status).toBe(204);
+    expect((await login(t, 'keeper@example.com', 'keep-this-one-1')).response.body.mustChangePassword).toBe(false);
+  });
+
+  it('refuses a wrong current password (400 on currentPassword), a short or long new one, and a caller without a session', async () => {
+    await userWithPassword('changer@example.com', 'changer password 1');
+    const s = await login(t, 'changer@example.com', 'changer password 1');
+    const wrong = await asSession(t, s, 'POST', '/api/v1/auth/password', { currentPassword: 'not it at all', newPassword: 'another long password' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.details[0].path).toEqual(['currentPassword']);
+    const short = await asSession(t, s, 'POST', '/api/v1/auth/password', { currentPassword: 'changer password 1', newPassword: 'short' });
+    expect(short.status).toBe(400);
+    expect(short.body.error).toMatch(/at least 12 characters/);
+    const long = await asSession(t, s, 'POST', '/api/v1/auth/password', { currentPassword: 'changer password 1', newPassword: 'x'.repeat(201) });
+    expect(long.status).toBe(400);
+    expect((await asSession(t, s, 'POST', '/api/v1/auth/password', { currentPassword: 'changer password 1' })).status).toBe(400);
+    // The password did not change.
+    expect((await login(t, 'changer@example.com', 'changer password 1')).response.status).toBe(200);
+    const anonymous = await request(`${t.url}/api/v1/auth/password`, 'POST', { currentPassword: 'a', newPassword: 'short' });
+    expect(anonymous.status).toBe(401);
+    // A key is not a session: the password is the signed-in user's to change.
+    expect((await t.call('POST', '/api/v1/auth/password', { currentPassword: 'changer password 1', newPassword: 'another long password' })).status).toBe(401);
+  });
+});
+
+describe('expiry', () => {
+  it('an expired session authenticates nothing', async () => {
+    const s = await login(t, adminEmail, ADMIN_PASSWORD);
+    await t.server.ctx.db.query("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = $1 AND csrf_token = $2", [t.userId, s.csrfToken]);
+    expect((await asSession(t, s, 'GET', '/api/v1/auth/session')).status).toBe(401);
+    const api = await asSession(t, s, 'GET', `/api/v1/workflows?workspaceId=${t.workspaceId}`);
+    expect(api.status).toBe(401);
+    expect(api.body).toEqual({ error: 'API key required' });
+  });
+
+  it('stores only a hash of the session token', async () => {
+    const s = await login(t, adminEmail, ADMIN_PASSWORD);
+    const token = s.cookie.split('=')[1]!;
+    const rows = await t.server.ctx.db.query<{ token_hash: string }>('SELECT token_hash FROM sessions WHERE csrf_token = $1', [s.csrfToken]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.token_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0]!.token_hash).not.toContain(token);
+  });
+});
+
+describe('behind a proxy', () => {
+  let proxied: TestServer;
+  beforeAll(async () => {
+    proxied = await startTestServer({ env: { WEFT_TRUST_PROXY: 'true' } });
+    await proxied.server.services.sessions.setPassword(proxied.userId, ADMIN_PASSWORD, false);
+  });
+  afterAll(async () => {
+    await proxied?.close();
+  });
+
+  it('sets Secure when a trusted proxy says the browser used https, and only then', async () => {
+    const viaHttps = await login(proxied, adminEmail, ADMIN_PASSWORD, { 'x-forwarded-proto': 'https' });
+    expect(viaHttps.setCookie.split(';').map((a) => a.trim())).toContain('Secure');
+    const viaHttp = await login(proxied, adminEmail, ADMIN_PASSWORD);
+    expect(viaHttp.setCookie).not.toMatch(/;\s*Secure/i);
+    // The server of the other suites trusts no proxy: the header changes nothing there.
+    const untrusted = await login(t, adminEmail, ADMIN_PASSWORD, { 'x-forwarded-proto': 'https' });
+    expect(untrusted.setCookie).not.toMatch(/;\s*Secure/i);
+  });
+
+  it('counts failures per client address: 50 wrong sign-ins from one address, then 429 for any email', async () => {
+    const from = { 'x-forwarded-for': '203.0.113.9' };
+    for (let i = 0; i < 50; i++) expect((await login(proxied, `guess-${i}@example.com`, 'not a password', from)).response.status).toBe(401);
+    const blocked = await login(proxied, adminEmail, ADMIN_PASSWORD, from);
+    expect(blocked.response.status).toBe(429);
+    expect(Number(blocked.response.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Another address still signs in.
+    expect((await login(proxied, adminEmail, ADMIN_PASSWORD, { 'x-forwarded-for': '198.51.100.7' })).response.status).toBe(200);
+  }, 120_000);
+});
