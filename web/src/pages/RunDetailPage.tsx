@@ -115,7 +115,7 @@ export default function RunDetailPage() {
           <Waterfall trace={data.trace} runStart={data.startedAt} runEndMs={endMs} nowMs={live ? now : undefined} />
         )}
       </section>
-      <div className="grid-2">
+      <div className="grid-2 run-io">
         <section className="card" aria-labelledby="run-input-h">
           <h2 id="run-input-h">Input</h2>
           <pre>{prettyValue(data.input ?? {})}</pre>
