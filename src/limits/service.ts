@@ -5,7 +5,7 @@ import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
-import { billingPeriod, periodCost, recordRunCharge, runCharges, UsageRecorder } from './usage.js';
+import { billingPeriod, periodCost, recordRunCharge, recordRunCharges, runCharges, UsageRecorder } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -156,6 +156,18 @@ export class LimitsService {
     const at = new Date(this.clock.now());
     if (await recordRunCharge(q, account, executionId, at)) {
       const hit = this.costs.get(account);
+      if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
+    }
+  }
+
+  /** `chargeRun` for several runs in one statement (group commit of finished runs). */
+  async chargeRuns(runs: readonly { account: string; executionId: string }[], q: Queryable): Promise<void> {
+    if (runs.length === 0) return;
+    const at = new Date(this.clock.now());
+    const charged = await recordRunCharges(q, runs, at);
+    for (const run of runs) {
+      if (!charged.has(run.executionId)) continue;
+      const hit = this.costs.get(run.account);
       if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
     }
   }

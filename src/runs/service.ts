@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
+import { GroupCommit } from '../db/group-commit.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
@@ -78,8 +79,23 @@ export class ExecutionService {
   /** Runs in progress in this process: a cancel stops them at once. */
   private readonly inFlight = new InFlightRuns();
 
+  /** Finished sync runs with their base charges, group-committed (one transaction for the runs that end together). */
+  private readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
+
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
+    this.finishedRuns = new GroupCommit({
+      writeBatch: (runs) => deps.db.tx(async (q) => {
+        const written = await store.insertFinishedMany(q, runs);
+        await deps.limits.chargeRuns(runs.filter((r) => written.has(r.e.id)).map((r) => ({ account: r.e.billedAccount, executionId: r.e.id })), q);
+        return runs.map((r) => written.has(r.e.id));
+      }),
+      writeOne: ({ e, f }) => deps.db.tx(async (q) => {
+        if (!(await store.insertFinished(q, e, f))) return false;
+        await deps.limits.chargeRun(e.billedAccount, e.id, q);
+        return true;
+      }),
+    });
     this.pauses = new PauseService({
       db: deps.db, log: deps.log, queue: deps.queue, workflows: deps.workflows,
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
@@ -178,12 +194,15 @@ export class ExecutionService {
         },
       });
       const finished = finishedFrom(result);
-      // The run's log and its base charge commit together: one disk flush per run.
-      await this.db.tx(async (q) => {
-        if (opts.executionId) await store.finishExecution(q, executionId, finished);
-        else if (!(await store.insertFinished(q, base, finished))) throw executionIdConflict(executionId);
-        await this.limits.chargeRun(run.billedAccount, executionId, q);
-      });
+      // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
+      if (opts.executionId) {
+        await this.db.tx(async (q) => {
+          await store.finishExecution(q, executionId, finished);
+          await this.limits.chargeRun(run.billedAccount, executionId, q);
+        });
+      } else if (!(await this.finishedRuns.submit({ e: base, f: finished }))) {
+        throw executionIdConflict(executionId);
+      }
       this.deps.observer?.runFinished({
         workflowId: admitted.workflow.id, executionId: publicExecutionId(executionId), workspaceId: run.workspaceId, trigger: opts.trigger, mode: 'sync', ...finished,
       });

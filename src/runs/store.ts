@@ -59,6 +59,31 @@ export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedE
   return rows.length > 0;
 }
 
+/**
+ * Writes finished sync runs in one statement (group commit, see src/db/group-commit.ts): the rows travel as
+ * one JSON array. Returns the ids written; an id already taken is skipped, like `insertFinished`.
+ */
+export async function insertFinishedMany(q: Queryable, runs: readonly { e: NewExecution; f: FinishedExecution }[]): Promise<Set<string>> {
+  const rows = runs.map(({ e, f }) => ({
+    id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
+    status: f.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
+    resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null,
+    output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock, trace: f.trace,
+    started_at: f.startedAt, ended_at: f.endedAt, duration_ms: f.durationMs, level: f.status === 'failed' ? 'error' : 'info',
+  }));
+  const written = await q.query<{ id: string }>(
+    `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
+     SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
+       FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
+            status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text,
+            timeout_ms integer, output jsonb, error text, error_block text, trace jsonb, started_at timestamptz, ended_at timestamptz,
+            duration_ms integer, level text)
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(written.map((r) => r.id));
+}
+
 /** Ends a run. With `attempt`, only while that lease is still the run's (a taken-over holder writes nothing); false then. */
 export async function finishExecution(q: Queryable, id: string, f: FinishedExecution, attempt?: number): Promise<boolean> {
   const rows = await q.query(
