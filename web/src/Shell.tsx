@@ -94,8 +94,10 @@ export function Shell() {
   const mainRef = useRef<HTMLElement>(null);
 
   const navOpen = navOpenAt === location.pathname;
+  // the canvas editor wants the width: its navigation folds behind the menu button
+  const wide = /^\/workflows\/[^/]+/.test(location.pathname);
   return (
-    <div className="app">
+    <div className={`app${wide ? ' app-wide' : ''}`}>
       <a className="skip-link" href="#main" onClick={(e) => { e.preventDefault(); mainRef.current?.focus(); }}>Skip to content</a>
       <header className="topbar">
         <button type="button" className="btn btn-ghost nav-toggle" aria-expanded={navOpen} aria-controls="main-nav" onClick={() => setNavOpenAt(navOpen ? null : location.pathname)}>

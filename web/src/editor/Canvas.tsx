@@ -1,7 +1,7 @@
 // The React Flow canvas over a definition. The definition is the one source of truth: nodes and edges
 // are derived from it, and every change (move, resize, connect, delete, drop into a container) is
 // turned back into a new definition for the page to keep.
-import { useCallback, useMemo, useState, type DragEvent } from 'react';
+import { useCallback, useEffect, useMemo, useState, type DragEvent } from 'react';
 import {
   Background, Controls, MarkerType, MiniMap, ReactFlow, useReactFlow,
   type Connection, type Edge, type EdgeChange, type Node, type NodeChange,
@@ -25,6 +25,8 @@ interface CanvasProps {
   onSelect(sel: Selection): void;
   issuesByBlock: Map<string, string[]>;
   readOnly: boolean;
+  /** Changes when the view should fit every block again (a block was added from the palette). */
+  fitSignal: number;
   /** A palette item dropped on the canvas: where (relative to its container) and in which container. */
   onDropType(type: string, position: { x: number; y: number }, parentId: string | null): void;
 }
@@ -53,7 +55,7 @@ function descendants(b: BlockDef, out = new Set<string>()): Set<string> {
   return out;
 }
 
-export function Canvas({ definition, onChange, selection, onSelect, issuesByBlock, readOnly, onDropType }: CanvasProps) {
+export function Canvas({ definition, onChange, selection, onSelect, issuesByBlock, readOnly, fitSignal, onDropType }: CanvasProps) {
   const flow = useReactFlow();
   // sizes React Flow measured for plain blocks, handed back so it keeps treating them as measured
   const [measured, setMeasured] = useState(() => new Map<string, { width: number; height: number }>());
@@ -189,6 +191,13 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
     onDropType(type, round({ x: point.x - base.x - NODE_WIDTH / 2, y: point.y - base.y - 20 }), parent);
   };
 
+  useEffect(() => {
+    if (fitSignal === 0) return;
+    // after the new block is rendered and measured
+    const t = window.setTimeout(() => void flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }), 60);
+    return () => window.clearTimeout(t);
+  }, [fitSignal, flow]);
+
   const ctx = useMemo(() => ({ index, issuesByBlock, readOnly }), [index, issuesByBlock, readOnly]);
 
   return (
@@ -213,7 +222,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
         >
           <Background gap={16} />
           <Controls showInteractive={false} />
-          <MiniMap pannable zoomable ariaLabel="Overview of the workflow" />
+          <MiniMap pannable zoomable ariaLabel="Overview of the workflow" style={{ width: 140, height: 90 }} />
         </ReactFlow>
       </div>
     </EditorContext.Provider>

@@ -3,18 +3,18 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ReactFlowProvider } from '@xyflow/react';
-import { useNavigate } from 'react-router';
+import { Link, useNavigate } from 'react-router';
 import { ApiError } from '../api/client';
 import {
   deleteWorkflow, deployWorkflow, getWorkflow, rollbackWorkflow, saveWorkflow, undeployWorkflow, workflowStatus,
   type BlockDef, type Definition, type DefinitionIssue, type Workflow,
 } from '../api/workflows';
 import { roleAllows, useSession } from '../session';
-import { Button, ConfirmDialog, ErrorBanner, PageHeader, StatusBadge } from '../ui';
+import { Button, ConfirmDialog, ErrorBanner, StatusBadge } from '../ui';
 import { Canvas, type Selection } from './Canvas';
 import { DeployPanel } from './DeployPanel';
 import {
-  branchHandles, CONTAINER_MIN, containerSize, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
+  branchHandles, CONTAINER_MIN, containerSize, freeSpot, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
   removeBlocks, titleOf, uniqueId, uniqueName, NODE_HEIGHT, NODE_WIDTH,
 } from './graph';
 import { Inspector } from './Inspector';
@@ -53,6 +53,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
   const [tab, setTab] = useState<Tab>('block');
   const [runValues, setRunValues] = useState<Record<string, string>>({});
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [fitSignal, setFitSignal] = useState(0);
   const dirty = JSON.stringify({ name, def }) !== savedJson;
 
   // leaving the page with unsaved changes asks first
@@ -119,6 +120,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
   }, []);
 
   const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null) => {
+    const fromPalette = !position;
     const index = indexBlocks(def.blocks);
     const ids = new Set(index.keys());
     const names = new Set([...index.values()].map((l) => normalizeName(l.block.name)));
@@ -152,9 +154,14 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         position = { x: 60, y: def.blocks.length ? bottom + 40 : 60 };
       }
     }
+    if (fromPalette) {
+      const siblings = parentId ? (index.get(parentId)?.block.blocks ?? []) : def.blocks;
+      position = freeSpot(position, isContainer(block) ? containerSize(block) : { width: NODE_WIDTH, height: NODE_HEIGHT }, siblings);
+    }
     setDef({ ...def, blocks: insertBlock(def.blocks, { ...block, position }, parentId), edges });
     setSelection({ nodes: new Set([block.id]), edge: null });
     setTab('block');
+    if (fromPalette) setFitSignal((n) => n + 1);
   }, [def, selectedId, types]);
 
   const deleteBlock = useCallback((blockId: string) => {
@@ -170,23 +177,18 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
 
   return (
     <div className="editor">
-      <PageHeader
-        back={{ to: '/workflows', label: 'Workflows' }}
-        title={<span className="sr-only">Edit workflow {name}</span>}
-        actions={
-          <>
-            {dirty ? <span className="badge badge-warn" role="status">Unsaved changes</span> : save.isSuccess ? <span className="badge badge-ok" role="status">Saved</span> : null}
-            {workflow.isDeployed ? <StatusBadge status="deployed" label={`Deployed v${workflow.version}`} /> : <StatusBadge status="draft" label="Not deployed" />}
-            {canWrite ? <Button variant="primary" busy={save.isPending} onClick={() => save.mutate()} title="Save (Ctrl+S)">Save</Button> : null}
-            {canDeploy ? <Button busy={deploy.isPending} onClick={() => deploy.mutate()}>{dirty ? 'Save and deploy' : 'Deploy'}</Button> : null}
-            {canWrite ? <Button variant="ghost" onClick={() => setConfirmDelete(true)}>Delete</Button> : null}
-          </>
-        }
-      />
-      <div className="editor-title">
+      <div className="editor-toolbar">
+        <Link className="back-link" to="/workflows">← Workflows</Link>
+        <h1 className="sr-only">Edit workflow {name}</h1>
         <label htmlFor="wf-name" className="sr-only">Workflow name</label>
-        <input id="wf-name" className="input title-input" value={name} maxLength={200} disabled={!canWrite} onChange={(e) => setName(e.target.value)} />
-        {!canWrite ? <span className="muted small">Read only: your role in this workspace is {role}.</span> : null}
+        <input id="wf-name" className="input title-input" size={Math.max(8, name.length + 2)} value={name} maxLength={200} disabled={!canWrite} onChange={(e) => setName(e.target.value)} />
+        {workflow.isDeployed ? <StatusBadge status="deployed" label={`Deployed v${workflow.version}`} /> : <StatusBadge status="draft" label="Not deployed" />}
+        {dirty ? <span className="badge badge-warn" role="status">Unsaved changes</span> : save.isSuccess ? <span className="badge badge-ok" role="status">Saved</span> : null}
+        {!canWrite ? <span className="muted small">Read only: your role here is {role}.</span> : null}
+        <div className="topbar-spacer" />
+        {canWrite ? <Button variant="primary" busy={save.isPending} onClick={() => save.mutate()} title="Save (Ctrl+S)">Save</Button> : null}
+        {canDeploy ? <Button busy={deploy.isPending} onClick={() => deploy.mutate()}>{dirty ? 'Save and deploy' : 'Deploy'}</Button> : null}
+        {canWrite ? <Button variant="ghost" onClick={() => setConfirmDelete(true)}>Delete</Button> : null}
       </div>
       <ErrorBanner error={save.error && !issuesOf(save.error) ? save.error : null} title="Not saved" />
       {issues.length > 0 ? (
@@ -214,6 +216,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
             onSelect={(s) => { setSelection(s); if (s.nodes.size === 1) setTab('block'); }}
             issuesByBlock={issuesByBlock}
             readOnly={!canWrite}
+            fitSignal={fitSignal}
             onDropType={(t, p, parent) => addBlock(t, p, parent)}
           />
         </ReactFlowProvider>

@@ -198,3 +198,12 @@ export function containersOf(id: string, index: Map<string, Located>): BlockDef[
   }
   return out;
 }
+
+/** Moves a new block down until it overlaps none of its future siblings. */
+export function freeSpot(pos: { x: number; y: number }, size: { width: number; height: number }, siblings: BlockDef[]): { x: number; y: number } {
+  const rects = siblings.map((b) => ({ p: b.position ?? { x: 0, y: 0 }, s: isContainer(b) ? containerSize(b) : { width: NODE_WIDTH, height: NODE_HEIGHT } }));
+  const hits = (y: number) => rects.some((r) => pos.x < r.p.x + r.s.width + 20 && r.p.x < pos.x + size.width + 20 && y < r.p.y + r.s.height + 20 && r.p.y < y + size.height + 20);
+  let y = pos.y;
+  for (let i = 0; i < 200 && hits(y); i++) y += 40;
+  return { x: pos.x, y };
+}
