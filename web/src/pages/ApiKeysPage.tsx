@@ -14,6 +14,7 @@ function CreatedKeyDialog({ created, onClose }: { created: (ApiKey & { key: stri
   const { workspaceId } = useSession();
   return (
     <Dialog
+      wide
       open={created !== null}
       title="Your new API key"
       onClose={onClose}
@@ -26,7 +27,9 @@ function CreatedKeyDialog({ created, onClose }: { created: (ApiKey & { key: stri
             <code data-testid="new-api-key" aria-label="New API key">{created.key}</code>
             <CopyButton text={created.key} label="Copy key" />
           </div>
-          <p className="muted small">Send it as the <code>X-API-Key</code> header, e.g. <code>curl -H "X-API-Key: {created.key}" "{window.location.origin}/api/v1/workflows?workspaceId={workspaceId}"</code></p>
+          <p className="muted small">Send it as the <code>X-API-Key</code> header, for example:</p>
+          <pre className="small">{`curl -H "X-API-Key: ${created.key}" \\
+  "${window.location.origin}/api/v1/workflows?workspaceId=${workspaceId}"`}</pre>
         </div>
       ) : null}
     </Dialog>
