@@ -3,7 +3,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, newPage, pageErrors, repoRoot, shot, signInWithApi, startApp, type Browser, type E2eApp } from './support/index.js';
+import { launchBrowser, newPage, pageErrors as allPageErrors, repoRoot, shot, signInWithApi, startApp, type Browser, type E2eApp, type Page } from './support/index.js';
+
+/** Uncaught exceptions and console errors, except failed resource loads (asserted through what the page shows). */
+const pageErrors = (page: Page) => allPageErrors(page).filter((e) => !e.startsWith('console: Failed to load resource'));
 
 let app: E2eApp;
 let browser: Browser;

@@ -64,9 +64,9 @@ export function Uploader({ knowledgeBaseId, workspaceId, csrfToken, documents, o
                   <StatusBadge status={status} label={i.state === 'uploading' ? `uploading ${pct}%` : status} />
                   {i.handle ? <Button size="sm" variant="ghost" onClick={() => i.handle?.abort()} aria-label={`Cancel upload of ${i.name}`}>Cancel</Button> : null}
                 </div>
-                <progress className="kn-upload__bar" max={100} value={pct} aria-label={`Upload of ${i.name}`} />
+                {i.state !== 'error' ? <progress className="kn-upload__bar" max={100} value={pct} aria-label={`Upload of ${i.name}`} /> : null}
                 {i.error ? <div className="field-error" role="alert">{i.error}</div> : null}
-                {doc?.processingStatus === 'completed' ? <div className="muted small">{doc.chunkCount} chunks, {doc.tokenCount.toLocaleString()} tokens</div> : null}
+                {doc?.processingStatus === 'completed' ? <div className="muted small">{doc.chunkCount} {doc.chunkCount === 1 ? 'chunk' : 'chunks'}, {doc.tokenCount.toLocaleString()} tokens</div> : null}
               </li>
             );
           })}

@@ -35,6 +35,8 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  // The text the server last refused: leaving the field does not send it again.
+  const [refused, setRefused] = useState<string | null>(null);
   const inputRef = useRef<HTMLInputElement>(null);
   const buttonRef = useRef<HTMLButtonElement>(null);
   const label = `${col.name}, ${rowLabel}`;
@@ -83,8 +85,10 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
     if (!editing || busy) return;
     if (text === cellText(value)) {
       setEditing(false);
+      setError(null);
       return;
     }
+    if (text === refused) return;
     const parsed = parseCell(col, text);
     if ('error' in parsed) {
       setError(parsed.error);
@@ -92,7 +96,10 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
     }
     if (await save(parsed.value)) {
       setEditing(false);
+      setRefused(null);
       buttonRef.current?.focus();
+    } else {
+      setRefused(text);
     }
   };
   const onKey = (e: KeyboardEvent<HTMLInputElement>) => {
@@ -103,6 +110,7 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
       e.preventDefault();
       setEditing(false);
       setError(null);
+      setRefused(null);
     }
   };
 
