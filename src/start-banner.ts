@@ -6,7 +6,7 @@ export function startBanner(url: string): string {
   return [
     '',
     ` Weft is listening on ${url}`,
-    `   Dashboard:      ${url}/           (sign in with the admin email and the one-time password printed at first start)`,
+    `   Dashboard:      ${url}/           (sign in to the dashboard with the admin email and the one-time password printed at first start)`,
     `   API reference:  ${url}/api/docs   (OpenAPI document: ${url}/api/openapi.json)`,
     '   API key:        the first start printed a workspace key, once (see above on a first start);',
     '                   `npx weft keys create --workspace default` makes another',
