@@ -60,7 +60,10 @@ export function errorMessage(body: unknown, status: number): string {
   return `Request failed (${status})`;
 }
 
-export async function apiFetch<T>(path: string, opts: ApiFetchOptions = {}): Promise<T> {
+/** A request's whole answer, for callers that need the status and headers (failures are not thrown). */
+export interface RawResponse { status: number; headers: Headers; body: unknown }
+
+export async function apiRaw(path: string, opts: ApiFetchOptions = {}): Promise<RawResponse> {
   const method = (opts.method ?? 'GET').toUpperCase();
   const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
   let body: BodyInit | undefined;
@@ -80,11 +83,14 @@ export async function apiFetch<T>(path: string, opts: ApiFetchOptions = {}): Pro
       parsed = text;
     }
   }
-  if (!res.ok) {
-    if (res.status === 401 && !opts.allowUnauthorized) onUnauthorized();
-    throw new ApiError(res.status, errorMessage(parsed, res.status), parsed);
-  }
-  return parsed as T;
+  if (res.status === 401 && !opts.allowUnauthorized) onUnauthorized();
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+export async function apiFetch<T>(path: string, opts: ApiFetchOptions = {}): Promise<T> {
+  const res = await apiRaw(path, opts);
+  if (res.status >= 400) throw new ApiError(res.status, errorMessage(res.body, res.status), res.body);
+  return res.body as T;
 }
 
 /** `{success: true, data}` envelopes of /api/v1 unwrapped. */

@@ -1,5 +1,5 @@
 // Workflows over the public API: CRUD, deploy, rollback, status, execute, and the definition's JSON Schema.
-import { ApiError, apiData, apiFetch } from './client';
+import { ApiError, apiData, apiFetch, apiRaw, errorMessage } from './client';
 
 export interface BlockDef {
   id: string;
@@ -69,26 +69,28 @@ export const rollbackWorkflow = (id: string, version?: number) =>
 
 export const workflowStatus = (id: string) => apiFetch<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/status`);
 
-export interface ExecuteResult {
-  success: boolean;
-  executionId?: string;
-  output?: unknown;
-  error?: unknown;
-  status?: string;
-  metadata?: { duration?: number; startTime?: string; endTime?: string };
+/** A sync run's answer as the caller sees it. `custom`: a Response block chose the status and body. */
+export interface RunAnswer {
+  httpStatus: number;
+  executionId: string | null;
+  custom: boolean;
+  body: unknown;
 }
 
-/** Runs the deployed version synchronously; a failed run (4xx/5xx with a body) is returned, not thrown. */
-export async function executeWorkflow(id: string, inputs: Record<string, unknown>): Promise<{ httpStatus: number; body: unknown }> {
-  try {
-    const body = await apiFetch<unknown>(`/api/workflows/${encodeURIComponent(id)}/execute`, { method: 'POST', body: { inputs } });
-    return { httpStatus: 200, body };
-  } catch (err) {
-    if (err instanceof ApiError && err.status !== 401 && err.status !== 403 && err.status !== 404 && err.body && typeof err.body === 'object' && 'executionId' in err.body) {
-      return { httpStatus: err.status, body: err.body };
-    }
-    throw err;
+/** Runs the deployed version synchronously. A failed run is an answer (with its error), not a throw. */
+export async function executeWorkflow(id: string, inputs: Record<string, unknown>): Promise<RunAnswer> {
+  const res = await apiRaw(`/api/workflows/${encodeURIComponent(id)}/execute`, { method: 'POST', body: { inputs } });
+  const envelope = res.body && typeof res.body === 'object' && 'executionId' in res.body ? (res.body as { executionId: unknown }) : null;
+  if (!envelope && !res.headers.get('x-execution-id')) {
+    // refused before any run started (not deployed, limits, no access)
+    throw new ApiError(res.status, errorMessage(res.body, res.status), res.body);
   }
+  return {
+    httpStatus: res.status,
+    executionId: envelope ? String(envelope.executionId) : res.headers.get('x-execution-id'),
+    custom: !envelope,
+    body: res.body,
+  };
 }
 
 export const DEFINITION_SCHEMA_URL = '/api/v1/schemas/workflow-definition.json';

@@ -70,14 +70,15 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     void qc.invalidateQueries({ queryKey: ['workflows'] });
   }, [qc, id]);
 
+  // the saved draft is the one sent, not whatever the canvas holds when the answer arrives
   const save = useMutation({
-    mutationFn: () => saveWorkflow(id, { name: name.trim() || initial.name, definition: def }),
-    onSuccess: () => { setSavedJson(JSON.stringify({ name, def })); setIssues([]); refresh(); },
+    mutationFn: (draft: { name: string; def: Definition }) => saveWorkflow(id, { name: draft.name.trim() || initial.name, definition: draft.def }),
+    onSuccess: (_w, draft) => { setSavedJson(JSON.stringify(draft)); setIssues([]); refresh(); },
     onError: (err) => { const list = issuesOf(err); if (list) { setIssues(list); setTab('block'); } },
   });
   const deploy = useMutation({
     mutationFn: async () => {
-      if (dirty) await save.mutateAsync();
+      if (dirty) await save.mutateAsync({ name, def });
       return deployWorkflow(id);
     },
     onSuccess: refresh,
@@ -100,12 +101,12 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     const onKey = (e: KeyboardEvent) => {
       if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 's') {
         e.preventDefault();
-        if (canWrite && !save.isPending) save.mutate();
+        if (canWrite && !save.isPending) save.mutate({ name, def });
       }
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [canWrite, save]);
+  }, [canWrite, save, name, def]);
 
   const issuesByBlock = useMemo(() => {
     const m = new Map<string, string[]>();
@@ -186,7 +187,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         {dirty ? <span className="badge badge-warn" role="status">Unsaved changes</span> : save.isSuccess ? <span className="badge badge-ok" role="status">Saved</span> : null}
         {!canWrite ? <span className="muted small">Read only: your role here is {role}.</span> : null}
         <div className="topbar-spacer" />
-        {canWrite ? <Button variant="primary" busy={save.isPending} onClick={() => save.mutate()} title="Save (Ctrl+S)">Save</Button> : null}
+        {canWrite ? <Button variant="primary" busy={save.isPending} onClick={() => save.mutate({ name, def })} title="Save (Ctrl+S)">Save</Button> : null}
         {canDeploy ? <Button busy={deploy.isPending} onClick={() => deploy.mutate()}>{dirty ? 'Save and deploy' : 'Deploy'}</Button> : null}
         {canWrite ? <Button variant="ghost" onClick={() => setConfirmDelete(true)}>Delete</Button> : null}
       </div>

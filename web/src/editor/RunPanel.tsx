@@ -2,7 +2,7 @@
 // run's output, error, duration and a link to its timeline.
 import { useId, useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
-import { executeWorkflow, type Definition } from '../api/workflows';
+import { executeWorkflow, type Definition, type RunAnswer } from '../api/workflows';
 import { Button, ErrorBanner, StatusBadge, formatDuration } from '../ui';
 
 interface InputField { name: string; type: string; required?: boolean; description?: string; default?: unknown }
@@ -65,7 +65,7 @@ export function RunPanel({ workflowId, definition, staleReason, canDeploy, deplo
   const fields = startInputs(definition);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const [result, setResult] = useState<{ httpStatus: number; body: Record<string, unknown> } | null>(null);
+  const [result, setResult] = useState<RunAnswer | null>(null);
 
   const run = async (deployFirst: boolean) => {
     setBusy(true);
@@ -73,8 +73,7 @@ export function RunPanel({ workflowId, definition, staleReason, canDeploy, deplo
     setResult(null);
     try {
       if (deployFirst && !(await deployDraft())) return;
-      const r = await executeWorkflow(workflowId, inputValues(fields, values));
-      setResult({ httpStatus: r.httpStatus, body: (r.body && typeof r.body === 'object' ? r.body : { output: r.body }) as Record<string, unknown> });
+      setResult(await executeWorkflow(workflowId, inputValues(fields, values)));
     } catch (err) {
       setError(err);
     } finally {
@@ -83,11 +82,9 @@ export function RunPanel({ workflowId, definition, staleReason, canDeploy, deplo
   };
   const submit = (e: FormEvent) => { e.preventDefault(); void run(!!staleReason && canDeploy); };
 
-  const body = result?.body;
-  const ok = body ? body.success !== false && result!.httpStatus < 400 : false;
-  const executionId = typeof body?.executionId === 'string' ? body.executionId : null;
-  const meta = body?.metadata as { duration?: number } | undefined;
-  const shownOutput = body && 'output' in body ? body.output : body;
+  const envelope = result && !result.custom ? (result.body as { success?: boolean; output?: unknown; error?: unknown; status?: string; metadata?: { duration?: number } }) : null;
+  const ok = result ? (result.custom ? result.httpStatus < 400 : envelope?.success !== false) : false;
+  const shownOutput = result ? (result.custom ? result.body : envelope?.output) : null;
 
   return (
     <form className="stack" onSubmit={submit} aria-label="Run the workflow">
@@ -110,13 +107,13 @@ export function RunPanel({ workflowId, definition, staleReason, canDeploy, deplo
       {result ? (
         <section className="run-result stack" aria-live="polite" aria-label="Run result">
           <div className="row gap">
-            <StatusBadge status={ok ? 'completed' : body?.status === 'paused' ? 'paused' : 'failed'} />
-            {meta?.duration !== undefined ? <span className="muted small">{formatDuration(meta.duration)}</span> : null}
-            {executionId ? <Link to={`/runs/${executionId}`}>Open the run's timeline</Link> : null}
+            <StatusBadge status={envelope?.status === 'paused' ? 'paused' : ok ? 'completed' : 'failed'} />
+            {envelope?.metadata?.duration !== undefined ? <span className="muted small">{formatDuration(envelope.metadata.duration)}</span> : null}
+            {result.executionId ? <Link to={`/runs/${result.executionId}`}>Open the run's timeline</Link> : null}
           </div>
-          {body?.error ? <div className="banner banner-error" role="alert">{typeof body.error === 'string' ? body.error : JSON.stringify(body.error)}</div> : null}
+          {envelope?.error ? <div className="banner banner-error" role="alert">{typeof envelope.error === 'string' ? envelope.error : JSON.stringify(envelope.error)}</div> : null}
           <div>
-            <div className="field-label">Output</div>
+            <div className="field-label">{result.custom ? `Response (HTTP ${result.httpStatus}, set by a response block)` : 'Output'}</div>
             <pre data-testid="run-output">{JSON.stringify(shownOutput ?? null, null, 2)}</pre>
           </div>
         </section>
