@@ -79,7 +79,10 @@ export function suggestionsFor(def: Definition, blockId: string): RefSuggestion[
 
   // entry blocks are reachable by their type from anywhere
   for (const { block } of index.values()) {
-    if (block.type === 'start') for (const f of inputFields(block)) add(`<start.${f.name}>`, `Start input (${f.type})`);
+    if (block.type === 'start') {
+      for (const f of inputFields(block)) add(`<start.${f.name}>`, `Start input (${f.type})`);
+      add('<start.input>', 'The whole input of the run');
+    }
     if (block.type === 'webhook') for (const f of inputFields(block)) add(`<webhook.${f.name}>`, `Webhook field (${f.type})`);
     if (block.type === 'schedule') add('<schedule.scheduledAt>', 'Schedule tick time');
   }

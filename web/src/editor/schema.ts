@@ -78,7 +78,7 @@ export const PALETTE_GROUPS: { label: string; types: string[] }[] = [
 /** A starting config for a new block: required fields filled with something valid-looking. */
 export function initialConfig(type: string, schema: JsonSchema): Record<string, unknown> {
   switch (type) {
-    case 'start': return { inputFormat: [{ name: 'input', type: 'string' }] };
+    case 'start': return { inputFormat: [{ name: 'message', type: 'string' }] };
     case 'function': return { code: 'return { result: 1 }' };
     case 'condition': return { conditions: [{ id: 'yes', expression: 'true' }, { id: 'else' }] };
     case 'http': return { url: 'https://example.com', method: 'GET' };

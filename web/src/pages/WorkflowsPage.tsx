@@ -8,7 +8,7 @@ import { Button, Dialog, EmptyState, ErrorBanner, InputField, Loading, PageHeade
 
 /** A new workflow starts with a start block that takes one text input. */
 export const NEW_DEFINITION: Definition = {
-  blocks: [{ id: 'start', type: 'start', name: 'Start', config: { inputFormat: [{ name: 'input', type: 'string' }] }, position: { x: 80, y: 160 } }],
+  blocks: [{ id: 'start', type: 'start', name: 'Start', config: { inputFormat: [{ name: 'message', type: 'string' }] }, position: { x: 80, y: 160 } }],
   edges: [],
 };
 
