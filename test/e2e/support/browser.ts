@@ -45,6 +45,8 @@ export interface SignInOptions {
   password?: string;
   /** Wait until the app left /sign-in (default true); false when the spec handles a change-password prompt. */
   waitForDashboard?: boolean;
+  /** Go to /sign-in first (default true); false: fill the form already shown (keeps its ?next= return path). */
+  navigate?: boolean;
 }
 
 /**
@@ -52,7 +54,7 @@ export interface SignInOptions {
  * "Sign in" button. Defaults to the admin with its current password (no change-password prompt).
  */
 export async function signIn(page: Page, app: E2eApp, opts: SignInOptions = {}): Promise<void> {
-  await page.goto('/sign-in');
+  if (opts.navigate ?? true) await page.goto('/sign-in');
   await page.getByLabel(/^email/i).fill(opts.email ?? app.adminEmail);
   await page.getByLabel(/^password/i).first().fill(opts.password ?? app.adminPassword);
   await page.getByRole('button', { name: /^sign in$/i }).click();
@@ -92,6 +94,10 @@ export function artifactsDir(spec = specName()): string {
 /** Saves a full-page PNG as test-artifacts/e2e/<spec>/<nn>-<name>.png (numbered in the order taken); returns its path. */
 export async function shot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
   const spec = specName();
+  if (!counters.has(spec)) {
+    // The first screenshot of this run: the previous run's pictures go, so the folder shows one run.
+    for (const f of fs.readdirSync(artifactsDir(spec))) if (f.endsWith('.png')) fs.rmSync(path.join(artifactsDir(spec), f));
+  }
   const n = (counters.get(spec) ?? 0) + 1;
   counters.set(spec, n);
   const safe = name.replace(/[^A-Za-z0-9._-]+/g, '-');

@@ -28,7 +28,8 @@
  * launchBrowser() -> Browser: headless /usr/bin/chromium (or CHROMIUM_PATH).
  * newPage(browser, app, {width?, height?, colorScheme?}) -> Page; pageErrors(page) -> console errors and
  *   uncaught exceptions seen so far.
- * signIn(page, app, {email?, password?, waitForDashboard?}): fills "Email" and "Password", clicks "Sign in".
+ * signIn(page, app, {email?, password?, waitForDashboard?, navigate?}): goes to /sign-in (unless navigate: false),
+ *   fills "Email" and "Password", clicks "Sign in", waits until the app left /sign-in (unless waitForDashboard: false).
  * signInWithApi(page, app, {email?, password?}) -> {csrfToken}: the session cookie without the form.
  * shot(page, name, {fullPage?}) -> file path; artifactsDir() -> the spec's screenshot folder.
  */
