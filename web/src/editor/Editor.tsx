@@ -23,7 +23,7 @@ import { RunPanel, inputValues, startInputs } from './RunPanel';
 import { initialConfig, type BlockTypeInfo } from './schema';
 
 type Tab = 'block' | 'run' | 'deploy';
-const TABS: { id: Tab; label: string }[] = [{ id: 'block', label: 'Block' }, { id: 'run', label: 'Run' }, { id: 'deploy', label: 'Deploy & API' }];
+const TABS: { id: Tab; label: string }[] = [{ id: 'block', label: 'Block' }, { id: 'run', label: 'Run' }, { id: 'deploy', label: 'Deploy' }];
 
 const stripLabel = (m: string) => m.replace(/^Invalid workflow definition: /, '').replace(/^Block "[^"]*" \([^)]*\): /, '');
 
@@ -142,13 +142,13 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         parentId = sel.block.id;
         const kids = sel.block.blocks ?? [];
         const last = kids[kids.length - 1];
-        position = last?.position ? { x: last.position.x + NODE_WIDTH + 60, y: last.position.y } : { x: 30, y: 60 };
+        position = last?.position ? { x: last.position.x + NODE_WIDTH + 60, y: last.position.y } : { x: 30, y: 50 };
       } else if (sel) {
         // beside the selected block, joined to it when it has a plain output
         parentId = sel.parentId;
         const p = sel.block.position ?? { x: 0, y: 0 };
         const w = isContainer(sel.block) ? containerSize(sel.block).width : NODE_WIDTH;
-        position = { x: p.x + w + 80, y: p.y };
+        position = { x: p.x + w + 60, y: p.y };
         if (branchHandles(sel.block).length === 0 && !['response'].includes(sel.block.type)) edges = [...edges, { from: sel.block.id, to: block.id }];
       } else {
         const bottom = Math.max(0, ...def.blocks.map((b) => (b.position?.y ?? 0) + (isContainer(b) ? containerSize(b).height : NODE_HEIGHT)));

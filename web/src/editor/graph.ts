@@ -8,9 +8,9 @@ export const isContainer = (b: Pick<BlockDef, 'type'>) => CONTAINER_TYPES.has(b.
 
 export const NODE_WIDTH = 220;
 export const NODE_HEIGHT = 76;
-export const CONTAINER_MIN = { width: 420, height: 220 };
-const GAP_X = 80;
-const GAP_Y = 40;
+export const CONTAINER_MIN = { width: 300, height: 170 };
+const GAP_X = 60;
+const GAP_Y = 36;
 
 /** Lower-case, spaces and dots removed: how references name a block (as the server normalizes). */
 export function normalizeName(name: string): string {
@@ -124,7 +124,7 @@ export function containerSize(b: BlockDef): { width: number; height: number } {
  */
 export function layoutMissing(def: Definition): Definition {
   const layoutList = (list: BlockDef[], topLeft: { x: number; y: number }): BlockDef[] => {
-    const withKids = list.map((b) => (b.blocks ? { ...b, blocks: layoutList(b.blocks, { x: 30, y: 60 }) } : b));
+    const withKids = list.map((b) => (b.blocks ? { ...b, blocks: layoutList(b.blocks, { x: 30, y: 50 }) } : b));
     if (withKids.every((b) => b.position)) return withKids;
     const ids = new Set(withKids.map((b) => b.id));
     const incoming = new Map<string, string[]>();
