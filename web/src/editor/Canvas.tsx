@@ -194,7 +194,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
   useEffect(() => {
     if (fitSignal === 0) return;
     // after the new block is rendered and measured
-    const t = window.setTimeout(() => void flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }), 60);
+    const t = window.setTimeout(() => void flow.fitView({ padding: 0.1, maxZoom: 1.1, duration: 200 }), 60);
     return () => window.clearTimeout(t);
   }, [fitSignal, flow]);
 
@@ -216,7 +216,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
           nodesConnectable={!readOnly}
           deleteKeyCode={readOnly ? null : ['Backspace', 'Delete']}
           fitView
-          fitViewOptions={{ padding: 0.2, maxZoom: 1.1 }}
+          fitViewOptions={{ padding: 0.1, maxZoom: 1.1 }}
           minZoom={0.2}
           colorMode="system"
         >
