@@ -95,7 +95,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
       sourceHandle: handle,
       targetHandle: 'in',
       selected: selection.edge === edgeKey(e),
-      label: isError ? 'error' : e.branch,
+      label: isError ? 'error' : undefined, // branch names are on the handles already
       className: isError ? 'edge-error' : undefined,
       markerEnd: { type: MarkerType.ArrowClosed },
       ariaLabel: `Connection from ${index.get(e.from)?.block.name ?? e.from} to ${index.get(e.to)?.block.name ?? e.to}${e.branch ? ` on branch ${e.branch}` : ''}${isError ? ' on error' : ''}`,
