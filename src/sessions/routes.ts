@@ -85,10 +85,13 @@ export function sessionRoutes(sessions: SessionService, opts: SessionRouteOption
       config: { auth: 'none' },
     }, async (request, reply) => {
       const caller = await currentSession(request);
-      if (caller) {
-        checkCsrf(request, caller.csrfToken);
-        await sessions.signOut(caller.sessionId);
+      if (!caller) {
+        // Nothing to end (expired, signed out elsewhere): say so, and drop whatever cookie was sent.
+        noStore(reply).clearCookie(SESSION_COOKIE, cookieOptions(request));
+        throw new HttpError(401, 'Not signed in');
       }
+      checkCsrf(request, caller.csrfToken);
+      await sessions.signOut(caller.sessionId);
       noStore(reply).clearCookie(SESSION_COOKIE, cookieOptions(request));
       return reply.code(204).send(null);
     });

@@ -150,8 +150,13 @@ describe('signing out', () => {
     const a = await login(t, adminEmail, ADMIN_PASSWORD);
     expect((await asSession(t, a, 'POST', '/api/v1/auth/logout', undefined, false)).status).toBe(403);
     expect((await asSession(t, a, 'GET', '/api/v1/auth/session')).status).toBe(200);
-    // Without a session there is nothing to end: still 204, the cookie cleared.
-    expect((await request(`${t.url}/api/v1/auth/logout`, 'POST')).status).toBe(204);
+    // Without a live session there is nothing to end: 401, and the cookie sent is cleared.
+    const none = await request(`${t.url}/api/v1/auth/logout`, 'POST');
+    expect(none.status).toBe(401);
+    expect(none.body).toEqual({ error: 'Not signed in' });
+    expect(none.headers.get('set-cookie')).toMatch(/^weft_session=;/);
+    expect((await asSession(t, a, 'POST', '/api/v1/auth/logout')).status).toBe(204);
+    expect((await asSession(t, a, 'POST', '/api/v1/auth/logout')).status).toBe(401);
   });
 
   it('logout-all ends every session of the user and no one else\'s', async () => {
