@@ -56,12 +56,24 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
   const [fitSignal, setFitSignal] = useState(0);
   const dirty = JSON.stringify({ name, def }) !== savedJson;
 
-  // leaving the page with unsaved changes asks first
+  // leaving the page with unsaved changes asks first: closing the tab, and following a link in the app
   useEffect(() => {
     if (!dirty) return;
     const onBeforeUnload = (e: BeforeUnloadEvent) => { e.preventDefault(); };
+    const onClick = (e: MouseEvent) => {
+      const a = (e.target as Element | null)?.closest?.('a[href]') as HTMLAnchorElement | null;
+      if (!a || a.target === '_blank' || a.origin !== window.location.origin || a.pathname === window.location.pathname) return;
+      if (!window.confirm('Leave this workflow? Your unsaved changes will be lost.')) {
+        e.preventDefault();
+        e.stopPropagation();
+      }
+    };
     window.addEventListener('beforeunload', onBeforeUnload);
-    return () => window.removeEventListener('beforeunload', onBeforeUnload);
+    document.addEventListener('click', onClick, true);
+    return () => {
+      window.removeEventListener('beforeunload', onBeforeUnload);
+      document.removeEventListener('click', onClick, true);
+    };
   }, [dirty]);
 
   const refresh = useCallback(() => {
