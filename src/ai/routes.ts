@@ -1,10 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { AccessControlled } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import { requireAuth, type AuthContext } from '../http/auth.js';
 import { badRequest, errorBody } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
+import { workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { AiGateway, Billing } from './gateway.js';
 import { formatUsd, roundUsd } from './money.js';
 import { SSE_DONE, sseData } from './sse.js';
@@ -143,9 +145,24 @@ const ledgerEntrySchema = z.object({
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/** Who pays for a key's requests: the accounts area decides (a workspace key its workspace, a personal key its user). */
-export interface BilledAccounts {
+/**
+ * Who pays for a key's requests: the accounts area decides (a workspace key its workspace, a personal key
+ * its user); and who may read a workspace's own account (its admins and keys).
+ */
+export interface BilledAccounts extends AccessControlled {
   billedAccount(auth: AuthContext): Promise<{ account: string }>;
+}
+
+/** `?workspaceId=` of the credit routes: read the workspace's account instead of the caller's. */
+const accountQuery = {
+  workspaceId: workspaceIdParam.optional()
+    .describe("Report the workspace's billed account (workspace:<id>) instead of the caller's: workspace admins and the workspace's own keys"),
+};
+
+/** The account a credits route reports: the workspace's when asked for (and allowed), else the caller's. */
+async function reportedAccount(accounts: BilledAccounts, request: FastifyRequest, workspaceId: string | undefined): Promise<string> {
+  if (workspaceId) return (await workspaceAccountOf(accounts, requireAuth(request), workspaceId)).account;
+  return (await billingOf(accounts, request)).account;
 }
 
 async function billingOf(accounts: BilledAccounts, request: FastifyRequest): Promise<Billing> {
@@ -304,12 +321,13 @@ export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyP
 
     app.get('/api/v1/ai/credits', {
       schema: {
-        tags: ['ai'], summary: "Credit balance of the caller's billed account", security,
-        response: { 200: balanceSchema, ...aiErrors },
+        tags: ['ai'], summary: "Credit balance of the caller's billed account (or, with workspaceId, of the workspace's)", security,
+        querystring: z.object(accountQuery),
+        response: { 200: balanceSchema, ...aiErrors, 403: aiError },
       },
       config: routeConfig,
     }, async (request) => {
-      const { account } = await billingOf(accounts, request);
+      const account = await reportedAccount(accounts, request, request.query.workspaceId);
       const b = await gateway.balance(account);
       return {
         account,
@@ -321,16 +339,19 @@ export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyP
 
     app.get('/api/v1/ai/credits/ledger', {
       schema: {
-        tags: ['ai'], summary: "Movements of the caller's credit balance, newest first (grant, reserve, settle, release, overage)", security,
+        tags: ['ai'],
+        summary: "Movements of the caller's credit balance (or, with workspaceId, of the workspace's), newest first (grant, reserve, settle, release, overage)",
+        security,
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(200).default(50),
           cursor: z.string().max(512).optional(),
+          ...accountQuery,
         }),
-        response: { 200: z.object({ data: z.array(ledgerEntrySchema), nextCursor: z.string().optional() }), ...aiErrors },
+        response: { 200: z.object({ data: z.array(ledgerEntrySchema), nextCursor: z.string().optional() }), ...aiErrors, 403: aiError },
       },
       config: routeConfig,
     }, async (request) => {
-      const { account } = await billingOf(accounts, request);
+      const account = await reportedAccount(accounts, request, request.query.workspaceId);
       const { limit, cursor } = request.query;
       const after = decodeCursor(cursor);
       if (after && !/^\d{1,18}$/.test(after.id)) throw badRequest('Invalid cursor');

@@ -3,10 +3,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AccountsService } from '../accounts/service.js';
 import { requireAuth } from '../http/auth.js';
-import { errorResponses, errorSchema } from '../http/schemas.js';
+import { errorResponses, errorSchema, validationErrorSchema } from '../http/schemas.js';
 import type { PlanAdministration } from './plan-admin.js';
 import { PLAN_NAMES } from './plans.js';
 import { rateHeaders, type LimitsService } from './service.js';
+import { workspaceAccountOf, workspaceIdParam } from './usage.js';
 
 const bucketView = z.object({
   limit: z.number().int(), remaining: z.number().int(), reset: z.string(),
@@ -32,19 +33,31 @@ export function limitRoutes(limits: LimitsService, accounts: AccountsService, pl
     app.get('/api/users/me/usage-limits', {
       config: { errorFamily: 'coded', rateLimitHeaders: false },
       schema: {
-        tags: ['limits'], summary: 'Rate limits, usage cost of the billing period and storage of the caller\'s billed account',
+        tags: ['limits'],
+        summary: 'Rate limits, usage cost of the billing period and storage of the caller\'s billed account (or, with workspaceId, of the workspace\'s)',
+        querystring: z.object({
+          workspaceId: workspaceIdParam.optional()
+            .describe("Report the workspace's billed account (workspace:<id>) instead of the caller's: workspace admins and the workspace's own keys"),
+        }),
         response: {
           200: z.object({
             success: z.literal(true),
             rateLimit: z.object({ sync: bucketView, async: bucketView, authType: z.literal('api') }),
             usage: z.object({ currentPeriodCost: z.number(), limit: z.number(), plan: z.string(), isExceeded: z.boolean() }),
             storage: z.object({ usedBytes: z.number().int(), limitBytes: z.number().int(), percentUsed: z.number() }),
+            account: z.string().optional().describe('With workspaceId: the billed account reported (workspace:<id>)'),
           }),
-          401: errorSchema,
+          400: validationErrorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema,
         },
       },
     }, async (request) => {
-      const { account, plan, workspaceIds } = await accounts.billedAccount(requireAuth(request));
+      const auth = requireAuth(request);
+      if (request.query.workspaceId) {
+        const { account, workspaceId } = await workspaceAccountOf(accounts, auth, request.query.workspaceId);
+        // The plan and storage a workspace key of this workspace would see: the workspace's, not the caller's.
+        return { ...(await limits.usageLimits(account, await accounts.workspacePlan(workspaceId), [workspaceId])), account };
+      }
+      const { account, plan, workspaceIds } = await accounts.billedAccount(auth);
       return limits.usageLimits(account, plan, workspaceIds);
     });
 

@@ -1,4 +1,8 @@
+import { z } from 'zod';
+import type { AccessControlled } from '../accounts/service.js';
 import type { Queryable } from '../db/database.js';
+import type { AuthContext } from '../http/auth.js';
+import { HttpError } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD } from './plans.js';
 
 // The one writer of `usage_events` and the one definition of the billing period. Every area that
@@ -122,4 +126,61 @@ export class UsageRecorder {
   currentCost(q: Queryable, account: string): Promise<number> {
     return periodCost(q, account, this.now());
   }
+}
+
+/** One UTC calendar day of an account's usage: its cost (USD) and the runs charged that day. */
+export interface DayUsage {
+  date: string;
+  costUsd: number;
+  runs: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * An account's usage per UTC day over the `days` days ending on the day of `now`, oldest first, every
+ * day present (zeros included). Grouped by each event's `created_at` (the database's clock, the moment
+ * it was written): the billing `period` column is a month, too coarse for a day. `runs` counts the run
+ * base charges of the day. One statement, on the (account, created_at) index.
+ */
+export async function dailyUsage(q: Queryable, account: string, days: number, now: Date): Promise<DayUsage[]> {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const from = new Date(today - (days - 1) * DAY_MS);
+  const until = new Date(today + DAY_MS);
+  const rows = await q.query<{ day: string; cost: number | string; runs: number }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, sum(amount_usd)::float8 AS cost,
+            (count(*) FILTER (WHERE source = 'run'))::int AS runs
+       FROM usage_events
+      WHERE account = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
+      GROUP BY 1`,
+    [account, from.toISOString(), until.toISOString()],
+  );
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const out: DayUsage[] = [];
+  for (let i = 0; i < days; i++) {
+    const date = new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+    const r = byDay.get(date);
+    out.push({ date, costUsd: r ? Math.round(Number(r.cost) * 1e9) / 1e9 : 0, runs: r ? Number(r.runs) : 0 });
+  }
+  return out;
+}
+
+// Reading a workspace's own account (the usage-limits, credits and daily usage routes of several areas
+// share the rule, so it lives here, beside the usage it guards).
+
+/** A workspace id parameter: a UUID, else 400 (no lookup: the value cannot name a workspace). */
+export const workspaceIdParam = z.string()
+  .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'workspaceId must be a UUID');
+
+/**
+ * The workspace's own billed account (`workspace:<id>`), for a caller allowed to see it: an admin of the
+ * workspace, or a workspace key of it (whose runs that account pays for anyway). A workspace the caller
+ * cannot reach is a 404 like a missing one; a member below admin gets 403.
+ */
+export async function workspaceAccountOf(accounts: AccessControlled, auth: AuthContext | undefined, workspaceId: string): Promise<{ account: string; workspaceId: string }> {
+  const access = await accounts.authorize(auth, workspaceId, 'read', { conceal: true });
+  if (access.keyType !== 'workspace' && access.role !== 'admin') {
+    throw new HttpError(403, "Only the workspace's admins may see its billed account", { v2Details: { code: 'INSUFFICIENT_WORKSPACE_ROLE' } });
+  }
+  return { account: `workspace:${access.workspaceId}`, workspaceId: access.workspaceId };
 }

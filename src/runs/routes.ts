@@ -2,11 +2,13 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
+import type { BlockDefinition, BlockTrace } from '../engine/index.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
+import { dailyUsage, workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
@@ -33,7 +35,8 @@ const executeBody = z
 const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' =>
   s === 'processing' || s === 'paused' ? 'processing' : s;
 
-function logRecord(r: ExecutionRow) {
+/** `charge`: the run's recorded base charge (USD), undefined while none is recorded. */
+function logRecord(r: ExecutionRow, charge: number | undefined) {
   return {
     id: publicExecutionId(r.id),
     executionId: publicExecutionId(r.id),
@@ -49,18 +52,58 @@ function logRecord(r: ExecutionRow) {
     totalDurationMs: r.duration_ms,
     error: r.error,
     errorBlockId: r.error_block,
+    costUsd: charge ?? null,
   };
+}
+
+/** Names and types of a definition's blocks by id, containers' children included. */
+function blockInfo(blocks: readonly BlockDefinition[], into = new Map<string, { name: string; type: string }>()) {
+  for (const b of blocks) {
+    into.set(b.id, { name: b.name, type: b.type });
+    if (b.blocks) blockInfo(b.blocks, into);
+  }
+  return into;
 }
 
 const logSchema = z.object({
   id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),
   status: z.string(), level: z.string(), trigger: z.string(), mode: z.string(), createdAt: z.string(), startedAt: z.string(),
   endedAt: z.string().nullable(), totalDurationMs: z.number().nullable(), error: z.string().nullable(), errorBlockId: z.string().nullable(),
+  costUsd: z.number().nullable().describe(
+    'What the run was charged, USD: its base charge. Model usage of its AI blocks is billed to the same account but is not recorded per run, so it is not included. null while nothing is charged (queued or running runs)',
+  ),
 });
 
 export function runRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { db } = ctx;
+
+    /**
+     * The timeline of an async run still queued or running: the blocks it recorded so far (its trace is
+     * written when it ends). execution_steps keeps only when each step finished, so a block's start is
+     * estimated as the previous recorded step's finish (the run's start for the first): right for a
+     * chain of blocks, too early for blocks that ran side by side (parallel branches).
+     */
+    async function liveTrace(row: ExecutionRow): Promise<BlockTrace[]> {
+      const [steps, version] = await Promise.all([
+        store.stepsSoFar(db, row.id, ctx.config.maxTraceEntries),
+        row.version_id ? workflows.loadVersion(row.version_id) : undefined,
+      ]);
+      const info = blockInfo(version?.definition.blocks ?? []);
+      let previous = (row.started_at ?? row.created_at).getTime();
+      return steps.map((step) => {
+        const ended = step.finishedAt.getTime();
+        const started = Math.min(previous, ended);
+        previous = Math.max(previous, ended);
+        const block = info.get(step.blockId);
+        return {
+          key: step.key, blockId: step.blockId, name: block?.name ?? step.blockId, type: block?.type ?? 'unknown',
+          status: step.error ? 'error' as const : 'success' as const,
+          startedAt: new Date(started).toISOString(), durationMs: ended - started,
+          output: step.output ?? null, ...(step.error ? { error: step.error } : {}),
+        };
+      });
+    }
 
     app.post('/api/workflows/:workflowId/execute', {
       config: { errorFamily: 'execute', rateLimitHeaders: false },
@@ -231,8 +274,10 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         after,
       });
       const p = page(rows, q.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
+      // The page's charges in one query (usage events by their idempotency keys).
+      const charges = await service.limits.runCharges(p.data.map((r) => r.id));
       return {
-        data: p.data.map(logRecord),
+        data: p.data.map((r) => logRecord(r, charges.get(r.id))),
         ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
         limits: await service.limits.snapshot(access.billedAccount, access.plan),
       };
@@ -240,7 +285,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
 
     app.get('/api/v1/logs/:id', {
       schema: {
-        tags: ['logs'], summary: 'One execution log with its per-block trace',
+        tags: ['logs'],
+        summary: 'One execution log with its per-block trace (of an async run still queued or running: the blocks recorded so far, start times estimated)',
         params: z.object({ id: z.string().min(1).max(128) }),
         response: {
           200: z.object({
@@ -262,14 +308,49 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const row = await store.findExecutionAmong(db, storedExecutionIds(request.params.id, workspaceIds));
       if (!row) throw new HttpError(404, 'Log not found');
       const access = await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
+      const live = row.mode === 'async' && (row.status === 'queued' || row.status === 'processing') && !row.trace?.length;
+      const [trace, charges] = await Promise.all([live ? liveTrace(row) : row.trace ?? [], service.limits.runCharges([row.id])]);
       return {
-        data: { ...logRecord(row), input: row.input, output: row.output ?? null, trace: row.trace ?? [] },
+        data: { ...logRecord(row, charges.get(row.id)), input: row.input, output: row.output ?? null, trace },
         limits: await service.limits.snapshot(access.billedAccount, access.plan),
       };
     });
 
     // Sim's v2 run API: a second surface over the same service.
     await app.register(v2RunRoutes(service, workflows, accounts), { prefix: '/api/v2', ctx });
+
+    // Usage per day, beside the logs the dashboard reads with it. It reads usage events from the database,
+    // which limitRoutes is not handed (it belongs there once the composition root passes it the database).
+    app.get('/api/v1/usage/daily', {
+      schema: {
+        tags: ['limits'],
+        summary: "Cost and charged runs per UTC day of the caller's billed account in a workspace (or, with account=workspace, of the workspace's), oldest first",
+        querystring: z.object({
+          workspaceId: workspaceIdParam,
+          days: z.coerce.number().int().min(1).max(366).default(30).describe('Days ending today (UTC), 1 to 366'),
+          account: z.enum(['caller', 'workspace']).default('caller').describe(
+            "caller: the caller's billed account there (a workspace key's: the workspace; a personal key's: its user). workspace: the workspace's own account (its admins and keys)",
+          ),
+        }),
+        response: {
+          200: z.object({
+            account: z.string().describe('The billed account reported'),
+            data: z.array(z.object({
+              date: z.string().describe('YYYY-MM-DD (UTC)'),
+              costUsd: z.number().describe('Run base charges and model usage recorded that day'),
+              runs: z.number().int().describe('Runs charged that day'),
+            })),
+          }),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const account = q.account === 'workspace'
+        ? (await workspaceAccountOf(accounts, request.auth, q.workspaceId)).account
+        : (await accounts.authorize(request.auth, q.workspaceId, 'read', { conceal: true })).billedAccount;
+      return { account, data: await dailyUsage(db, account, q.days, new Date()) };
+    });
   };
 }
 

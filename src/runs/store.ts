@@ -235,6 +235,22 @@ export async function loadSteps(q: Queryable, executionId: string): Promise<Map<
   return new Map(rows.map((r) => [r.step_key, { key: r.step_key, blockId: r.block_id, output: r.output.output, error: r.output.error, variables: r.output.variables }]));
 }
 
+/** A step an unfinished run recorded, with the moment it was recorded. */
+export interface RecordedStep extends StepRecord { finishedAt: Date }
+
+/**
+ * The steps a run recorded so far (async runs record each block's output as it finishes), in the order
+ * they were recorded, at most `limit`: the timeline of a run still running.
+ */
+export async function stepsSoFar(q: Queryable, executionId: string, limit: number): Promise<RecordedStep[]> {
+  const rows = await q.query<{ step_key: string; block_id: string; output: { output: unknown; error?: string } | null; finished_at: Date }>(
+    `SELECT step_key, block_id, output, finished_at FROM execution_steps
+      WHERE execution_id = $1 ORDER BY finished_at, step_key LIMIT $2`,
+    [executionId, limit],
+  );
+  return rows.map((r) => ({ key: r.step_key, blockId: r.block_id, output: r.output?.output, error: r.output?.error, finishedAt: r.finished_at }));
+}
+
 export interface LogFilter {
   workspaceId: string; workflowIds?: string[]; statuses?: string[]; level?: string; triggers?: string[];
   startDate?: string; endDate?: string; limit: number; after?: { t: string; id: string };

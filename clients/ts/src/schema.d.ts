@@ -1215,10 +1215,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rate limits, usage cost of the billing period and storage of the caller's billed account */
+        /** Rate limits, usage cost of the billing period and storage of the caller's billed account (or, with workspaceId, of the workspace's) */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    workspaceId?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -1267,11 +1269,52 @@ export interface paths {
                                 limitBytes: number;
                                 percentUsed: number;
                             };
+                            account?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
                         };
                     };
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2756,6 +2799,7 @@ export interface paths {
                                 totalDurationMs: number | null;
                                 error: string | null;
                                 errorBlockId: string | null;
+                                costUsd: number | null;
                             }[];
                             nextCursor?: string;
                             limits: {
@@ -2853,7 +2897,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One execution log with its per-block trace */
+        /** One execution log with its per-block trace (of an async run still queued or running: the blocks recorded so far, start times estimated) */
         get: {
             parameters: {
                 query?: never;
@@ -2909,6 +2953,7 @@ export interface paths {
                                 totalDurationMs: number | null;
                                 error: string | null;
                                 errorBlockId: string | null;
+                                costUsd: number | null;
                                 input: unknown;
                                 output: unknown;
                                 trace: {
@@ -4165,6 +4210,106 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/usage/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Cost and charged runs per UTC day of the caller's billed account in a workspace (or, with account=workspace, of the workspace's), oldest first */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    days?: number;
+                    account?: "caller" | "workspace";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account: string;
+                            data: {
+                                date: string;
+                                costUsd: number;
+                                runs: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6501,10 +6646,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Credit balance of the caller's billed account */
+        /** Credit balance of the caller's billed account (or, with workspaceId, of the workspace's) */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    workspaceId?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -6559,6 +6706,22 @@ export interface paths {
                 };
                 /** @description Default Response */
                 402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                type: string;
+                                code: string | null;
+                                param?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6654,12 +6817,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Movements of the caller's credit balance, newest first (grant, reserve, settle, release, overage) */
+        /** Movements of the caller's credit balance (or, with workspaceId, of the workspace's), newest first (grant, reserve, settle, release, overage) */
         get: {
             parameters: {
                 query?: {
                     limit?: number;
                     cursor?: string;
+                    workspaceId?: string;
                 };
                 header?: never;
                 path?: never;
@@ -6724,6 +6888,22 @@ export interface paths {
                 };
                 /** @description Default Response */
                 402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                type: string;
+                                code: string | null;
+                                param?: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
