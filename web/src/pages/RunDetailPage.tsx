@@ -11,8 +11,6 @@ import { formatUsd, prettyValue } from './runs/format';
 import { Waterfall } from './runs/Waterfall';
 import './runs/runs.css';
 
-interface V2Run { data: { cost: { total: number } | null; status: string } }
-
 /** Elapsed time of a running run, ticking once a second. */
 function useNow(active: boolean): number {
   const [now, setNow] = useState(() => Date.now());
@@ -24,7 +22,7 @@ function useNow(active: boolean): number {
   return now;
 }
 
-function Summary({ run, workflowName, cost }: { run: LogDetail; workflowName: string; cost: number | null | undefined }) {
+function Summary({ run, workflowName }: { run: LogDetail; workflowName: string }) {
   return (
     <dl className="run-summary">
       <div><dt>Workflow</dt><dd><Link to={`/workflows/${encodeURIComponent(run.workflowId)}`}>{workflowName}</Link></dd></div>
@@ -33,7 +31,7 @@ function Summary({ run, workflowName, cost }: { run: LogDetail; workflowName: st
       <div><dt>Started</dt><dd>{formatDate(run.startedAt)}</dd></div>
       <div><dt>Ended</dt><dd>{formatDate(run.endedAt)}</dd></div>
       <div><dt>Duration</dt><dd>{formatDuration(run.totalDurationMs)}</dd></div>
-      <div><dt>Cost</dt><dd>{formatUsd(cost ?? run.costUsd)}</dd></div>
+      <div><dt>Cost</dt><dd>{formatUsd(run.costUsd)}</dd></div>
       <div><dt>Blocks run</dt><dd>{run.trace.length}</dd></div>
     </dl>
   );
@@ -55,13 +53,6 @@ export default function RunDetailPage() {
   const live = Boolean(data && isLive(data.status));
   const now = useNow(live);
   const names = useQuery({ queryKey: ['workflow-names', workspaceId], queryFn: () => workflowNames(workspaceId), enabled: Boolean(workspaceId), staleTime: 60_000 });
-  // The run resource of the v2 API carries the run's cost; the log record does not.
-  const v2 = useQuery({
-    queryKey: ['run-v2', workspaceId, data?.workflowId, executionId, data?.status],
-    queryFn: () => apiFetch<V2Run>(`/api/v2/workflows/${encodeURIComponent(data?.workflowId ?? '')}/runs/${encodeURIComponent(executionId)}`),
-    enabled: Boolean(data && !live),
-    retry: false,
-  });
   const cancel = useMutation({
     mutationFn: () => apiFetch(`/api/v2/workflows/${encodeURIComponent(data?.workflowId ?? '')}/runs/${encodeURIComponent(executionId)}/cancel`, { method: 'POST' }),
     onSuccess: async () => {
@@ -105,14 +96,17 @@ export default function RunDetailPage() {
       ) : null}
       <section className="card" aria-labelledby="run-summary-h">
         <h2 id="run-summary-h" className="sr-only">Summary</h2>
-        <Summary run={data} workflowName={workflowName} cost={v2.data?.data.cost?.total} />
+        <Summary run={data} workflowName={workflowName} />
       </section>
       <section className="card stack" aria-labelledby="run-timeline-h">
         <h2 id="run-timeline-h">Timeline</h2>
         {data.trace.length === 0 ? (
           <p className="muted">{live ? 'Blocks appear here as the run records them.' : 'This run recorded no blocks.'}</p>
         ) : (
-          <Waterfall trace={data.trace} runStart={data.startedAt} runEndMs={endMs} nowMs={live ? now : undefined} />
+          <>
+            {live ? <p className="muted small">Blocks appear as they finish. Until the run ends, each block's start is estimated from the end of the block before it.</p> : null}
+            <Waterfall trace={data.trace} runStart={data.startedAt} runEndMs={endMs} nowMs={live ? now : undefined} />
+          </>
         )}
       </section>
       <div className="grid-2 run-io">

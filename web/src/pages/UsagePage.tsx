@@ -1,11 +1,13 @@
 // /usage: rate limits, the billing period's cost with a chart of cost per day, storage, and the AI
-// credit balance with its ledger, all of the caller's billed account.
+// credit balance with its ledger, all of one billed account: the workspace's own account for an admin
+// of the current workspace (who may switch to their own), else the signed-in user's.
 import { useState } from 'react';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useSession } from '../session';
 import { Button, ErrorBanner, Loading, PageHeader, Table, formatDate } from '../ui';
 import { formatBytes, formatUsd } from './runs/format';
 import { CostChart } from './usage/CostChart';
-import { credits, dailyCost, ledger, usageLimits, type Bucket, type LedgerEntry } from './usage/api';
+import { credits, dailyUsage, ledger, usageLimits, type AccountView, type Bucket, type LedgerEntry } from './usage/api';
 import './usage/usage.css';
 
 /** A meter; `goodWhenHigh` for what is better full (tokens left), else fuller is worse (money, storage spent). */
@@ -32,18 +34,48 @@ function BucketCard({ name, b }: { name: string; b: Bucket }) {
   );
 }
 
+interface Paging { view: string; cursors: (string | undefined)[]; cursor: string | undefined }
+
 export default function UsagePage() {
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string | undefined>(undefined);
-  const limits = useQuery({ queryKey: ['usage-limits'], queryFn: usageLimits, refetchInterval: 30_000 });
-  const balance = useQuery({ queryKey: ['credits'], queryFn: credits });
-  const daily = useQuery({ queryKey: ['usage-daily'], queryFn: () => dailyCost(30) });
-  const entries = useQuery({ queryKey: ['ledger', cursor], queryFn: () => ledger(cursor, 20), placeholderData: keepPreviousData });
+  const { workspaceId, workspaces, role } = useSession();
+  // Admins see the workspace's own account by default (the server refuses it to other roles).
+  const [ownAccount, setOwnAccount] = useState(false);
+  const isAdmin = role === 'admin' && Boolean(workspaceId);
+  const showWorkspace = isAdmin && !ownAccount;
+  const view: AccountView = showWorkspace ? { workspaceId } : {};
+  const viewKey = showWorkspace ? `workspace:${workspaceId}` : 'own';
+  const workspaceName = workspaces.find((w) => w.id === workspaceId)?.name ?? workspaceId;
+
+  // Ledger cursors belong to one account: another view starts at its first page.
+  const [paging, setPaging] = useState<Paging>({ view: viewKey, cursors: [], cursor: undefined });
+  const { cursors, cursor } = paging.view === viewKey ? paging : { cursors: [], cursor: undefined };
+  const setPage = (nextCursors: (string | undefined)[], nextCursor: string | undefined) => setPaging({ view: viewKey, cursors: nextCursors, cursor: nextCursor });
+
+  const limits = useQuery({ queryKey: ['usage-limits', viewKey], queryFn: () => usageLimits(view), refetchInterval: 30_000 });
+  const balance = useQuery({ queryKey: ['credits', viewKey], queryFn: () => credits(view) });
+  const daily = useQuery({
+    queryKey: ['usage-daily', viewKey, workspaceId],
+    queryFn: () => dailyUsage(workspaceId, 30, showWorkspace),
+    enabled: Boolean(workspaceId),
+  });
+  const entries = useQuery({ queryKey: ['ledger', viewKey, cursor], queryFn: () => ledger(view, cursor, 20), placeholderData: keepPreviousData });
 
   const u = limits.data;
+  const account = showWorkspace ? `workspace:${workspaceId}` : balance.data?.account;
   return (
     <div className="stack">
-      <PageHeader title="Usage" description={balance.data ? `Limits, costs and credits of the billed account ${balance.data.account}.` : 'Limits, costs and credits of your billed account.'} />
+      <PageHeader
+        title="Usage"
+        description="Limits, costs and credits of one billed account."
+        actions={isAdmin ? (
+          <Button onClick={() => setOwnAccount(!ownAccount)}>{showWorkspace ? 'Show my own account' : 'Show the workspace\'s account'}</Button>
+        ) : undefined}
+      />
+      <p className="usage-account" role="status">
+        {showWorkspace
+          ? <>Showing the account of the workspace <strong>{workspaceName}</strong> (<code>{account}</code>): runs with the workspace's API keys are charged to it. You see it as an admin of the workspace.</>
+          : <>Showing your own account{account ? <> (<code>{account}</code>)</> : null}: runs with your personal API keys and from this dashboard are charged to it.</>}
+      </p>
       <ErrorBanner error={limits.error} onRetry={() => void limits.refetch()} />
       {limits.isLoading ? <Loading label="Loading usage…" /> : u ? (
         <div className="usage-grid">
@@ -73,9 +105,9 @@ export default function UsagePage() {
         <h2 id="usage-daily-h">Cost per day</h2>
         <ErrorBanner error={daily.error} onRetry={() => void daily.refetch()} />
         {daily.data ? (
-          <CostChart days={daily.data.days}
-            caption="AI credit spent per day over the last 30 days (UTC), from the credit ledger. Run base charges are in the period's cost above, not in this series." />
-        ) : daily.isLoading ? <Loading label="Loading daily cost…" /> : null}
+          <CostChart days={daily.data.data}
+            caption={`Cost per day over the last 30 days (UTC) of ${daily.data.account}: run base charges and AI model usage.`} />
+        ) : daily.isLoading && workspaceId ? <Loading label="Loading daily cost…" /> : null}
       </section>
 
       {u ? (
@@ -110,8 +142,8 @@ export default function UsagePage() {
         )}
         {cursors.length > 0 || entries.data?.nextCursor ? (
           <nav className="row gap usage-pager" aria-label="Pages of the ledger">
-            <Button disabled={cursors.length === 0 || entries.isFetching} onClick={() => { setCursor(cursors[cursors.length - 1]); setCursors(cursors.slice(0, -1)); }}>← Newer</Button>
-            <Button disabled={!entries.data?.nextCursor || entries.isFetching} onClick={() => { setCursors([...cursors, cursor]); setCursor(entries.data?.nextCursor); }}>Older →</Button>
+            <Button disabled={cursors.length === 0 || entries.isFetching} onClick={() => setPage(cursors.slice(0, -1), cursors[cursors.length - 1])}>← Newer</Button>
+            <Button disabled={!entries.data?.nextCursor || entries.isFetching} onClick={() => setPage([...cursors, cursor], entries.data?.nextCursor)}>Older →</Button>
           </nav>
         ) : null}
       </section>

@@ -10,8 +10,8 @@ export interface LogRecord {
   status: RunStatus; level: string; trigger: string; mode: string;
   createdAt: string; startedAt: string; endedAt: string | null; totalDurationMs: number | null;
   error: string | null; errorBlockId: string | null;
-  /** Not in the logs API yet (asked of the lead); shown when the server sends it. */
-  costUsd?: number | null;
+  /** The run's base charge, USD (AI usage of its blocks is not recorded per run); null until it is charged. */
+  costUsd: number | null;
 }
 
 export interface TraceEntry {

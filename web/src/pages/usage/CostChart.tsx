@@ -43,7 +43,7 @@ export function CostChart({ days, caption }: { days: DayCost[]; caption: string 
           return (
             <g key={d.date}>
               <rect x={x} y={PAD.top + plotH - h} width={barW} height={h} className="usage-chart__bar" data-date={d.date}>
-                <title>{`${label(d.date)}: ${formatUsd(d.costUsd)}`}</title>
+                <title>{`${label(d.date)}: ${formatUsd(d.costUsd)}, ${d.runs} run${d.runs === 1 ? '' : 's'}`}</title>
               </rect>
               {i % labelEvery === 0 && (
                 <text x={x + barW / 2} y={H - 8} textAnchor="middle" className="usage-chart__label">{label(d.date)}</text>
@@ -56,9 +56,9 @@ export function CostChart({ days, caption }: { days: DayCost[]; caption: string 
       <details className="usage-chart__table">
         <summary>Show the figures as a table</summary>
         <table>
-          <thead><tr><th scope="col">Day (UTC)</th><th scope="col">Cost</th></tr></thead>
+          <thead><tr><th scope="col">Day (UTC)</th><th scope="col">Cost</th><th scope="col">Runs</th></tr></thead>
           <tbody>
-            {days.map((d) => <tr key={d.date}><td>{d.date}</td><td>{formatUsd(d.costUsd)}</td></tr>)}
+            {days.map((d) => <tr key={d.date}><td>{d.date}</td><td>{formatUsd(d.costUsd)}</td><td>{d.runs}</td></tr>)}
           </tbody>
         </table>
       </details>

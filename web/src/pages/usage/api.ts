@@ -17,48 +17,31 @@ export interface LedgerEntry {
 }
 export interface LedgerPage { data: LedgerEntry[]; nextCursor?: string }
 
-export const usageLimits = () => apiFetch<UsageLimits>('/api/users/me/usage-limits');
-export const credits = () => apiFetch<Credits>('/api/v1/ai/credits');
+/**
+ * Which billed account a page shows: the caller's own (no workspace), or a workspace's own account
+ * (`workspace:<id>`), which its admins may read by passing the workspace.
+ */
+export interface AccountView { workspaceId?: string }
 
-export function ledger(cursor: string | undefined, limit = 20): Promise<LedgerPage> {
-  return apiFetch<LedgerPage>('/api/v1/ai/credits/ledger', { query: { limit: String(limit), ...(cursor ? { cursor } : {}) } });
+const viewQuery = (view: AccountView): Record<string, string> => (view.workspaceId ? { workspaceId: view.workspaceId } : {});
+
+export const usageLimits = (view: AccountView = {}) => apiFetch<UsageLimits>('/api/users/me/usage-limits', { query: viewQuery(view) });
+export const credits = (view: AccountView = {}) => apiFetch<Credits>('/api/v1/ai/credits', { query: viewQuery(view) });
+
+export function ledger(view: AccountView, cursor: string | undefined, limit = 20): Promise<LedgerPage> {
+  return apiFetch<LedgerPage>('/api/v1/ai/credits/ledger', { query: { ...viewQuery(view), limit: String(limit), ...(cursor ? { cursor } : {}) } });
 }
 
-export interface DayCost { date: string; costUsd: number }
-
-/** UTC calendar day of an ISO time, YYYY-MM-DD. */
-const dayOf = (iso: string) => iso.slice(0, 10);
-
-/** The last `n` UTC days ending today, oldest first, each with zero cost. */
-export function lastDays(n: number, now = new Date()): DayCost[] {
-  const out: DayCost[] = [];
-  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  for (let i = n - 1; i >= 0; i--) out.push({ date: new Date(today - i * 86_400_000).toISOString().slice(0, 10), costUsd: 0 });
-  return out;
-}
+export interface DayCost { date: string; costUsd: number; runs: number }
+export interface DailyUsage { account: string; data: DayCost[] }
 
 /**
- * AI credit spent per day over the last `n` days: the costs of the ledger's settle entries. The usage
- * events behind the period's cost (run base charges included) have no per-day route yet.
+ * Cost and charged runs per UTC day over the last `days` days, oldest first (every day present): run
+ * base charges and model usage, from GET /api/v1/usage/daily. `workspaceId` is the workspace the
+ * caller's account is looked up in; with `workspaceAccount` the workspace's own account is read instead.
  */
-export async function dailyCost(n = 30): Promise<{ days: DayCost[] }> {
-  const days = lastDays(n);
-  const index = new Map(days.map((d, i) => [d.date, i]));
-  const since = days[0]?.date ?? '';
-  let cursor: string | undefined;
-  // At most 10 pages of 200 entries: enough for a month of a small account; the chart is indicative.
-  for (let page = 0; page < 10; page++) {
-    const r = await ledger(cursor, 200);
-    for (const e of r.data) {
-      const i = index.get(dayOf(e.createdAt));
-      if (i !== undefined && e.costUsd !== null && e.kind === 'settle') {
-        const d = days[i] as DayCost;
-        days[i] = { date: d.date, costUsd: d.costUsd + e.costUsd };
-      }
-    }
-    const last = r.data[r.data.length - 1];
-    cursor = r.nextCursor;
-    if (!cursor || !last || dayOf(last.createdAt) < since) break;
-  }
-  return { days };
+export function dailyUsage(workspaceId: string, days: number, workspaceAccount: boolean): Promise<DailyUsage> {
+  return apiFetch<DailyUsage>('/api/v1/usage/daily', {
+    query: { workspaceId, days: String(days), ...(workspaceAccount ? { account: 'workspace' } : {}) },
+  });
 }
