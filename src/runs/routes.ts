@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AccountsService } from '../accounts/service.js';
+import { actorOf, type AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import type { BlockDefinition, BlockTrace } from '../engine/index.js';
 import { requireAuth } from '../http/auth.js';
@@ -28,6 +28,8 @@ const executeBody = z
     stream: z.boolean().optional().describe('Answer with server-sent events: selected block outputs as they are produced, then the final result (same as X-Stream-Response: true)'),
     selectedOutputs: z.array(z.string().min(1).max(512)).max(100).optional()
       .describe('Block outputs to stream, and the only values a sync JSON answer\'s output carries: <blockName>.<path>, <blockId>.<path>, <blockId>_<path> or a block id'),
+    useDraftState: z.boolean().optional()
+      .describe('true: run the saved draft instead of the deployed version (write role; sync only). Not a deployment: logged with trigger "manual", billed like any run; an invalid draft answers 400 as deploy does'),
   })
   .catchall(z.unknown());
 
@@ -109,7 +111,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       config: { errorFamily: 'execute', rateLimitHeaders: false },
       schema: {
         tags: ['execution'],
-        summary: 'Run the deployed workflow: synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
+        summary: 'Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
         params: z.object({ workflowId: z.string().min(1).max(128) }),
         headers: z.object({
           'x-execution-mode': z.string().optional(),
@@ -143,9 +145,15 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const selected = Array.isArray(body.selectedOutputs) ? (body.selectedOutputs as string[]) : [];
       if (isAsync && selected.length > 0) throw new HttpError(400, 'Async execution does not support draft or override execution controls');
       const isStream = !isAsync && (body.stream === true || String(request.headers['x-stream-response'] ?? '').toLowerCase() === 'true');
-      const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, 'read', { forRun: true });
+      const useDraft = body.useDraftState === true;
+      if (useDraft && isAsync) throw new HttpError(400, 'Async execution does not support draft or override execution controls');
+      // A draft run needs write access and reads the workflow fresh (the saved draft, not a cached row).
+      const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, useDraft ? 'write' : 'read', { forRun: !useDraft });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
-      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
+      // The draft, checked like a deploy, passes the same limit gates as a deployed run.
+      const admitted = useDraft
+        ? { workflow, versionId: (await workflows.draftVersion(workflow, actorOf(access))).id, admission: await service.limits.admitExecution(run.billedAccount, run.plan, 'sync') }
+        : await service.admit(workflow, run, isAsync ? 'async' : 'sync');
       const input = workflowInput(body);
       const links = baseUrl(ctx, request);
 
@@ -161,7 +169,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       }
 
       const selectors = await service.outputSelectors(admitted, selected);
-      const startOpts = { executionId, apiKeyId: access.keyId, trigger: 'api', baseUrl: links };
+      const startOpts = { executionId, apiKeyId: access.keyId, trigger: useDraft ? 'manual' : 'api', baseUrl: links };
       if (isStream) {
         return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...startOpts, signal, onBlock }));
       }

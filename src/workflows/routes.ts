@@ -2,11 +2,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccountsService } from '../accounts/service.js';
 import { workflowDefinitionSchema } from '../engine/index.js';
+import { badRequest } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { LimitsService } from '../limits/service.js';
-import { publicWorkflow, type PublicWorkflow, type WorkflowService } from './service.js';
+import { publicWorkflow, type PublicWorkflow, type VersionRow, type WorkflowService } from './service.js';
 
 const workflowSchema = z.object({
   id: z.string(),
@@ -35,6 +36,43 @@ const deploymentSchema = z.object({
 });
 const idParams = z.object({ id: z.string().min(1).max(128) });
 const name = z.string().trim().min(1).max(200);
+
+const versionSchema = z.object({
+  id: z.string().describe('The version id (a run log\'s deploymentVersionId)'),
+  version: z.number().int().describe('Version number, 1 for the first deploy'),
+  isActive: z.boolean().describe('The version runs through the API, webhooks and schedules now'),
+  createdAt: z.string().describe('When it was deployed'),
+  deployedBy: z.string().nullable().describe('Id of the user who deployed it; null when a workspace key did'),
+  blockCount: z.number().int().describe('Blocks in its definition, those inside loops and parallels included'),
+  edgeCount: z.number().int().describe('Connections in its definition'),
+});
+
+/** Blocks of a definition, containers' children included. */
+const countBlocks = (blocks: readonly { blocks?: readonly unknown[] }[] | undefined): number =>
+  (blocks ?? []).reduce<number>((n, b) => n + 1 + countBlocks(b.blocks as { blocks?: unknown[] }[] | undefined), 0);
+
+const publicVersion = (v: VersionRow, activeId: string | null) => ({
+  id: v.id,
+  version: v.version,
+  isActive: v.id === activeId,
+  createdAt: v.created_at.toISOString(),
+  deployedBy: v.created_by,
+  blockCount: countBlocks(v.definition.blocks),
+  edgeCount: v.definition.edges?.length ?? 0,
+});
+
+/** Version pages are keyed by version number: an opaque base64url of `{v}`. */
+const versionCursor = (version: number) => Buffer.from(JSON.stringify({ v: version })).toString('base64url');
+function beforeVersion(cursor: string | undefined): number | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  try {
+    const v = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown }).v;
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 2_147_483_647) return v;
+  } catch {
+    // fall through
+  }
+  throw badRequest('Invalid cursor');
+}
 
 const deployment = (w: PublicWorkflow) => ({
   success: true as const,
@@ -171,6 +209,32 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
     const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
     return deployment(publicWorkflow(w));
+  });
+
+  app.get('/api/v1/workflows/:id/versions', {
+    schema: {
+      tags: ['workflows'], summary: 'Deployed versions of a workflow, newest first, with cursor pagination',
+      params: idParams,
+      querystring: z.object({
+        limit: z.coerce.number().int().min(1).max(100).default(50),
+        cursor: z.string().max(512).optional(),
+      }),
+      response: {
+        200: z.object({ success: z.literal(true), data: z.array(versionSchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
+        ...errorResponses,
+      },
+    },
+  }, async (request) => {
+    const before = beforeVersion(request.query.cursor);
+    const { access, workflow } = await workflows.forCaller(request.auth, request.params.id, 'read');
+    const rows = await workflows.listVersions(workflow.id, request.query.limit + 1, before);
+    const data = rows.slice(0, request.query.limit);
+    return {
+      success: true as const,
+      data: data.map((v) => publicVersion(v, workflow.active_version_id)),
+      ...(rows.length > request.query.limit ? { nextCursor: versionCursor(data[data.length - 1].version) } : {}),
+      limits: await limits.snapshot(access.billedAccount, access.plan),
+    };
   });
 
   app.get('/api/workflows/:id/status', {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { AccessControlled, Actor, Role, WorkspaceAccess } from '../accounts/service.js';
 import type { AuthContext } from '../http/auth.js';
 import type { Database, Queryable } from '../db/database.js';
@@ -221,6 +222,34 @@ export class WorkflowService {
   return this.getWorkflow(workspaceId, id);
 }
 
+  /** Deployed versions of a workflow, newest first (draft snapshots are not versions). */
+  listVersions(workflowId: string, limit: number, beforeVersion?: number): Promise<VersionRow[]> {
+    return store.listVersions(this.db, workflowId, limit, beforeVersion);
+  }
+
+  /**
+   * The saved draft as something the run service can run like a version, without deploying it: checked
+   * like a deploy (a 400 naming the block), then stored once per distinct draft as a snapshot (see
+   * VersionRow) under an id derived from its content, so a run that pauses can be resumed by any process
+   * and repeated runs of an unchanged draft reuse one snapshot and its compiled graph.
+   */
+  async draftVersion(workflow: WorkflowRow, actor: Actor): Promise<VersionRow> {
+    this.checkDefinition(workflow.definition);
+    const id = draftSnapshotId(workflow.id, workflow.definition);
+    const known = await this.loadVersion(id);
+    if (known) return known;
+    await this.db.tx(async (q) => {
+      // Locked so concurrent snapshots of different drafts take distinct numbers.
+      if (!(await store.lockWorkflow(q, workflow.workspace_id, workflow.id))) throw new HttpError(404, 'Workflow not found');
+      await store.insertDraftSnapshot(q, {
+        id, workflowId: workflow.id, workspaceId: workflow.workspace_id, definition: workflow.definition, createdBy: actor.userId ?? null,
+      });
+    });
+    const stored = await this.loadVersion(id);
+    if (!stored) throw new HttpError(404, 'Workflow not found');
+    return stored;
+  }
+
 /**
  * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
  * (the entry is dropped), one in another process within a second.
@@ -282,6 +311,13 @@ export class WorkflowService {
   }
   return row;
 }
+}
+
+/** A UUID-shaped id from a draft's content (SHA-256 of the workflow id and the canonical definition). */
+function draftSnapshotId(workflowId: string, definition: WorkflowDefinition): string {
+  const h = createHash('sha256').update(`${workflowId}\n${canonicalJson(definition)}`).digest('hex');
+  // Version nibble 8 (custom) and the RFC 4122 variant, so it reads as the UUID it is stored as.
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** JSON with object keys sorted, so two equal definitions compare equal whatever their key order. */

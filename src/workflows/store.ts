@@ -9,8 +9,13 @@ export interface WorkflowRow {
   version: number | null;
 }
 
+/**
+ * A deployed version (version >= 1), or the snapshot of a draft that was run without deploying (version
+ * <= -1: numbered downwards so it never takes a deployed number; never listed, activated or rolled back to).
+ * A draft run's log and pause point refer to its snapshot like any run to its version.
+ */
 export interface VersionRow {
-  id: string; workflow_id: string; workspace_id: string; version: number; definition: WorkflowDefinition; created_at: Date;
+  id: string; workflow_id: string; workspace_id: string; version: number; definition: WorkflowDefinition; created_by: string | null; created_at: Date;
 }
 
 const selectWorkflow = `SELECT w.*, v.version FROM workflows w LEFT JOIN workflow_versions v ON v.id = w.active_version_id`;
@@ -67,7 +72,7 @@ export async function insertVersion(q: Queryable, workflowId: string, workspaceI
   const rows = await q.query<VersionRow>(
     `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by)
      SELECT $1, w.id, w.workspace_id,
-            COALESCE((SELECT max(version) FROM workflow_versions WHERE workflow_id = w.id), 0) + 1,
+            COALESCE((SELECT max(version) FROM workflow_versions WHERE workflow_id = w.id AND version > 0), 0) + 1,
             w.definition, $4
        FROM workflows w WHERE w.id = $2 AND w.workspace_id = $3
      RETURNING *`,
@@ -88,13 +93,35 @@ export const activateVersion = (q: Queryable, workflowId: string, versionId: str
   );
 
 export const findVersion = (q: Queryable, workflowId: string, version: number) =>
-  q.query<VersionRow>('SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version = $2', [workflowId, version]).then((r) => r[0]);
+  q.query<VersionRow>('SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version = $2 AND version > 0', [workflowId, version]).then((r) => r[0]);
 
 export const findVersionById = (q: Queryable, id: string) =>
   q.query<VersionRow>('SELECT * FROM workflow_versions WHERE id = $1', [id]).then((r) => r[0]);
 
 export const previousVersion = (q: Queryable, workflowId: string, before: number) =>
   q.query<VersionRow>(
-    'SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version < $2 ORDER BY version DESC LIMIT 1',
+    'SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version < $2 AND version > 0 ORDER BY version DESC LIMIT 1',
     [workflowId, before],
   ).then((r) => r[0]);
+
+/** Deployed versions of a workflow, newest first (keyset on the version number). */
+export const listVersions = (q: Queryable, workflowId: string, limit: number, beforeVersion?: number) =>
+  q.query<VersionRow>(
+    `SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version > 0 AND version < $2 ORDER BY version DESC LIMIT $3`,
+    [workflowId, beforeVersion ?? 2_147_483_647, limit],
+  );
+
+/**
+ * Stores a draft snapshot under its content id (call with the workflow row locked, so two snapshots never
+ * take the same number); a snapshot already stored is kept.
+ */
+export const insertDraftSnapshot = (
+  q: Queryable,
+  s: { id: string; workflowId: string; workspaceId: string; definition: WorkflowDefinition; createdBy: string | null },
+) =>
+  q.query(
+    `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by)
+     VALUES ($1, $2, $3, (SELECT COALESCE(min(version), 0) - 1 FROM workflow_versions WHERE workflow_id = $2 AND version < 0), $4, $5)
+     ON CONFLICT (id) DO NOTHING`,
+    [s.id, s.workflowId, s.workspaceId, JSON.stringify(s.definition), s.createdBy],
+  );
