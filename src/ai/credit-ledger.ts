@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { UsageRecorder } from '../limits/usage.js';
-import { Batcher } from './batcher.js';
+import { GroupCommit } from '../db/group-commit.js';
 import {
   releaseSql, reserveBatch, settleBatch,
   type ReserveInput, type ReserveResult, type SettleInput, type SettleItem, type SettleResult,
@@ -142,14 +142,20 @@ export interface CreditLedgerOptions {
  * flight at the same time. One instance per database, made by the gateway.
  */
 export class CreditLedger {
-  private readonly reserves: Batcher<ReserveInput, ReserveResult | undefined>;
-  private readonly settles: Batcher<SettleItem, SettleResult | undefined>;
+  private readonly reserves: GroupCommit<ReserveInput, ReserveResult | undefined>;
+  private readonly settles: GroupCommit<SettleItem, SettleResult | undefined>;
   private readonly startingNano: number;
   private readonly usage: UsageRecorder;
 
   constructor(readonly db: Database, opts: CreditLedgerOptions = {}) {
-    this.reserves = new Batcher((items) => reserveBatch(db, items));
-    this.settles = new Batcher((items) => settleBatch(db, items));
+    this.reserves = new GroupCommit({
+      writeBatch: (items) => reserveBatch(db, items),
+      writeOne: async (item) => (await reserveBatch(db, [item]))[0],
+    });
+    this.settles = new GroupCommit({
+      writeBatch: (items) => settleBatch(db, items),
+      writeOne: async (item) => (await settleBatch(db, [item]))[0],
+    });
     this.startingNano = opts.startingNano ?? 0;
     this.usage = opts.usage ?? new UsageRecorder();
   }
@@ -160,7 +166,7 @@ export class CreditLedger {
    */
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const r = await this.reserves.run(input);
+      const r = await this.reserves.submit(input);
       if (r) return r;
       await ensureAccount(this.db, input.account, this.startingNano);
     }
@@ -172,7 +178,7 @@ export class CreditLedger {
    * Undefined when the request was not (or no longer) reserved.
    */
   settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
-    return this.settles.run({ id, input, period: this.usage.period() });
+    return this.settles.submit({ id, input, period: this.usage.period() });
   }
 
   /** Gives the whole deposit back (the request failed before anything was generated). */

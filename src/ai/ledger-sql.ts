@@ -131,7 +131,7 @@ async function lockBalances(q: Queryable, accounts: string[]): Promise<void> {
 }
 
 /** Reservations of a batch; undefined for an account without a balance row yet (the caller creates it). */
-export async function reserveBatch(db: Database, items: ReserveInput[]): Promise<(ReserveResult | undefined)[]> {
+export async function reserveBatch(db: Database, items: readonly ReserveInput[]): Promise<(ReserveResult | undefined)[]> {
   if (items.length === 1) return [await reserveOne(db, items[0])];
   const payload = items.map((i, ord) => ({
     ord, id: i.id, account: i.account, deposit: i.depositNano, model: i.model, provider: i.provider, stream: i.stream, source: i.source,
@@ -249,7 +249,7 @@ const settleResult = (r: SettleRow): SettleResult => ({
 const costOf = (input: SettleInput): number => Math.max(0, Math.round(input.costNano));
 
 /** Settlements of a batch; undefined for a request that was not (or no longer) reserved. */
-export async function settleBatch(db: Database, items: SettleItem[]): Promise<(SettleResult | undefined)[]> {
+export async function settleBatch(db: Database, items: readonly SettleItem[]): Promise<(SettleResult | undefined)[]> {
   if (items.length === 1) {
     const { id, input, period } = items[0];
     const rows = await db.query<SettleRow>(settleOneSql, [

@@ -82,8 +82,39 @@ export class ExecutionService {
   /** Finished sync runs with their base charges, group-committed (one transaction for the runs that end together). */
   private readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
 
+  /** Async runs' writes, group-committed the same way: accepted runs, step records and final states. */
+  private readonly claims: GroupCommit<NewExecution, boolean>;
+  private readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, void>;
+  private readonly finishes: GroupCommit<{ row: ExecutionRow; f: FinishedExecution }, boolean>;
+
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
+    this.claims = new GroupCommit({
+      writeBatch: async (runs) => {
+        const claimed = await store.claimExecutions(deps.db, runs);
+        return runs.map((r) => claimed.has(r.id));
+      },
+      writeOne: (run) => store.claimExecution(deps.db, run),
+    });
+    this.steps = new GroupCommit({
+      writeBatch: async (steps) => {
+        await store.recordSteps(deps.db, steps);
+        return steps.map(() => undefined);
+      },
+      writeOne: ({ executionId, step }) => store.recordStep(deps.db, executionId, step),
+    });
+    this.finishes = new GroupCommit({
+      writeBatch: (runs) => deps.db.tx(async (q) => {
+        const ended = await store.finishExecutions(q, runs.map(({ row, f }) => ({ id: row.id, f, attempt: row.attempts })));
+        await deps.limits.chargeRuns(runs.filter((r) => ended.has(r.row.id)).map((r) => ({ account: r.row.billed_account, executionId: r.row.id })), q);
+        return runs.map((r) => ended.has(r.row.id));
+      }),
+      writeOne: ({ row, f }) => deps.db.tx(async (q) => {
+        if (!(await store.finishExecution(q, row.id, f, row.attempts))) return false;
+        await deps.limits.chargeRun(row.billed_account, row.id, q);
+        return true;
+      }),
+    });
     this.finishedRuns = new GroupCommit({
       writeBatch: (runs) => deps.db.tx(async (q) => {
         const written = await store.insertFinishedMany(q, runs);
@@ -274,7 +305,7 @@ export class ExecutionService {
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
-    const claimed = await store.claimExecution(this.db, {
+    const claimed = await this.claims.submit({
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
       slotToken: admitted.admission.slot, linkBase: opts.baseUrl,
@@ -349,7 +380,7 @@ export class ExecutionService {
       const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.db, row.id)) : new Map<string, StepRecord>();
       const onStep = async (step: StepRecord) => {
         try {
-          await this.durable(executionId, () => store.recordStep(this.db, row.id, step));
+          await this.durable(executionId, () => this.steps.submit({ executionId: row.id, step }));
         } catch (err) {
           if (isDatabaseUnavailable(err)) {
             // Stop the run: it resumes from its recorded steps once the database is back.
@@ -447,11 +478,8 @@ export class ExecutionService {
   /** Ends an async run: its final state and its base charge commit together (retried while the database is away). */
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
-    const ended = await this.durable(row.id, () => this.db.tx(async (q) => {
-      if (!(await store.finishExecution(q, row.id, finished, row.attempts))) return false;
-      await this.limits.chargeRun(row.billed_account, row.id, q);
-      return true;
-    }));
+    // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
+    const ended = await this.durable(row.id, () => this.finishes.submit({ row, f: finished }));
     if (ended) this.observed(row, finished);
   }
 

@@ -84,6 +84,23 @@ export async function insertFinishedMany(q: Queryable, runs: readonly { e: NewEx
   return new Set(written.map((r) => r.id));
 }
 
+/** `claimExecution` of several runs in one statement (group commit of enqueues); returns the ids claimed now. */
+export async function claimExecutions(q: Queryable, runs: readonly NewExecution[]): Promise<Set<string>> {
+  const rows = await q.query<{ id: string }>(
+    `INSERT INTO executions (${insertColumns})
+     SELECT ${insertColumns}
+       FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
+            status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text, timeout_ms integer)
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
+    [JSON.stringify(runs.map((e) => ({
+      id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
+      status: e.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
+      resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null,
+    })))],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
 /** Ends a run. With `attempt`, only while that lease is still the run's (a taken-over holder writes nothing); false then. */
 export async function finishExecution(q: Queryable, id: string, f: FinishedExecution, attempt?: number): Promise<boolean> {
   const rows = await q.query(
@@ -97,6 +114,28 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
       f.status === 'failed' ? 'error' : 'info', attempt ?? null],
   );
   return rows.length > 0;
+}
+
+/**
+ * `finishExecution` of several async runs in one statement, each fenced by its lease attempt. Returns the
+ * ids ended now (a run whose lease was taken over is left to its new holder).
+ */
+export async function finishExecutions(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number }[]): Promise<Set<string>> {
+  const rows = await q.query<{ id: string }>(
+    `UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
+            started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
+            duration_ms = (EXTRACT(EPOCH FROM (r.ended_at - COALESCE(e.started_at, r.started_at))) * 1000)::int,
+            level = r.level, lease_until = NULL
+       FROM jsonb_to_recordset($1::jsonb) AS r(id text, attempt integer, status text, output jsonb, error text, error_block text,
+            trace jsonb, started_at timestamptz, ended_at timestamptz, level text)
+      WHERE e.id = r.id AND e.attempts = r.attempt
+     RETURNING e.id`,
+    [JSON.stringify(runs.map(({ id, f, attempt }) => ({
+      id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
+      trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',
+    })))],
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 /** The original execution of a paused run carries the latest state of the whole run after each resume. */
@@ -224,6 +263,20 @@ export async function recordStep(q: Queryable, executionId: string, step: StepRe
     `INSERT INTO execution_steps (execution_id, step_key, block_id, output) VALUES ($1, $2, $3, $4)
      ON CONFLICT (execution_id, step_key) DO NOTHING`,
     [executionId, step.key, step.blockId, JSON.stringify({ output: step.output ?? null, error: step.error, variables: step.variables })],
+  );
+}
+
+/** `recordStep` for several runs' steps in one statement (group commit); a step already recorded is kept. */
+export async function recordSteps(q: Queryable, steps: readonly { executionId: string; step: StepRecord }[]): Promise<void> {
+  await q.query(
+    `INSERT INTO execution_steps (execution_id, step_key, block_id, output)
+     SELECT execution_id, step_key, block_id, output
+       FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb)
+     ON CONFLICT (execution_id, step_key) DO NOTHING`,
+    [JSON.stringify(steps.map(({ executionId, step }) => ({
+      execution_id: executionId, step_key: step.key, block_id: step.blockId,
+      output: { output: step.output ?? null, error: step.error, variables: step.variables },
+    })))],
   );
 }
 
