@@ -119,4 +119,29 @@ describe('running the draft', () => {
     expect((await runDraft('00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await runDraft('not-a-uuid')).status).toBe(404);
   });
+
+  it('pauses at a human block and resumes with the draft after a restart', async () => {
+    const approval = {
+      blocks: [
+        start([{ name: 'item', type: 'string' }]),
+        { id: 'approval', type: 'human', name: 'Approval', config: { message: 'Buy it?', fields: [{ name: 'decision', type: 'string', required: true }] } },
+        fn('after', "return 'draft: ' + <start.item> + ' ' + <approval.decision>", 'After'),
+      ],
+      edges: [{ from: 'start', to: 'approval' }, { from: 'approval', to: 'after' }],
+    };
+    const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'draft-human', definition: approval });
+    const id = c.body.data.workflow.id;
+    const run = await runDraft(id, { item: 'desk' });
+    expect(run.status, run.text).toBe(200);
+    const exec = run.body.executionId;
+    expect(run.body.output.data._resume.contextId).toBe('approval');
+    // The draft changes meanwhile; the paused run keeps the draft it started with.
+    await t.call('PUT', `/api/v1/workflows/${id}`, { definition: { ...approval, blocks: [approval.blocks[0], approval.blocks[1], fn('after', "return 'changed'", 'After')] } });
+
+    await t.close();
+    t = await startTestServer({ reuse: { dataDir: t.config.dataDir, databaseUrl: t.config.databaseUrl } });
+    const resumed = await t.call('POST', `/api/resume/${id}/${exec}/approval`, { input: { decision: 'yes' } });
+    expect(resumed.status, resumed.text).toBe(200);
+    expect(resumed.body).toMatchObject({ success: true, status: 'completed', output: 'draft: desk yes' });
+  });
 });
