@@ -2319,6 +2319,135 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workflows/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Deployed versions of a workflow, newest first, with cursor pagination */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                id: string;
+                                version: number;
+                                isActive: boolean;
+                                createdAt: string;
+                                deployedBy: string | null;
+                                blockCount: number;
+                                edgeCount: number;
+                            }[];
+                            nextCursor?: string;
+                            limits?: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}/status": {
         parameters: {
             query?: never;
@@ -2461,7 +2590,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run the deployed workflow: synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async) */
+        /** Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async) */
         post: {
             parameters: {
                 query?: never;
@@ -2487,6 +2616,7 @@ export interface paths {
                         executionId?: string;
                         stream?: boolean;
                         selectedOutputs?: string[];
+                        useDraftState?: boolean;
                     } & {
                         [key: string]: unknown;
                     };
