@@ -7,7 +7,7 @@
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# ---- build: compile isolated-vm and TypeScript, then drop the dev dependencies ----
+# ---- build: compile isolated-vm, TypeScript and the dashboard, then drop the dev dependencies ----
 FROM ${NODE_IMAGE} AS build
 # isolated-vm builds a native addon from source on install (node-gyp): python3, make and g++.
 RUN apt-get update \
@@ -18,12 +18,15 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the package's own `prepare` script is a build, which needs the sources copied below.
 # The reviewed dependency install scripts (package.json "allowScripts") run through `npm rebuild`:
 # isolated-vm compiles its addon; msgpackr-extract (optional, used by bullmq's msgpackr) picks its prebuilt
-# binary. esbuild's script only serves tsx, a dev dependency the image does not keep.
+# binary. esbuild's script is not needed: tsx and Vite (the dashboard build) call esbuild's JS API, which runs
+# the binary of its platform package (@esbuild/linux-*), and neither is kept in the image.
 RUN npm ci --ignore-scripts --no-audit --no-fund \
  && npm rebuild isolated-vm msgpackr-extract
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
+# `npm run build` also builds the dashboard (web/, Vite and React are dev dependencies) into web/dist.
+COPY web ./web
 RUN npm run build \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
@@ -37,6 +40,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The dashboard's static build; the server finds it at web/dist beside dist/ (WEFT_WEB_DIST overrides).
+COPY --from=build /app/web/dist ./web/dist
 COPY bin ./bin
 COPY examples ./examples
 # The embedded database (and the admin socket of the CLI) live in WEFT_DATA_DIR, owned by the
