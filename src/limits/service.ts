@@ -5,7 +5,7 @@ import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
-import { billingPeriod, periodCost, recordRunCharge, recordRunCharges, runCharges, UsageRecorder } from './usage.js';
+import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -154,21 +154,19 @@ export class LimitsService {
   /** Records the base charge of a finished run (once per execution id), in the caller's transaction when given. */
   async chargeRun(account: string, executionId: string, q: Queryable = this.db): Promise<void> {
     const at = new Date(this.clock.now());
-    if (await recordRunCharge(q, account, executionId, at)) {
-      const hit = this.costs.get(account);
-      if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
-    }
+    if (await recordRunCharge(q, account, executionId, at)) this.noteRunsCharged(billingPeriod(at), [account]);
   }
 
-  /** `chargeRun` for several runs in one statement (group commit of finished runs). */
-  async chargeRuns(runs: readonly { account: string; executionId: string }[], q: Queryable): Promise<void> {
-    if (runs.length === 0) return;
-    const at = new Date(this.clock.now());
-    const charged = await recordRunCharges(q, runs, at);
-    for (const run of runs) {
-      if (!charged.has(run.executionId)) continue;
-      const hit = this.costs.get(run.account);
-      if (hit && hit.period === billingPeriod(at)) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
+  /** How a statement that ends runs records their base charges with them (runs' group commit): now on this clock. */
+  runCharge(): { sql: (from: string) => string; period: string; amountUsd: string } {
+    return { sql: runChargesSql, period: billingPeriod(new Date(this.clock.now())), amountUsd: BASE_RUN_CHARGE_USD.toFixed(9) };
+  }
+
+  /** Counts base charges recorded through `runCharge()` in the cached period cost of their accounts. */
+  noteRunsCharged(period: string, accounts: readonly string[]): void {
+    for (const account of accounts) {
+      const hit = this.costs.get(account);
+      if (hit && hit.period === period) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
     }
   }
 

@@ -63,16 +63,16 @@ export async function runCharges(q: Queryable, executionIds: string[]): Promise<
 export const recordRunCharge = (q: Queryable, account: string, executionId: string, at: Date) =>
   recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: `run:${executionId}`, at, metadata: { executionId } });
 
-/** Records the base charges of several runs in one statement; returns the execution ids charged now (not before). */
-export async function recordRunCharges(q: Queryable, runs: readonly { account: string; executionId: string }[], at: Date): Promise<Set<string>> {
-  const rows = await q.query<{ key: string }>(
-    `${usageEventsInsertSql('jsonb_to_recordset($1::jsonb) AS r(account text, execution_id text)', {
-      account: 'r.account', period: '$2', amountUsd: '$3', source: "'run'", idempotencyKey: "'run:' || r.execution_id",
-      metadata: "jsonb_build_object('executionId', r.execution_id)",
-    })} RETURNING idempotency_key AS key`,
-    [JSON.stringify(runs.map((r) => ({ account: r.account, execution_id: r.executionId }))), billingPeriod(at), BASE_RUN_CHARGE_USD.toFixed(9)],
-  );
-  return new Set(rows.map((r) => r.key.slice('run:'.length)));
+/**
+ * The base charge of runs written by the same statement: inserts the usage events of the rows of CTE `from`
+ * (columns id, billed_account), with the billing period as $2 and the amount as $3, once per run, and
+ * returns the `idempotency_key`s recorded now.
+ */
+export function runChargesSql(from: string): string {
+  return `${usageEventsInsertSql(from, {
+    account: `${from}.billed_account`, period: '$2', amountUsd: '$3', source: "'run'", idempotencyKey: `'run:' || ${from}.id`,
+    metadata: `jsonb_build_object('executionId', ${from}.id)`,
+  })} RETURNING idempotency_key`;
 }
 
 /**

@@ -79,54 +79,42 @@ export class ExecutionService {
   /** Runs in progress in this process: a cancel stops them at once. */
   private readonly inFlight = new InFlightRuns();
 
-  /** Finished sync runs with their base charges, group-committed (one transaction for the runs that end together). */
+  /**
+   * Runs' writes, group-committed (src/db/group-commit.ts): finished sync runs with their base charges,
+   * accepted async runs, step records, and final states with their base charges. Each is one statement for
+   * a whole batch (one round trip, one commit), and a batch of one is the same statement.
+   */
   private readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
-
-  /** Async runs' writes, group-committed the same way: accepted runs, step records and final states. */
   private readonly claims: GroupCommit<NewExecution, boolean>;
-  private readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, void>;
-  private readonly finishes: GroupCommit<{ row: ExecutionRow; f: FinishedExecution }, boolean>;
+  private readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
+  private readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
-    this.claims = new GroupCommit({
-      writeBatch: async (runs) => {
-        const claimed = await store.claimExecutions(deps.db, runs);
-        return runs.map((r) => claimed.has(r.id));
-      },
-      writeOne: (run) => store.claimExecution(deps.db, run),
-    });
-    this.steps = new GroupCommit({
-      writeBatch: async (steps) => {
-        await store.recordSteps(deps.db, steps);
-        return steps.map(() => undefined);
-      },
-      writeOne: ({ executionId, step }) => store.recordStep(deps.db, executionId, step),
-    });
-    this.finishes = new GroupCommit({
-      writeBatch: (runs) => deps.db.tx(async (q) => {
-        const ended = await store.finishExecutions(q, runs.map(({ row, f }) => ({ id: row.id, f, attempt: row.attempts })));
-        await deps.limits.chargeRuns(runs.filter((r) => ended.has(r.row.id)).map((r) => ({ account: r.row.billed_account, executionId: r.row.id })), q);
-        return runs.map((r) => ended.has(r.row.id));
-      }),
-      writeOne: ({ row, f }) => deps.db.tx(async (q) => {
-        if (!(await store.finishExecution(q, row.id, f, row.attempts))) return false;
-        await deps.limits.chargeRun(row.billed_account, row.id, q);
-        return true;
-      }),
-    });
-    this.finishedRuns = new GroupCommit({
-      writeBatch: (runs) => deps.db.tx(async (q) => {
-        const written = await store.insertFinishedMany(q, runs);
-        await deps.limits.chargeRuns(runs.filter((r) => written.has(r.e.id)).map((r) => ({ account: r.e.billedAccount, executionId: r.e.id })), q);
-        return runs.map((r) => written.has(r.e.id));
-      }),
-      writeOne: ({ e, f }) => deps.db.tx(async (q) => {
-        if (!(await store.insertFinished(q, e, f))) return false;
-        await deps.limits.chargeRun(e.billedAccount, e.id, q);
-        return true;
-      }),
-    });
+    const db = deps.db;
+    /** Writes runs with their charges, then counts the charges in the limits service's cached period cost. */
+    const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
+      const charge = deps.limits.runCharge();
+      const ended = await write(charge);
+      deps.limits.noteRunsCharged(charge.period, [...ended.values()].filter((r) => r.charged).map((r) => r.account));
+      return items.map((item) => ended.has(idOf(item)));
+    };
+    const finishedRuns = (runs: readonly { e: NewExecution; f: FinishedExecution }[]) =>
+      ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id);
+    this.finishedRuns = new GroupCommit({ writeBatch: finishedRuns, writeOne: async (run) => (await finishedRuns([run]))[0] });
+    const claims = async (runs: readonly NewExecution[]) => {
+      const claimed = await store.claimExecutions(db, runs);
+      return runs.map((r) => claimed.has(r.id));
+    };
+    this.claims = new GroupCommit({ writeBatch: claims, writeOne: async (run) => (await claims([run]))[0] });
+    const steps = async (items: readonly { executionId: string; step: StepRecord }[]) => {
+      await store.recordSteps(db, items);
+      return items.map(() => undefined);
+    };
+    this.steps = new GroupCommit({ writeBatch: steps, writeOne: async (item) => (await steps([item]))[0] });
+    const finishes = (runs: readonly { id: string; attempt: number | null; f: FinishedExecution }[]) =>
+      ending(runs, (charge) => store.finishRuns(db, runs, charge), (r) => r.id);
+    this.finishes = new GroupCommit({ writeBatch: finishes, writeOne: async (run) => (await finishes([run]))[0] });
     this.pauses = new PauseService({
       db: deps.db, log: deps.log, queue: deps.queue, workflows: deps.workflows,
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
@@ -227,10 +215,7 @@ export class ExecutionService {
       const finished = finishedFrom(result);
       // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
       if (opts.executionId) {
-        await this.db.tx(async (q) => {
-          await store.finishExecution(q, executionId, finished);
-          await this.limits.chargeRun(run.billedAccount, executionId, q);
-        });
+        await this.finishes.submit({ id: executionId, attempt: null, f: finished });
       } else if (!(await this.finishedRuns.submit({ e: base, f: finished }))) {
         throw executionIdConflict(executionId);
       }
@@ -479,7 +464,7 @@ export class ExecutionService {
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
-    const ended = await this.durable(row.id, () => this.finishes.submit({ row, f: finished }));
+    const ended = await this.durable(row.id, () => this.finishes.submit({ id: row.id, attempt: row.attempts, f: finished }));
     if (ended) this.observed(row, finished);
   }
 

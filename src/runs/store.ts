@@ -60,10 +60,28 @@ export async function insertFinished(q: Queryable, e: NewExecution, f: FinishedE
 }
 
 /**
- * Writes finished sync runs in one statement (group commit, see src/db/group-commit.ts): the rows travel as
- * one JSON array. Returns the ids written; an id already taken is skipped, like `insertFinished`.
+ * How a statement that ends runs also records their base charges (the limits service's `runCharge()`):
+ * `sql(from)` inserts the usage events of the rows of CTE `from` (columns id, billed_account) with the
+ * period and amount as parameters $2 and $3, and returns their `idempotency_key`s.
  */
-export async function insertFinishedMany(q: Queryable, runs: readonly { e: NewExecution; f: FinishedExecution }[]): Promise<Set<string>> {
+export interface RunChargeSql {
+  sql: (from: string) => string;
+  period: string;
+  amountUsd: string;
+}
+
+/** Runs ended by one statement: each id written now, and whether its base charge was recorded now. */
+export type EndedRuns = Map<string, { account: string; charged: boolean }>;
+
+const endedRuns = (rows: { id: string; billed_account: string; charged: boolean }[]): EndedRuns =>
+  new Map(rows.map((r) => [r.id, { account: r.billed_account, charged: r.charged }]));
+
+/**
+ * Writes finished sync runs and their base charges in one statement (so in one round trip and one commit,
+ * without BEGIN/COMMIT; group commit, see src/db/group-commit.ts): the rows travel as one JSON array. An id
+ * already taken is skipped, like `insertFinished`.
+ */
+export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewExecution; f: FinishedExecution }[], charge: RunChargeSql): Promise<EndedRuns> {
   const rows = runs.map(({ e, f }) => ({
     id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
     status: f.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
@@ -71,17 +89,20 @@ export async function insertFinishedMany(q: Queryable, runs: readonly { e: NewEx
     output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock, trace: f.trace,
     started_at: f.startedAt, ended_at: f.endedAt, duration_ms: f.durationMs, level: f.status === 'failed' ? 'error' : 'info',
   }));
-  const written = await q.query<{ id: string }>(
-    `INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
-     SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
-       FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
-            status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text,
-            timeout_ms integer, output jsonb, error text, error_block text, trace jsonb, started_at timestamptz, ended_at timestamptz,
-            duration_ms integer, level text)
-     ON CONFLICT (id) DO NOTHING RETURNING id`,
-    [JSON.stringify(rows)],
+  const written = await q.query<{ id: string; billed_account: string; charged: boolean }>(
+    `WITH written AS (
+       INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
+       SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
+         FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
+              status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text,
+              timeout_ms integer, output jsonb, error text, error_block text, trace jsonb, started_at timestamptz, ended_at timestamptz,
+              duration_ms integer, level text)
+       ON CONFLICT (id) DO NOTHING RETURNING id, billed_account
+     ), charged AS (${charge.sql('written')})
+     SELECT w.id, w.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || w.id) AS charged FROM written w`,
+    [JSON.stringify(rows), charge.period, charge.amountUsd],
   );
-  return new Set(written.map((r) => r.id));
+  return endedRuns(written);
 }
 
 /** `claimExecution` of several runs in one statement (group commit of enqueues); returns the ids claimed now. */
@@ -117,25 +138,28 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
 }
 
 /**
- * `finishExecution` of several async runs in one statement, each fenced by its lease attempt. Returns the
- * ids ended now (a run whose lease was taken over is left to its new holder).
+ * Ends several runs and records their base charges in one statement, each fenced by its lease attempt when
+ * it has one (a run whose lease was taken over is left to its new holder and not in the result).
  */
-export async function finishExecutions(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number }[]): Promise<Set<string>> {
-  const rows = await q.query<{ id: string }>(
-    `UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
-            started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
-            duration_ms = (EXTRACT(EPOCH FROM (r.ended_at - COALESCE(e.started_at, r.started_at))) * 1000)::int,
-            level = r.level, lease_until = NULL
-       FROM jsonb_to_recordset($1::jsonb) AS r(id text, attempt integer, status text, output jsonb, error text, error_block text,
-            trace jsonb, started_at timestamptz, ended_at timestamptz, level text)
-      WHERE e.id = r.id AND e.attempts = r.attempt
-     RETURNING e.id`,
+export async function finishRuns(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number | null }[], charge: RunChargeSql): Promise<EndedRuns> {
+  const rows = await q.query<{ id: string; billed_account: string; charged: boolean }>(
+    `WITH ended AS (
+       UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
+              started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
+              duration_ms = (EXTRACT(EPOCH FROM (r.ended_at - COALESCE(e.started_at, r.started_at))) * 1000)::int,
+              level = r.level, lease_until = NULL
+         FROM jsonb_to_recordset($1::jsonb) AS r(id text, attempt integer, status text, output jsonb, error text, error_block text,
+              trace jsonb, started_at timestamptz, ended_at timestamptz, level text)
+        WHERE e.id = r.id AND (r.attempt IS NULL OR e.attempts = r.attempt)
+       RETURNING e.id, e.billed_account
+     ), charged AS (${charge.sql('ended')})
+     SELECT d.id, d.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || d.id) AS charged FROM ended d`,
     [JSON.stringify(runs.map(({ id, f, attempt }) => ({
       id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
       trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',
-    })))],
+    }))), charge.period, charge.amountUsd],
   );
-  return new Set(rows.map((r) => r.id));
+  return endedRuns(rows);
 }
 
 /** The original execution of a paused run carries the latest state of the whole run after each resume. */
