@@ -1,6 +1,7 @@
 // The workflow editor in a real browser: create a workflow, build start -> function on the canvas
 // (palette, reference autocompletion, a connection dragged between handles), see the server's validation
-// error on the offending block, save, deploy, run it from the editor and over the API; rollback.
+// error on the offending block, save, run the draft without deploying, deploy, run it from the editor and
+// over the API; versions listed with a rollback per version.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,7 +90,7 @@ describe('workflow editor', () => {
 
     await page.getByLabel('Code').fill("return { greeting: 'hello ' + <start.who> }");
     await page.getByRole('button', { name: 'Save', exact: true }).click();
-    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    await page.getByRole('status').filter({ hasText: /^Saved$/ }).waitFor();
     expect(await page.locator('.wf-node.invalid').count()).toBe(0);
 
     // What the canvas saved is a plain definition the API serves.
@@ -99,18 +100,30 @@ describe('workflow editor', () => {
     expect(def.edges).toEqual([{ from: 'start', to: 'function' }, { from: 'function', to: 'response' }]);
     expect(def.blocks[0].config.inputFormat[0].name).toBe('who');
 
-    // Deploy from the toolbar, then run from the Run panel.
-    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
-    await page.locator('.editor-toolbar').getByText('Deployed v1').waitFor();
+    // Not deployed yet: the Run panel runs the saved draft, which deploys nothing.
     await page.getByRole('tab', { name: 'Run' }).click();
+    expect(await page.getByRole('button', { name: /^Run deployed/ }).count()).toBe(0);
     await page.getByLabel('who').fill('world');
-    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.getByRole('button', { name: 'Run draft', exact: true }).click();
     const output = page.getByTestId('run-output');
     await output.waitFor();
     expect(JSON.parse(await output.innerText())).toBe('hello world');
+    await page.getByText('Ran the draft').waitFor();
     await page.getByText('Response (HTTP 200, set by a response block)').waitFor();
     await shot(page, 'run-result');
-    await page.getByRole('link', { name: "Open the run's timeline" }).waitFor();
+    const timeline = page.getByRole('link', { name: "Open the run's timeline" });
+    const draftRunId = (await timeline.getAttribute('href'))!.split('/').pop()!;
+    const draftLog = await app.api('GET', `/api/v1/logs/${draftRunId}`);
+    expect(draftLog.body.data).toMatchObject({ workflowId, trigger: 'manual', status: 'completed' });
+    expect((await app.api('GET', `/api/v1/workflows/${workflowId}`)).body.data.workflow.isDeployed).toBe(false);
+    expect((await app.api('POST', `/api/workflows/${workflowId}/execute`, { inputs: { who: 'api' } })).status).toBe(403);
+
+    // Deploy from the toolbar, then run the deployed version from the Run panel.
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page.locator('.editor-toolbar').getByText('Deployed v1').waitFor();
+    await page.getByRole('button', { name: 'Run deployed v1' }).click();
+    await page.getByText('Ran deployed v1').waitFor();
+    expect(JSON.parse(await output.innerText())).toBe('hello world');
 
     // The deployed workflow answers over the API as the curl example says.
     await page.getByRole('tab', { name: 'Deploy' }).click();
@@ -121,16 +134,31 @@ describe('workflow editor', () => {
     expect(run.body).toBe('hello api');
     await shot(page, 'deploy-panel');
 
-    // A second version, then back to the first.
+    // An unsaved change runs as the draft (saved first) while the API keeps the deployed v1.
     await page.getByRole('tab', { name: 'Block' }).click();
     await node(page, 'function').click();
     await page.getByLabel('Code').fill("return { greeting: 'hi ' + <start.who> }");
-    await page.getByRole('button', { name: 'Save and deploy' }).first().click();
+    await page.getByRole('tab', { name: 'Run' }).click();
+    await page.getByRole('button', { name: 'Save and run draft' }).click();
+    await page.getByText('Ran the draft').waitFor();
+    expect(JSON.parse(await output.innerText())).toBe('hi world');
+    await page.getByRole('status').filter({ hasText: /^Saved$/ }).waitFor();
+    expect((await app.api('POST', `/api/workflows/${workflowId}/execute`, { inputs: { who: 'api' } })).body).toBe('hello api');
+
+    // A second version, then back to the first from the version list.
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
     await page.locator('.editor-toolbar').getByText('Deployed v2').waitFor();
     expect((await app.api('POST', `/api/workflows/${workflowId}/execute`, { inputs: { who: 'v2' } })).body).toBe('hi v2');
     await page.getByRole('tab', { name: 'Deploy' }).click();
-    await page.getByRole('button', { name: 'Roll back to the previous version' }).click();
+    const versions = page.getByRole('list', { name: 'Deployed versions, newest first' });
+    await versions.getByTestId('version-2').getByText('Active').waitFor();
+    expect(await versions.getByRole('listitem').count()).toBe(2);
+    await shot(page, 'versions');
+    await versions.getByTestId('version-1').getByRole('button', { name: 'Roll back to v1' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Roll back to v1' }).click();
     await page.locator('.editor-toolbar').getByText('Deployed v1').waitFor();
+    await versions.getByTestId('version-1').getByText('Active').waitFor();
+    await versions.getByTestId('version-2').getByRole('button', { name: 'Activate v2' }).waitFor();
     expect((await app.api('POST', `/api/workflows/${workflowId}/execute`, { inputs: { who: 'v1' } })).body).toBe('hello v1');
     expect(pageErrors(page)).toEqual([]);
   });

@@ -1,4 +1,5 @@
-// Workflows over the public API: CRUD, deploy, rollback, status, execute, and the definition's JSON Schema.
+// Workflows over the public API: CRUD, deploy, versions, rollback, status, execute (deployed or draft), and the
+// definition's JSON Schema.
 import { ApiError, apiData, apiFetch, apiRaw, errorMessage } from './client';
 
 export interface BlockDef {
@@ -67,6 +68,21 @@ export const undeployWorkflow = (id: string) => apiData<DeployState>(`/api/v1/wo
 export const rollbackWorkflow = (id: string, version?: number) =>
   apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/rollback`, { method: 'POST', body: version === undefined ? {} : { version } });
 
+/** A deployed version, as GET /api/v1/workflows/{id}/versions lists them (newest first). */
+export interface WorkflowVersion {
+  id: string;
+  version: number;
+  isActive: boolean;
+  createdAt: string;
+  /** The user who deployed it; null when a workspace key did. */
+  deployedBy: string | null;
+  blockCount: number;
+  edgeCount: number;
+}
+
+export const listVersions = (id: string, cursor?: string) =>
+  apiFetch<{ data: WorkflowVersion[]; nextCursor?: string }>(`/api/v1/workflows/${encodeURIComponent(id)}/versions`, { query: { limit: 20, cursor } });
+
 export const workflowStatus = (id: string) => apiFetch<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/status`);
 
 /** A sync run's answer as the caller sees it. `custom`: a Response block chose the status and body. */
@@ -77,12 +93,16 @@ export interface RunAnswer {
   body: unknown;
 }
 
-/** Runs the deployed version synchronously. A failed run is an answer (with its error), not a throw. */
-export async function executeWorkflow(id: string, inputs: Record<string, unknown>): Promise<RunAnswer> {
-  const res = await apiRaw(`/api/workflows/${encodeURIComponent(id)}/execute`, { method: 'POST', body: { inputs } });
+/**
+ * Runs synchronously: the deployed version, or with `draft` the saved draft (write role; not a deploy).
+ * A failed run is an answer (with its error), not a throw.
+ */
+export async function executeWorkflow(id: string, inputs: Record<string, unknown>, opts: { draft?: boolean } = {}): Promise<RunAnswer> {
+  const body = opts.draft ? { inputs, useDraftState: true } : { inputs };
+  const res = await apiRaw(`/api/workflows/${encodeURIComponent(id)}/execute`, { method: 'POST', body });
   const envelope = res.body && typeof res.body === 'object' && 'executionId' in res.body ? (res.body as { executionId: unknown }) : null;
   if (!envelope && !res.headers.get('x-execution-id')) {
-    // refused before any run started (not deployed, limits, no access)
+    // refused before any run started (not deployed, invalid draft, limits, no access)
     throw new ApiError(res.status, errorMessage(res.body, res.status), res.body);
   }
   return {

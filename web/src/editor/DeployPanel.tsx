@@ -1,9 +1,10 @@
-// Deployment: state, deploy / undeploy, rollback to an earlier version, and how to call the deployed
-// workflow: the execute curl example and the webhook URL.
-import { useId, useState } from 'react';
+// Deployment: state, deploy / undeploy, the versions with a rollback per version, and how to call the
+// deployed workflow: the execute curl example and the webhook URL.
+import { useState } from 'react';
 import { Link } from 'react-router';
 import type { Workflow, WorkflowStatus } from '../api/workflows';
 import { Button, ConfirmDialog, CopyButton, ErrorBanner, StatusBadge, formatDate } from '../ui';
+import { VersionList } from './VersionList';
 
 interface DeployPanelProps {
   workflow: Workflow;
@@ -15,7 +16,7 @@ interface DeployPanelProps {
   exampleInputs: Record<string, unknown>;
   onDeploy(): void;
   onUndeploy(): void;
-  onRollback(version?: number): void;
+  onRollback(version: number): void;
 }
 
 function shellQuote(s: string): string {
@@ -23,8 +24,6 @@ function shellQuote(s: string): string {
 }
 
 export function DeployPanel({ workflow, status, dirty, canDeploy, busy, error, exampleInputs, onDeploy, onUndeploy, onRollback }: DeployPanelProps) {
-  const versionId = useId();
-  const [version, setVersion] = useState('');
   const [confirmUndeploy, setConfirmUndeploy] = useState(false);
   const origin = window.location.origin;
   const curl = [
@@ -50,22 +49,7 @@ export function DeployPanel({ workflow, status, dirty, canDeploy, busy, error, e
       ) : <p className="muted small">Only workspace admins deploy, undeploy and roll back.</p>}
       <ErrorBanner error={error} />
 
-      {canDeploy && workflow.version !== null ? (
-        <section className="stack" aria-labelledby={`${versionId}-h`}>
-          <h3 id={`${versionId}-h`}>Versions</h3>
-          <p className="muted small">Every deploy is an immutable numbered version (v1 to v{workflow.version} or later). Rolling back makes an earlier one active; the draft is not changed.</p>
-          <div className="row gap">
-            <Button disabled={busy || (workflow.version ?? 0) <= 1} onClick={() => onRollback()}>Roll back to the previous version</Button>
-          </div>
-          <div className="row gap connect-row">
-            <div className="field">
-              <label className="field-label" htmlFor={versionId}>Version</label>
-              <input id={versionId} className="input" type="number" min={1} value={version} placeholder={String(Math.max(1, (workflow.version ?? 1) - 1))} onChange={(e) => setVersion(e.target.value)} style={{ width: '7rem' }} />
-            </div>
-            <Button disabled={busy || !version} onClick={() => onRollback(Number(version))}>Activate version</Button>
-          </div>
-        </section>
-      ) : null}
+      <VersionList workflowId={workflow.id} activeVersion={workflow.isDeployed ? workflow.version : null} canRollback={canDeploy} busy={busy} onRollback={onRollback} />
 
       <section className="stack" aria-label="Call it">
         <h3>Call it over HTTP</h3>

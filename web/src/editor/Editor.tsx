@@ -79,6 +79,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
   const refresh = useCallback(() => {
     void qc.invalidateQueries({ queryKey: ['workflow', id] });
     void qc.invalidateQueries({ queryKey: ['workflow-status', id] });
+    void qc.invalidateQueries({ queryKey: ['workflow-versions', id] });
     void qc.invalidateQueries({ queryKey: ['workflows'] });
   }, [qc, id]);
 
@@ -96,17 +97,22 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     onSuccess: refresh,
   });
   const undeploy = useMutation({ mutationFn: () => undeployWorkflow(id), onSuccess: refresh });
-  const rollback = useMutation({ mutationFn: (v?: number) => rollbackWorkflow(id, v), onSuccess: refresh });
+  const rollback = useMutation({ mutationFn: (v: number) => rollbackWorkflow(id, v), onSuccess: refresh });
   const remove = useMutation({ mutationFn: () => deleteWorkflow(id), onSuccess: () => { void qc.invalidateQueries({ queryKey: ['workflows'] }); navigate('/workflows'); } });
 
-  const deployDraft = useCallback(async () => {
+  // a draft run saves the canvas first; a refused save shows its issues on the blocks (save's onError)
+  const saveDraft = useCallback(async () => {
     try {
-      await deploy.mutateAsync();
+      await save.mutateAsync({ name, def });
       return true;
     } catch {
       return false;
     }
-  }, [deploy]);
+  }, [save, name, def]);
+  const onDraftRefused = useCallback((err: unknown) => {
+    const details = err instanceof ApiError ? (err.body as { details?: unknown })?.details : undefined;
+    if (Array.isArray(details)) setIssues(details as DefinitionIssue[]);
+  }, []);
 
   // Ctrl/Cmd+S saves
   useEffect(() => {
@@ -184,7 +190,6 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
   }, [def]);
 
   const fields = startInputs(def);
-  const staleReason = !workflow.isDeployed ? 'Not deployed yet.' : dirty ? 'The canvas has unsaved changes.' : statusQ.data?.needsRedeployment ? 'The saved draft differs from the deployed version.' : null;
   const unplaced = issues.filter((i) => !i.blockId);
   const busyDeploy = deploy.isPending || undeploy.isPending || rollback.isPending;
 
@@ -258,7 +263,8 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
               </>
             ) : null}
             {tab === 'run' ? (
-              <RunPanel workflowId={id} definition={def} staleReason={staleReason} canDeploy={canDeploy} deployDraft={deployDraft} values={runValues} onValues={setRunValues} />
+              <RunPanel workflowId={id} definition={def} canWrite={canWrite} dirty={dirty} deployedVersion={workflow.isDeployed ? workflow.version : null}
+                draftDiffers={!!statusQ.data?.needsRedeployment} saveDraft={saveDraft} onDraftRefused={onDraftRefused} values={runValues} onValues={setRunValues} />
             ) : null}
             {tab === 'deploy' ? (
               <DeployPanel workflow={workflow} status={statusQ.data} dirty={dirty} canDeploy={canDeploy} busy={busyDeploy}

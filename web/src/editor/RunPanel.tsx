@@ -1,5 +1,6 @@
 // Running the workflow from the editor: an input form from the start block's declared inputs, then the
-// run's output, error, duration and a link to its timeline.
+// run's output, error, duration and a link to its timeline. Members who may edit run the saved draft
+// (not a deploy: logged as a manual run, billed like any run); anyone may run the deployed version.
 import { useId, useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { executeWorkflow, type Definition, type RunAnswer } from '../api/workflows';
@@ -52,35 +53,48 @@ export function inputValues(fields: InputField[], values: Record<string, string>
 interface RunPanelProps {
   workflowId: string;
   definition: Definition;
-  /** Why the deployed version would not be what the canvas shows (unsaved, not deployed, changed since). */
-  staleReason: string | null;
-  canDeploy: boolean;
-  /** Saves and deploys the draft; resolves when the new version is active. */
-  deployDraft(): Promise<boolean>;
+  /** The caller may edit (write role): runs the draft. */
+  canWrite: boolean;
+  /** The canvas has unsaved changes (a draft run saves them first). */
+  dirty: boolean;
+  /** The active version's number; null while not deployed. */
+  deployedVersion: number | null;
+  /** The saved draft differs from the deployed version. */
+  draftDiffers: boolean;
+  /** Saves the canvas; resolves false when the server refused it (the editor shows why). */
+  saveDraft(): Promise<boolean>;
+  /** A draft run refused before it started (e.g. the draft does not validate). */
+  onDraftRefused(err: unknown): void;
   values: Record<string, string>;
   onValues(v: Record<string, string>): void;
 }
 
-export function RunPanel({ workflowId, definition, staleReason, canDeploy, deployDraft, values, onValues }: RunPanelProps) {
+type Ran = { answer: RunAnswer; what: string };
+
+export function RunPanel({ workflowId, definition, canWrite, dirty, deployedVersion, draftDiffers, saveDraft, onDraftRefused, values, onValues }: RunPanelProps) {
   const fields = startInputs(definition);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const [result, setResult] = useState<RunAnswer | null>(null);
+  const [ran, setRan] = useState<Ran | null>(null);
+  const result = ran?.answer ?? null;
 
-  const run = async (deployFirst: boolean) => {
+  const run = async (draft: boolean) => {
     setBusy(true);
     setError(null);
-    setResult(null);
+    setRan(null);
     try {
-      if (deployFirst && !(await deployDraft())) return;
-      setResult(await executeWorkflow(workflowId, inputValues(fields, values)));
+      if (draft && dirty && !(await saveDraft())) return;
+      const answer = await executeWorkflow(workflowId, inputValues(fields, values), { draft });
+      setRan({ answer, what: draft ? 'the draft' : `deployed v${deployedVersion}` });
     } catch (err) {
       setError(err);
+      if (draft) onDraftRefused(err);
     } finally {
       setBusy(false);
     }
   };
-  const submit = (e: FormEvent) => { e.preventDefault(); void run(!!staleReason && canDeploy); };
+  // Enter runs what the first button runs: the draft for editors, else the deployed version.
+  const submit = (e: FormEvent) => { e.preventDefault(); void run(canWrite); };
 
   const envelope = result && !result.custom ? (result.body as { success?: boolean; output?: unknown; error?: unknown; status?: string; metadata?: { duration?: number } }) : null;
   const ok = result ? (result.custom ? result.httpStatus < 400 : envelope?.success !== false) : false;
@@ -92,22 +106,30 @@ export function RunPanel({ workflowId, definition, staleReason, canDeploy, deplo
       {fields.length === 0 ? <p className="muted small">The start block declares no inputs.</p> : fields.map((f) => (
         <InputControl key={f.name} field={f} value={values[f.name] ?? (f.default !== undefined ? (typeof f.default === 'string' ? f.default : JSON.stringify(f.default)) : '')} onChange={(v) => onValues({ ...values, [f.name]: v })} />
       ))}
-      {staleReason ? (
+      {canWrite ? (
+        <p className="muted small">
+          Runs the saved draft{dirty ? ' (your unsaved changes are saved first)' : ''} without deploying it: a manual run, billed like any run.
+          {deployedVersion !== null && (dirty || draftDiffers) ? ` The API, webhooks and schedules still run v${deployedVersion}.` : ''}
+        </p>
+      ) : (
         <div className="banner banner-info small">
-          {staleReason} {canDeploy ? 'Running deploys the draft as a new version first.' : 'Ask a workspace admin to deploy it; a run uses the deployed version.'}
+          {deployedVersion !== null ? `Runs the deployed version v${deployedVersion}.` : 'Not deployed yet.'} Your role can run the deployed version only; members with write access run the draft.
         </div>
-      ) : null}
+      )}
       <div className="row gap">
-        <Button type="submit" variant="primary" busy={busy} disabled={!!staleReason && !canDeploy && staleReason.startsWith('Not deployed')}>
-          {staleReason && canDeploy ? 'Deploy and run' : 'Run'}
-        </Button>
-        {staleReason && canDeploy && !staleReason.startsWith('Not deployed') ? <Button disabled={busy} onClick={() => void run(false)}>Run deployed version</Button> : null}
+        {canWrite ? <Button type="submit" variant="primary" busy={busy}>{dirty ? 'Save and run draft' : 'Run draft'}</Button> : null}
+        {deployedVersion !== null ? (
+          <Button type={canWrite ? 'button' : 'submit'} variant={canWrite ? 'secondary' : 'primary'} disabled={canWrite && busy} busy={!canWrite && busy} onClick={canWrite ? () => void run(false) : undefined}>
+            Run deployed v{deployedVersion}
+          </Button>
+        ) : null}
       </div>
       <ErrorBanner error={error} />
       {result ? (
         <section className="run-result stack" aria-live="polite" aria-label="Run result">
           <div className="row gap">
             <StatusBadge status={envelope?.status === 'paused' ? 'paused' : ok ? 'completed' : 'failed'} />
+            <span className="small">Ran {ran?.what}</span>
             {envelope?.metadata?.duration !== undefined ? <span className="muted small">{formatDuration(envelope.metadata.duration)}</span> : null}
             {result.executionId ? <Link to={`/runs/${result.executionId}`}>Open the run's timeline</Link> : null}
           </div>
