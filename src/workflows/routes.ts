@@ -202,7 +202,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     schema: {
       tags: ['workflows'], summary: 'Activate an earlier version (default: the one before the active version)',
       params: idParams,
-      body: z.object({ version: z.number().int().min(1).max(1_000_000).optional() }).strict().optional(),
+      // Optional as in the reference: a POST without a body (Fastify hands the schema null) rolls back one version.
+      body: z.object({ version: z.number().int().min(1).max(1_000_000).optional() }).strict().nullish(),
       response: { 200: deploymentSchema, ...errorResponses },
     },
   }, async (request) => {

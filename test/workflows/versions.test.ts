@@ -63,6 +63,13 @@ describe('workflow versions', () => {
     expect((await t.call('GET', `/api/v1/logs/${run.body.executionId}`)).body.data.deploymentVersionId).toBe(list[1].id);
     expect(r.body.limits).toBeDefined();
 
+    // A rollback without a body activates the version before the active one.
+    const bare = await request(`${t.url}/api/v1/workflows/${id}/rollback`, 'POST', undefined, { 'x-api-key': t.apiKey });
+    expect(bare.status, bare.text).toBe(200);
+    expect(bare.body.data.version).toBe(1);
+    expect((await versions(id)).body.data.map((v: { isActive: boolean }) => v.isActive)).toEqual([false, false, true]);
+    await t.call('POST', `/api/v1/workflows/${id}/rollback`, { version: 2 });
+
     // Undeployed: the versions stay, none active.
     await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
     expect((await versions(id)).body.data.map((v: { isActive: boolean }) => v.isActive)).toEqual([false, false, false]);

@@ -2236,7 +2236,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         version?: number;
-                    };
+                    } | null;
                 };
             };
             responses: {
