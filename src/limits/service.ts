@@ -75,11 +75,17 @@ export class LimitsService {
     const period = billingPeriod(new Date(now));
     const hit = this.costs.get(account);
     if (hit && hit.period === period && hit.until > Date.now()) return hit.cost;
+    const noted = this.chargesNoted;
     const cost = await periodCost(this.db, account, new Date(now));
+    // A charge counted while the sum was read may be missing from it: that sum is not kept.
+    if (noted !== this.chargesNoted) return cost;
     if (this.costs.size > 10_000) this.costs.clear();
     this.costs.set(account, { period, cost, until: Date.now() + 1000 });
     return cost;
   }
+
+  /** Charges counted into the cached costs so far (see currentCost). */
+  private chargesNoted = 0;
 
   /**
    * Admits one execution in the reference's gate order: usage cap (402), rate bucket (429), then a
@@ -164,6 +170,7 @@ export class LimitsService {
 
   /** Counts base charges recorded through `runCharge()` in the cached period cost of their accounts. */
   noteRunsCharged(period: string, accounts: readonly string[]): void {
+    this.chargesNoted++;
     for (const account of accounts) {
       const hit = this.costs.get(account);
       if (hit && hit.period === period) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
