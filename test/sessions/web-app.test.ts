@@ -46,7 +46,7 @@ describe('the built app', () => {
   });
 
   it('keeps answering programs at / with the landing JSON', async () => {
-    for (const headers of [{ accept: 'application/json' }, {}]) {
+    for (const headers of [{ accept: 'application/json' }, {}] as Record<string, string>[]) {
       const r = await get('/', headers);
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^application\/json/);
