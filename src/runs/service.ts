@@ -1,12 +1,12 @@
 // The runs use cases: sync, async (leases, sweep, hand-back, fencing), children and cancellation over one
 // engine path. Over 450 lines: the async job's life (lease, retries, takeover, shutdown) is one piece of
 // state kept together on purpose; the pure parts already live beside it (execute-request, execute-response,
-// pause-store, pauses, cancel, run-resource). The lease holder is the next seam to move out.
+// pause-store, pauses, cancel, run-resource, and the group-committed writes in run-writes). The lease holder
+// is the next seam to move out.
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
-import { GroupCommit } from '../db/group-commit.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
@@ -19,6 +19,7 @@ import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
 import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { findResumeRun } from './pause-store.js';
 import { PauseService } from './pauses.js';
+import { RunWrites } from './run-writes.js';
 import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
 import * as store from './store.js';
@@ -79,42 +80,12 @@ export class ExecutionService {
   /** Runs in progress in this process: a cancel stops them at once. */
   private readonly inFlight = new InFlightRuns();
 
-  /**
-   * Runs' writes, group-committed (src/db/group-commit.ts): finished sync runs with their base charges,
-   * accepted async runs, step records, and final states with their base charges. Each is one statement for
-   * a whole batch (one round trip, one commit), and a batch of one is the same statement.
-   */
-  private readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
-  private readonly claims: GroupCommit<NewExecution, boolean>;
-  private readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
-  private readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
+  /** Runs' writes, group-committed across the runs that write at the same time. */
+  private readonly writes: RunWrites;
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
-    const db = deps.db;
-    /** Writes runs with their charges, then counts the charges in the limits service's cached period cost. */
-    const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
-      const charge = deps.limits.runCharge();
-      const ended = await write(charge);
-      deps.limits.noteRunsCharged(charge.period, [...ended.values()].filter((r) => r.charged).map((r) => r.account));
-      return items.map((item) => ended.has(idOf(item)));
-    };
-    const finishedRuns = (runs: readonly { e: NewExecution; f: FinishedExecution }[]) =>
-      ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id);
-    this.finishedRuns = new GroupCommit({ writeBatch: finishedRuns, writeOne: async (run) => (await finishedRuns([run]))[0] });
-    const claims = async (runs: readonly NewExecution[]) => {
-      const claimed = await store.claimExecutions(db, runs);
-      return runs.map((r) => claimed.has(r.id));
-    };
-    this.claims = new GroupCommit({ writeBatch: claims, writeOne: async (run) => (await claims([run]))[0] });
-    const steps = async (items: readonly { executionId: string; step: StepRecord }[]) => {
-      await store.recordSteps(db, items);
-      return items.map(() => undefined);
-    };
-    this.steps = new GroupCommit({ writeBatch: steps, writeOne: async (item) => (await steps([item]))[0] });
-    const finishes = (runs: readonly { id: string; attempt: number | null; f: FinishedExecution }[]) =>
-      ending(runs, (charge) => store.finishRuns(db, runs, charge), (r) => r.id);
-    this.finishes = new GroupCommit({ writeBatch: finishes, writeOne: async (run) => (await finishes([run]))[0] });
+    this.writes = new RunWrites(deps.db, deps.limits);
     this.pauses = new PauseService({
       db: deps.db, log: deps.log, queue: deps.queue, workflows: deps.workflows,
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
@@ -215,8 +186,8 @@ export class ExecutionService {
       const finished = finishedFrom(result);
       // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
       if (opts.executionId) {
-        await this.finishes.submit({ id: executionId, attempt: null, f: finished });
-      } else if (!(await this.finishedRuns.submit({ e: base, f: finished }))) {
+        await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished });
+      } else if (!(await this.writes.finishedRuns.submit({ e: base, f: finished }))) {
         throw executionIdConflict(executionId);
       }
       this.deps.observer?.runFinished({
@@ -290,7 +261,7 @@ export class ExecutionService {
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
-    const claimed = await this.claims.submit({
+    const claimed = await this.writes.claims.submit({
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
       slotToken: admitted.admission.slot, linkBase: opts.baseUrl,
@@ -365,7 +336,7 @@ export class ExecutionService {
       const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.db, row.id)) : new Map<string, StepRecord>();
       const onStep = async (step: StepRecord) => {
         try {
-          await this.durable(executionId, () => this.steps.submit({ executionId: row.id, step }));
+          await this.durable(executionId, () => this.writes.steps.submit({ executionId: row.id, step }));
         } catch (err) {
           if (isDatabaseUnavailable(err)) {
             // Stop the run: it resumes from its recorded steps once the database is back.
@@ -464,7 +435,7 @@ export class ExecutionService {
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
-    const ended = await this.durable(row.id, () => this.finishes.submit({ id: row.id, attempt: row.attempts, f: finished }));
+    const ended = await this.durable(row.id, () => this.writes.finishes.submit({ id: row.id, attempt: row.attempts, f: finished }));
     if (ended) this.observed(row, finished);
   }
 

@@ -1,0 +1,47 @@
+import type { Database } from '../db/database.js';
+import { GroupCommit } from '../db/group-commit.js';
+import type { StepRecord } from '../engine/index.js';
+import type { LimitsService } from '../limits/service.js';
+import * as store from './store.js';
+import type { FinishedExecution, NewExecution } from './store.js';
+
+/**
+ * Runs' writes, group-committed (src/db/group-commit.ts): finished sync runs with their base charges,
+ * accepted async runs, step records, and final states with their base charges. Each is one statement for a
+ * whole batch (one round trip, one commit), and a batch of one is the same statement.
+ */
+export class RunWrites {
+  /** A finished sync run and its base charge; false when its id was taken (a repeat). */
+  readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
+  /** An accepted async run (its queued row); false when its id was taken. */
+  readonly claims: GroupCommit<NewExecution, boolean>;
+  /** A block's durable step record; one already recorded is kept. */
+  readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
+  /** A run's final state and base charge, fenced by its lease attempt when it has one; false when taken over. */
+  readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
+
+  constructor(db: Database, limits: Pick<LimitsService, 'runCharge' | 'noteRunsCharged'>) {
+    /** Writes runs with their charges, then counts the charges in the limits service's cached period cost. */
+    const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
+      const charge = limits.runCharge();
+      const ended = await write(charge);
+      limits.noteRunsCharged(charge.period, [...ended.values()].filter((r) => r.charged).map((r) => r.account));
+      return items.map((item) => ended.has(idOf(item)));
+    };
+    this.finishedRuns = batched((runs) => ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id));
+    this.claims = batched(async (runs) => {
+      const claimed = await store.claimExecutions(db, runs);
+      return runs.map((r) => claimed.has(r.id));
+    });
+    this.steps = batched(async (items) => {
+      await store.recordSteps(db, items);
+      return items.map(() => undefined);
+    });
+    this.finishes = batched((runs) => ending(runs, (charge) => store.finishRuns(db, runs, charge), (r) => r.id));
+  }
+}
+
+/** A group commit whose single write is its batch write with one item. */
+function batched<T, R>(writeBatch: (items: readonly T[]) => Promise<R[]>): GroupCommit<T, R> {
+  return new GroupCommit({ writeBatch, writeOne: async (item) => (await writeBatch([item]))[0] });
+}
