@@ -4,6 +4,9 @@
  * message each way; a transaction holds the database thread's lock from `begin` to `end`, so the port's
  * semantics are those of the in-process PGlite: one transaction at a time, other statements wait behind it.
  */
+import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-module.js';
 import type { Database, Queryable } from './database.js';
@@ -27,11 +30,31 @@ function fromWire(e: WireError): Error {
   return Object.assign(new Error(e.message), e.fields);
 }
 
+// The WebAssembly global, typed here: the project's `lib` has no DOM, where TypeScript declares its values.
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WebAssembly.Module> } }).WebAssembly;
+
+/** PGlite's WebAssembly, compiled once per process and handed to each database thread (compiling it costs ~0.5 s). */
+let binaries: Promise<PgliteWorkerData['binaries']> | undefined;
+function pgliteBinaries(): Promise<PgliteWorkerData['binaries']> {
+  binaries ??= (async () => {
+    const dist = path.dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+    const read = (name: string) => fs.readFile(path.join(dist, name));
+    const [pglite, initdb, bundle] = await Promise.all([read('pglite.wasm'), read('initdb.wasm'), read('pglite.data')]);
+    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([wasm.compile(pglite), wasm.compile(initdb)]);
+    return { pgliteWasmModule, initdbWasmModule, fsBundle: new Blob([bundle]) };
+  })();
+  binaries.catch(() => {
+    binaries = undefined; // try again next time rather than keep a failure
+  });
+  return binaries;
+}
+
 export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   const data: PgliteWorkerData = {
     dataDir: opts.dataDir,
     loadDataDir: opts.loadDataDir ? await opts.loadDataDir.arrayBuffer() : undefined,
     settings: SETTINGS,
+    binaries: await pgliteBinaries(),
   };
   const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', { name: 'weft-pglite', workerData: data });
   const pending = new Map<number, Pending>();

@@ -14,6 +14,8 @@ export interface PgliteWorkerData {
   loadDataDir?: ArrayBuffer;
   /** PostgreSQL settings given at start (`-c name=value`). */
   settings: Record<string, string>;
+  /** PGlite's WebAssembly modules and file bundle, compiled and read once by the parent process. */
+  binaries?: { pgliteWasmModule: WebAssembly.Module; initdbWasmModule: WebAssembly.Module; fsBundle: Blob };
 }
 
 export type PgliteRequest =
@@ -140,6 +142,7 @@ try {
     loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
     relaxedDurability: false,
     startParams,
+    ...init.binaries,
   });
   port.postMessage({ id: 0, ready: true } satisfies PgliteReply);
 } catch (err) {
