@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-module.js';
 import type { Database, Queryable } from './database.js';
-import type { PgliteReply, PgliteRequest, PgliteWorkerData, WireError } from './pglite-worker.js';
+import type { PgliteReply, PgliteRequest, PgliteWorkerData, WasmModule, WireError } from './pglite-worker.js';
 import { txQueryable } from './tx-queryable.js';
 
 export interface PgliteOptions {
@@ -31,7 +31,7 @@ function fromWire(e: WireError): Error {
 }
 
 // The WebAssembly global, typed here: the project's `lib` has no DOM, where TypeScript declares its values.
-const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WebAssembly.Module> } }).WebAssembly;
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
 
 /** PGlite's WebAssembly, compiled once per process and handed to each database thread (compiling it costs ~0.5 s). */
 let binaries: Promise<PgliteWorkerData['binaries']> | undefined;

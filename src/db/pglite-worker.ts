@@ -5,8 +5,11 @@
  * transaction at a time, other statements wait behind it exactly as they did in-process.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
+
+/** A compiled WebAssembly module, as PGlite's options name it (the build's `lib` has no WebAssembly types). */
+export type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
 
 export interface PgliteWorkerData {
   dataDir?: string;
@@ -15,7 +18,7 @@ export interface PgliteWorkerData {
   /** PostgreSQL settings given at start (`-c name=value`). */
   settings: Record<string, string>;
   /** PGlite's WebAssembly modules and file bundle, compiled and read once by the parent process. */
-  binaries?: { pgliteWasmModule: WebAssembly.Module; initdbWasmModule: WebAssembly.Module; fsBundle: Blob };
+  binaries?: { pgliteWasmModule: WasmModule; initdbWasmModule: WasmModule; fsBundle: Blob };
 }
 
 export type PgliteRequest =
