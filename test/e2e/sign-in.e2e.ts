@@ -22,7 +22,8 @@ describe('first sign-in', () => {
     // Not signed in: a page of the app sends the browser to the sign-in form.
     await page.goto('/workflows');
     await page.waitForURL((u) => u.pathname === '/sign-in');
-    await expect(page.getByRole('heading', { name: 'Sign in to Weft' }).isVisible()).resolves.toBe(true);
+    // Waited for: the URL changes before the lazily loaded form has rendered (seen on a cold first page).
+    await page.getByRole('heading', { name: 'Sign in to Weft' }).waitFor({ state: 'visible' });
     await shot(page, 'sign-in');
 
     // A wrong password is refused by the server, and the form says so.
