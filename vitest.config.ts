@@ -5,7 +5,7 @@ const modes = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'
 
 export default defineConfig({
   test: {
-    globalSetup: ['./test/support/global-setup.ts'],
+    globalSetup: ['./test/support/build-setup.ts', './test/support/global-setup.ts'],
     pool: 'forks',
     poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 3, minForks: 1 } },
     testTimeout: 60_000,

@@ -8,6 +8,7 @@ export default defineConfig({
     name: 'faults',
     // Named *.fault.ts so that the main config's test/**/*.test.ts never picks them up.
     include: ['test/faults/**/*.fault.ts'],
+    globalSetup: ['./test/support/build-setup.ts'],
     pool: 'forks',
     poolOptions: { forks: { execArgv: ['--no-node-snapshot'], singleFork: true } },
     // One suite at a time: they spawn several server processes each on a 2-core machine.

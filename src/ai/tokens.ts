@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { countTokens } from '../tokenizer.js';
 import type { ChatCompletion, ChatMessage, ChatRequest, Usage } from './providers/types.js';
 
 // Token estimates: the deposit of a request (its prompt), and the usage of an answer whose provider
@@ -9,18 +9,10 @@ const IMAGE_TOKENS = 1_100;
 /** Texts longer than this are estimated by length (3 characters a token, generous) instead of tokenized. */
 const TOKENIZE_LIMIT = 200_000;
 
-// The tokenizer's ranks take about 75 MB: load them on the first request that needs them, so an
-// instance that never uses the gateway does not carry them.
-let countTokens: ((text: string) => number) | undefined;
-function tokenCounter(): (text: string) => number {
-  countTokens ??= (createRequire(import.meta.url)('gpt-tokenizer') as typeof import('gpt-tokenizer')).countTokens;
-  return countTokens;
-}
-
 export function estimateTextTokens(text: string): number {
   if (!text) return 0;
   if (text.length > TOKENIZE_LIMIT) return Math.ceil(text.length / 3);
-  return tokenCounter()(text);
+  return countTokens(text);
 }
 
 function contentTokens(content: ChatMessage['content']): number {

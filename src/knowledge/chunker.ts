@@ -14,8 +14,8 @@
 //   When the next block would not fit beside the full overlap, the overlap shrinks (to at least half) before
 //   the block is split.
 // - Token counts are taken per block and per piece, then checked once per chunk on the finished content.
-import { countTokens } from 'gpt-tokenizer';
-import { codePointLength, type ParsedBlock, type ParsedDocument } from './parse.js';
+import { countTokens } from '../tokenizer.js';
+import { codePointLength, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
 
 export interface ChunkingConfig {
   /** Largest chunk, in tokens, overlap included. */
@@ -36,11 +36,8 @@ export interface DocumentChunk {
   metadata: Record<string, unknown>;
 }
 
-// Special-token text such as "<|endoftext|>" in a document is ordinary text here, not an error.
-const ENCODE_OPTIONS = { disallowedSpecial: new Set<string>() };
-
 export function tokenCount(text: string): number {
-  return text === '' ? 0 : countTokens(text, ENCODE_OPTIONS);
+  return text === '' ? 0 : countTokens(text);
 }
 
 export function chunkDocument(doc: ParsedDocument, config: ChunkingConfig): DocumentChunk[] {

@@ -9,32 +9,9 @@ import mammoth from 'mammoth';
 import readXlsxFile from 'read-excel-file/node';
 import { extractText, getDocumentProxy } from 'unpdf';
 import type { DocumentKind } from './file-types.js';
+import { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
 
-export interface ParsedBlock {
-  kind: 'heading' | 'text' | 'code' | 'table-row';
-  text: string;
-  /** Heading level, 1 to 6 (headings only). */
-  level?: number;
-  /** 1-based page number (PDF). */
-  page?: number;
-  /** Sheet name (XLSX). */
-  sheet?: string;
-  /** 1-based data row (CSV, XLSX: the first row after the header is 1) or line number (JSONL). */
-  row?: number;
-  /** The table's header line (CSV, XLSX), repeated at the top of every chunk of rows. */
-  header?: string;
-}
-
-export interface ParsedDocument {
-  blocks: ParsedBlock[];
-  /** Unicode characters (code points) of extracted text, over all blocks. */
-  characterCount: number;
-}
-
-/** A problem with the uploaded file itself; the message is safe to show to the user. */
-export class DocumentParseError extends Error {
-  override name = 'DocumentParseError';
-}
+export { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument };
 
 const NO_TEXT = 'The document contains no text';
 
@@ -61,17 +38,6 @@ async function parseBlocks(kind: DocumentKind, bytes: Uint8Array): Promise<Parse
   }
 }
 
-export function codePointLength(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) { n--; i++; }
-    }
-  }
-  return n;
-}
 
 // ---------- text decoding ----------
 

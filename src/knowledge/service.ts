@@ -12,7 +12,7 @@ import type { JobChannel } from '../queue/shared.js';
 import { chunkDocument } from './chunker.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
 import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
-import { DocumentParseError, parseDocument } from './parse.js';
+import { DocumentParseError } from './parsed-document.js';
 import { fuseByRank, textToEmbed } from './ranking.js';
 import * as store from './store.js';
 import {
@@ -373,6 +373,7 @@ export class KnowledgeService {
       const began = performance.now();
       const bytes = await store.readFile(db, doc.id);
       if (!bytes) return; // deleted meanwhile
+      const { parseDocument } = await import('./parse.js');
       const parsed = await parseDocument(doc.file_kind as Parameters<typeof parseDocument>[0], bytes);
       const chunks = chunkDocument(parsed, { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap });
       if (chunks.length === 0) throw new DocumentParseError('The document contains no text');

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 
 const INTERVAL_MS = 60_000;
+
+/** ioredis takes about 40 ms to load: only a process given REDIS_URL loads it. */
+const loadIoredis = () => createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
 
 // One atomic step of a token bucket: refill by whole minutes, optionally take a token.
 const BUCKET_SCRIPT = `
@@ -41,7 +45,7 @@ export class RedisLimits implements RateLimiter, ConcurrencySlots {
   private readonly redis: Redis;
 
   constructor(url: string, private readonly clock: Clock, private readonly prefix = 'weft:') {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    this.redis = new (loadIoredis().Redis)(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
     this.redis.defineCommand('weftBucket', { numberOfKeys: 1, lua: BUCKET_SCRIPT });
     this.redis.defineCommand('weftAcquire', { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
   }

@@ -67,10 +67,15 @@ export class LimitsService {
     return [`${account}:${kind}`, rate, rate * BURST_MULTIPLIER];
   }
 
-  /** Period cost per account, reused for a second: the cap tolerates that staleness, the hot path gains a query. */
+  /**
+   * Period cost per account for admission, reused for a second: the cap tolerates that staleness, the hot
+   * path gains a query. Charges noted meanwhile are added to it, so a burst meets the cap promptly; a charge
+   * that lands between the read and its note may be counted twice until the entry expires, which errs on
+   * the side of the cap. Reports (usage-limits, snapshot) read the sum itself.
+   */
   private readonly costs = new Map<string, { period: string; cost: number; until: number }>();
 
-  async currentCost(account: string): Promise<number> {
+  private async currentCost(account: string): Promise<number> {
     const now = this.clock.now();
     const period = billingPeriod(new Date(now));
     const hit = this.costs.get(account);
@@ -201,7 +206,7 @@ export class LimitsService {
 
   async snapshot(account: string, plan: string): Promise<ExecutionLimits> {
     const p = this.plans(plan);
-    const cost = await this.currentCost(account);
+    const cost = await periodCost(this.db, account, new Date(this.clock.now()));
     const view = async (mode: ExecutionMode) => {
       const s = await this.limiter.peek(...this.bucket(account, plan, mode));
       return { requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, remaining: s.remaining, resetAt: s.resetAt.toISOString() };
@@ -221,7 +226,7 @@ export class LimitsService {
       return { limit: s.limit, remaining: s.remaining, reset: resetAt, requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, resetAt, isLimited: s.remaining === 0 };
     };
     const usedBytes = await this.storage.used(this.db, workspaceIds);
-    const cost = await this.currentCost(account);
+    const cost = await periodCost(this.db, account, new Date(this.clock.now()));
     return {
       success: true as const,
       rateLimit: { sync: await view('sync'), async: await view('async'), authType: 'api' as const },

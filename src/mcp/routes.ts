@@ -8,9 +8,8 @@
 // authorized before the transport sees the request, so an unknown key fails the connection with 401
 // and a workspace the key cannot reach with 404, exactly like a workspace that does not exist.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
@@ -43,9 +42,32 @@ interface RequestScope {
   baseUrl: string;
 }
 
+/** The MCP SDK (about 90 ms to load), loaded by the first MCP request rather than by every process. */
+let sdkLoading: Promise<McpSdk> | undefined;
+type McpSdk = Awaited<ReturnType<typeof importSdk>>;
+async function importSdk() {
+  const [server, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    Server: server.Server, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+    CallToolRequestSchema: types.CallToolRequestSchema, ListToolsRequestSchema: types.ListToolsRequestSchema,
+  };
+}
+function mcpSdk(): Promise<McpSdk> {
+  sdkLoading ??= importSdk();
+  sdkLoading.catch(() => {
+    sdkLoading = undefined;
+  });
+  return sdkLoading;
+}
+
 /** One MCP server for one HTTP request, acting for its caller in its workspace. */
-function mcpServer(runs: ExecutionService, workflows: WorkflowService, scope: RequestScope): Server {
-  const server = new Server(SERVER_INFO, {
+function mcpServer(sdk: McpSdk, runs: ExecutionService, workflows: WorkflowService, scope: RequestScope): Server {
+  const { CallToolRequestSchema, ListToolsRequestSchema } = sdk;
+  const server = new sdk.Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
     instructions: 'Each tool runs one deployed workflow of this Weft workspace and answers with the run\'s output. '
       + 'Runs that take longer than the call waits answer with a job id and a status URL instead.',
@@ -107,8 +129,9 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
     }, async (request, reply) => {
       const access = await reach(request.auth, request.params.workspaceId);
       const scope = { auth: request.auth, workspaceId: access.workspaceId, baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}` };
-      const server = mcpServer(runs, workflows, scope);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      const sdk = await mcpSdk();
+      const server = mcpServer(sdk, runs, workflows, scope);
+      const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       // From here the transport writes the answer on the raw response; headers set so far go with it.
       reply.hijack();
       for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v);

@@ -5,10 +5,9 @@
 // request context store belong to this object, which the composition root builds once per process.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { defaultTextMapGetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createRequire } from 'node:module';
+import type { W3CTraceContextPropagator } from '@opentelemetry/core';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_SERVICE_NAME,
   ATTR_SERVICE_VERSION, ATTR_URL_PATH,
@@ -22,17 +21,31 @@ export interface TracingOptions {
   serviceVersion: string;
 }
 
+// The SDK and its exporter take about 80 ms to load: required here, when tracing is configured, rather than
+// imported by every process. (The API package stays a static import: its context keys are global symbols.)
+function sdk() {
+  const require = createRequire(import.meta.url);
+  return {
+    core: require('@opentelemetry/core') as typeof import('@opentelemetry/core'),
+    exporter: require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http'),
+    resources: require('@opentelemetry/resources') as typeof import('@opentelemetry/resources'),
+    base: require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base'),
+  };
+}
+
 export class Tracing {
   private readonly provider: BasicTracerProvider;
   private readonly tracer: Tracer;
-  private readonly propagator = new W3CTraceContextPropagator();
+  private readonly propagator: W3CTraceContextPropagator;
   /** The context of the request being handled, so that a sync run's spans join its request's trace. */
   private readonly current = new AsyncLocalStorage<Context>();
 
   constructor(opts: TracingOptions) {
-    this.provider = new BasicTracerProvider({
-      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName, [ATTR_SERVICE_VERSION]: opts.serviceVersion }),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: opts.url }))],
+    const { core, exporter, resources, base } = sdk();
+    this.propagator = new core.W3CTraceContextPropagator();
+    this.provider = new base.BasicTracerProvider({
+      resource: resources.resourceFromAttributes({ [ATTR_SERVICE_NAME]: opts.serviceName, [ATTR_SERVICE_VERSION]: opts.serviceVersion }),
+      spanProcessors: [new base.BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: opts.url }))],
     });
     this.tracer = this.provider.getTracer('weft', opts.serviceVersion);
   }

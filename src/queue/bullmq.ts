@@ -1,4 +1,5 @@
-import { Queue, Worker } from 'bullmq';
+import { createRequire } from 'node:module';
+import type { Queue, Worker } from 'bullmq';
 import type { JobQueue } from './port.js';
 
 const QUEUE_NAME = 'weft-runs';
@@ -8,6 +9,9 @@ const QUEUE_NAME = 'weft-runs';
  * stays the source of truth (a worker leases it before running), so a job Redis lost is found
  * again by the sweeper and a duplicate delivery does nothing.
  */
+/** BullMQ and ioredis take about 150 ms to load: only a process given REDIS_URL loads them. */
+const bullmq = () => createRequire(import.meta.url)('bullmq') as typeof import('bullmq');
+
 export class BullMqQueue implements JobQueue {
   private readonly queue: Queue;
   private worker?: Worker;
@@ -18,7 +22,7 @@ export class BullMqQueue implements JobQueue {
   private shutdown?: Promise<void>;
 
   constructor(private readonly redisUrl: string, private readonly concurrency: number, private readonly prefix = 'weft') {
-    this.queue = new Queue(QUEUE_NAME, { connection: { url: redisUrl }, prefix });
+    this.queue = new (bullmq().Queue)(QUEUE_NAME, { connection: { url: redisUrl }, prefix });
     this.queue.on('error', () => undefined); // reported by the failing call; the client reconnects
   }
 
@@ -37,7 +41,7 @@ export class BullMqQueue implements JobQueue {
 
   work(handler: (jobId: string) => Promise<void>): void {
     if (this.worker || this.closed) return;
-    this.worker = new Worker(QUEUE_NAME, async (job) => {
+    this.worker = new (bullmq().Worker)(QUEUE_NAME, async (job) => {
       const p = handler(String((job.data as { executionId: string }).executionId));
       const tracked = p.then(() => undefined, () => undefined);
       this.running.add(tracked);

@@ -139,12 +139,12 @@ describe('usage', () => {
   });
 
   it('ignores a duplicate cost write', async () => {
-    const { recordCost } = await import('../../src/limits/usage.js');
+    const { periodCost, recordCost } = await import('../../src/limits/usage.js');
     const at = new Date();
     const e = { account: 'workspace:dup', amountUsd: 1, source: 'test', idempotencyKey: `k-${Math.random()}`, at };
     expect(await recordCost(t.server.ctx.db, e)).toBe(true);
     expect(await recordCost(t.server.ctx.db, e)).toBe(false);
-    expect(await t.server.services.limits.currentCost('workspace:dup')).toBe(1);
+    expect(await periodCost(t.server.ctx.db, 'workspace:dup', at)).toBe(1);
   });
 });
 

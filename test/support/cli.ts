@@ -2,12 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const tsxNodeArgs = ['--no-node-snapshot', '--import', 'tsx', path.join(root, 'src/main.ts')];
+// The build, kept current by the suites' global setup (build-setup.ts).
+const nodeArgs = ['--no-node-snapshot', path.join(root, 'dist/main.js')];
 
-/** Runs the CLI from source in a child process; resolves with its exit code and output. */
+/** Runs the built CLI in a child process; resolves with its exit code and output. */
 export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...tsxNodeArgs, ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -23,7 +24,7 @@ export async function spawnServer(
   port: number,
   command: 'serve' | 'api' | 'worker' = 'serve',
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [...tsxNodeArgs, command], {
+  const child = spawn(process.execPath, [...nodeArgs, command], {
     cwd: root,
     // A worker has no /healthz: its start-up log line tells it is ready.
     env: { ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },

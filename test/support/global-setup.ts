@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { connectDatabase } from '../../src/db/connect.js';
 import { migrate } from '../../src/db/migrate.js';
-import { ensureCacheDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
+import { ensureCacheDir, pgliteTemplateDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
 
 /**
  * Builds the database templates once per run: a migrated PGlite data directory dumped to a tarball
@@ -19,6 +19,14 @@ export async function ensureTemplates(): Promise<void> {
     fs.writeFileSync(tarPath + '.tmp', Buffer.from(await blob.arrayBuffer()));
     fs.renameSync(tarPath + '.tmp', tarPath);
     await db.close();
+  }
+  const dir = pgliteTemplateDir();
+  if (!fs.existsSync(dir)) {
+    const tmp = `${dir}.tmp-${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    const db = await connectDatabase({ dataDir: tmp, loadDataDir: new Blob([fs.readFileSync(tarPath)]) });
+    await db.close();
+    fs.renameSync(tmp, dir);
   }
   const base = process.env.TEST_DATABASE_URL;
   if (base) {

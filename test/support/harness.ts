@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
-import { pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
+import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor } from './templates.js';
 
 export type DbMode = 'pglite' | 'postgres';
 export const dbMode = (): DbMode => (process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite');
@@ -67,10 +67,7 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
     return { databaseUrl: postgresUrlFor(base, name) };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-test-'));
-  // Unpack the template by opening it once from the tarball into this directory.
-  const blob = new Blob([fs.readFileSync(pgliteTemplatePath())]);
-  const db = await connectDatabase({ dataDir: dir, loadDataDir: blob });
-  await db.close();
+  fs.cpSync(pgliteTemplateDir(), dir, { recursive: true });
   return { dataDir: dir };
 }
 
