@@ -1,6 +1,7 @@
 import type { Database, Queryable } from '../db/database.js';
 import { UsageRecorder } from '../limits/usage.js';
 import { GroupCommit } from '../db/group-commit.js';
+import { forgetBalance, HeldCreditLedger } from './held-ledger.js';
 import {
   releaseSql, reserveBatch, settleBatch,
   type ReserveInput, type ReserveResult, type SettleInput, type SettleItem, type SettleResult,
@@ -55,7 +56,7 @@ export class NegativeBalanceError extends Error {
  */
 export async function ensureAccount(db: Database, account: string, startingNano: number): Promise<boolean> {
   const starting = Math.max(0, Math.round(startingNano));
-  return db.tx(async (q) => {
+  const created = await db.tx(async (q) => {
     const rows = await q.query<{ balance_nano: number }>(
       `INSERT INTO ai_credit_balances (account, balance_nano) VALUES ($1, $2::bigint)
        ON CONFLICT (account) DO NOTHING RETURNING balance_nano`,
@@ -70,6 +71,8 @@ export async function ensureAccount(db: Database, account: string, startingNano:
     }
     return true;
   });
+  if (created) forgetBalance(db, account);
+  return created;
 }
 
 /**
@@ -77,7 +80,7 @@ export async function ensureAccount(db: Database, account: string, startingNano:
  * balance holds throws NegativeBalanceError and changes nothing.
  */
 export async function grant(db: Database, account: string, amountNano: number, note: string | null = null): Promise<number> {
-  return db.tx(async (q) => {
+  const after = await db.tx(async (q) => {
     const rows = amountNano >= 0
       ? await q.query<{ balance_nano: number }>(
         `INSERT INTO ai_credit_balances AS b (account, balance_nano) VALUES ($1, $2::bigint)
@@ -99,6 +102,8 @@ export async function grant(db: Database, account: string, amountNano: number, n
     );
     return after;
   });
+  forgetBalance(db, account);
+  return after;
 }
 
 export async function getBalance(q: Queryable, account: string): Promise<{ balanceNano: number; reservedNano: number; updatedAt: Date } | undefined> {
@@ -137,11 +142,47 @@ export interface CreditLedgerOptions {
   usage?: UsageRecorder;
 }
 
+/** The per-request movements of the ledger: reserve a deposit, then settle or release it. */
+export interface RequestLedger {
+  /** Takes the deposit if the balance covers it; concurrent reservations never take more than the balance holds. */
+  reserve(input: ReserveInput): Promise<ReserveResult>;
+  /** Charges the cost, at most the deposit. Undefined when the request was not (or no longer) reserved. */
+  settle(id: string, input: SettleInput): Promise<SettleResult | undefined>;
+  /** Gives the whole deposit back; the balance after, or undefined when nothing was reserved. */
+  release(id: string, outcome: string, error: string | null): Promise<number | undefined>;
+  /** Releases reservations left open in the database longer than `olderThanMs` (a process died mid-request). */
+  releaseAbandoned(olderThanMs: number): Promise<number>;
+  /** Deposits of `account` held outside the database (in this process's memory). */
+  heldNano(account: string): number;
+}
+
 /**
- * The per-request movements of the ledger (reserve, settle, release), batched across the requests in
- * flight at the same time. One instance per database, made by the gateway.
+ * The ledger for the database's mode: deposits held in memory when this process alone writes the database
+ * (embedded), in the database when several processes share it (PostgreSQL).
  */
-export class CreditLedger {
+export function requestLedger(db: Database, opts: CreditLedgerOptions = {}): RequestLedger {
+  const inDatabase = new CreditLedger(db, opts);
+  if (db.mode !== 'pglite') return inDatabase;
+  const held = new HeldCreditLedger(db, {
+    ensureAccount: (account) => ensureAccount(db, account, opts.startingNano ?? 0),
+    readBalance: async (account) => (await getBalance(db, account))?.balanceNano,
+    usage: opts.usage,
+  });
+  return {
+    reserve: (input) => held.reserve(input),
+    settle: (id, input) => held.settle(id, input),
+    release: (id, outcome, error) => held.release(id, outcome, error),
+    // Reservations in the database exist only if an earlier version of the server left them there.
+    releaseAbandoned: (olderThanMs) => inDatabase.releaseAbandoned(olderThanMs),
+    heldNano: (account) => held.heldNano(account),
+  };
+}
+
+/**
+ * The per-request movements of the ledger (reserve, settle, release) in the database, batched across the
+ * requests in flight at the same time: the ledger of a database that several processes share.
+ */
+export class CreditLedger implements RequestLedger {
   private readonly reserves: GroupCommit<ReserveInput, ReserveResult | undefined>;
   private readonly settles: GroupCommit<SettleItem, SettleResult | undefined>;
   private readonly startingNano: number;
@@ -185,6 +226,10 @@ export class CreditLedger {
   async release(id: string, outcome: string, error: string | null): Promise<number | undefined> {
     const rows = await this.db.query<{ balance_nano: number }>(releaseSql, [id, outcome, error ? error.slice(0, 1000) : null]);
     return rows[0] ? Number(rows[0].balance_nano) : undefined;
+  }
+
+  heldNano(): number {
+    return 0;
   }
 
   /** Releases reservations left open longer than `olderThanMs` (a process died mid-request). */

@@ -8,7 +8,7 @@ import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
-import { CreditLedger, getBalance, listLedger, type LedgerRow } from './credit-ledger.js';
+import { getBalance, listLedger, requestLedger, type LedgerRow, type RequestLedger } from './credit-ledger.js';
 import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders } from './providers/index.js';
@@ -79,7 +79,7 @@ const ZERO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens
 export class AiGateway {
   readonly catalog: ModelCatalog;
   readonly providers: Map<ProviderName, Provider>;
-  readonly ledger: CreditLedger;
+  readonly ledger: RequestLedger;
   private readonly minDepositNano: number;
   private readonly log?: Logger;
   private readonly observer?: AiObserver;
@@ -89,7 +89,7 @@ export class AiGateway {
     this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.ledger = new CreditLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
+    this.ledger = requestLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
     this.observer = deps.observer;
@@ -115,9 +115,11 @@ export class AiGateway {
     this.sweeper = undefined;
   }
 
-  /** The balance of an account (undefined before its first use). */
-  balance(account: string): Promise<{ balanceNano: number; reservedNano: number; updatedAt: Date } | undefined> {
-    return getBalance(this.db, account);
+  /** The balance of an account, deposits of requests in flight taken out (undefined before its first use). */
+  async balance(account: string): Promise<{ balanceNano: number; reservedNano: number; updatedAt: Date } | undefined> {
+    const row = await getBalance(this.db, account);
+    const held = this.ledger.heldNano(account);
+    return row && { ...row, balanceNano: row.balanceNano - held, reservedNano: row.reservedNano + held };
   }
 
   /** Ledger entries of an account, newest first, before `beforeId` when given. */

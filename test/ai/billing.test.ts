@@ -28,7 +28,8 @@ beforeEach(() => {
 
 const db = () => t.db;
 const hi = [{ role: 'user' as const, content: 'hi' }];
-const balance = async () => (await ledger.getBalance(db(), account)) ?? { balanceNano: 0, reservedNano: 0 };
+// The gateway's view: on the embedded database, deposits of requests in flight are held in memory.
+const balance = async () => (await t.gateway.balance(account)) ?? { balanceNano: 0, reservedNano: 0 };
 async function setBalance(usd: number) {
   await ledger.ensureAccount(db(), account, 0);
   const diff = ledger.usdToNano(usd) - (await balance()).balanceNano;
@@ -115,7 +116,7 @@ describe('batched ledger writes', () => {
     })));
     for (const [ai, acct] of accounts.entries()) {
       const admitted = deposits.filter((d, i) => d.account === acct && results[i].ok).reduce((n, d) => n + d.deposit, 0);
-      const b = (await ledger.getBalance(db(), acct))!;
+      const b = (await t.gateway.balance(acct))!;
       expect(b.reservedNano).toBe(admitted);
       expect(b.balanceNano).toBe([1_000_000, 350_000][ai] - admitted);
       expect(b.balanceNano).toBeGreaterThanOrEqual(0);
@@ -134,7 +135,7 @@ describe('batched ledger writes', () => {
         running += Number(r.amount_nano);
         expect(Number(r.balance_after_nano)).toBe(running);
       }
-      const b = (await ledger.getBalance(db(), acct))!;
+      const b = (await t.gateway.balance(acct))!;
       expect(b.reservedNano).toBe(0);
       expect(b.balanceNano).toBe(running);
     }
@@ -166,11 +167,12 @@ describe('streaming and disconnects', () => {
     }
     ctrl.abort();
     await reader.cancel().catch(() => undefined);
+    const id = /"id":"(chatcmpl-[^"]+)"/.exec(received)?.[1];
 
     const row = await waitFor(async () => {
       const r = await db().query<{ status: string; outcome: string; cost_nano: number; prompt_tokens: number; completion_tokens: number; usage_estimated: boolean }>(
-        "SELECT status, outcome, cost_nano::int8 AS cost_nano, prompt_tokens, completion_tokens, usage_estimated FROM ai_requests WHERE account = $1 AND stream ORDER BY created_at DESC LIMIT 1",
-        [account],
+        'SELECT status, outcome, cost_nano::int8 AS cost_nano, prompt_tokens, completion_tokens, usage_estimated FROM ai_requests WHERE id = $1',
+        [id],
       );
       return r[0]?.status !== 'reserved' ? r[0] : undefined;
     }, 'the stream to settle');
@@ -217,13 +219,17 @@ describe('streaming and disconnects', () => {
     const client = new OpenAI({ baseURL: `${t.url}/api/v1/ai`, apiKey: t.apiKey, maxRetries: 0 });
     const s = await client.chat.completions.create({ model: 'gpt-4o', messages: hi, stream: true, max_tokens: 100 });
     let text = '';
+    let id = '';
     await expect((async () => {
-      for await (const c of s) text += c.choices[0]?.delta?.content ?? '';
+      for await (const c of s) {
+        id = c.id;
+        text += c.choices[0]?.delta?.content ?? '';
+      }
     })()).rejects.toThrow(/error while processing/);
     expect(text).toBe('one two th'); // pieces of 5 characters, two of them
     const row = await waitFor(async () => {
       const r = await db().query<{ status: string; outcome: string; completion_tokens: number }>(
-        "SELECT status, outcome, completion_tokens FROM ai_requests WHERE account = $1 AND stream ORDER BY created_at DESC LIMIT 1", [account]);
+        'SELECT status, outcome, completion_tokens FROM ai_requests WHERE id = $1', [id]);
       return r[0]?.status !== 'reserved' ? r[0] : undefined;
     }, 'settle');
     expect(row).toMatchObject({ status: 'settled', outcome: 'failed', completion_tokens: countTokens('one two th') });
@@ -265,18 +271,20 @@ describe('timeouts, abandoned deposits and usage events', () => {
     }
   });
 
-  it('releases reservations a dead process left behind', async () => {
+  it('releases reservations a dead process left behind (deposits held in the database)', async () => {
     await setBalance(1);
-    const r = await t.gateway.ledger.reserve({ id: 'chatcmpl-orphan', account, depositNano: 5_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' });
+    // The gateway on an embedded database holds deposits in memory; this is the ledger that writes them down.
+    const inDatabase = new ledger.CreditLedger(db());
+    const r = await inDatabase.reserve({ id: 'chatcmpl-orphan', account, depositNano: 5_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api' });
     expect(r.ok).toBe(true);
     expect((await balance()).reservedNano).toBe(5_000_000);
-    expect(await t.gateway.ledger.releaseAbandoned(60_000)).toBe(0);
+    expect(await inDatabase.releaseAbandoned(60_000)).toBe(0);
     await db().query("UPDATE ai_requests SET created_at = now() - interval '1 hour' WHERE id = 'chatcmpl-orphan'");
     expect(await t.gateway.ledger.releaseAbandoned(60_000)).toBe(1);
     const b = await balance();
     expect(b.reservedNano).toBe(0);
     expect(b.balanceNano).toBe(ledger.usdToNano(1));
-    expect(await t.gateway.ledger.settle('chatcmpl-orphan', { costNano: 1, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed' })).toBeUndefined();
+    expect(await inDatabase.settle('chatcmpl-orphan', { costNano: 1, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed' })).toBeUndefined();
   });
 
   it('usage events: one per key, billed in the period of the usage clock (the limits service\'s)', async () => {

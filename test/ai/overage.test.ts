@@ -183,10 +183,12 @@ describe('usage reported beyond the deposit', () => {
     }
     ctrl.abort();
     await reader.cancel().catch(() => undefined);
+    const id = /"id":"(chatcmpl-[^"]+)"/.exec(received)?.[1];
+    expect(id).toBeDefined();
     const row = await waitFor(async () => {
       const r = await t.db.query<{ id: string; status: string; outcome: string; deposit_nano: number; cost_nano: number; completion_tokens: number }>(
-        'SELECT id, status, outcome, deposit_nano::int8 AS deposit_nano, cost_nano::int8 AS cost_nano, completion_tokens FROM ai_requests WHERE account = $1 AND stream ORDER BY created_at DESC LIMIT 1',
-        [account],
+        'SELECT id, status, outcome, deposit_nano::int8 AS deposit_nano, cost_nano::int8 AS cost_nano, completion_tokens FROM ai_requests WHERE id = $1',
+        [id],
       );
       return r[0]?.status !== 'reserved' ? r[0] : undefined;
     }, 'the stream to settle');

@@ -1,0 +1,250 @@
+import type { Database } from '../db/database.js';
+import { GroupCommit } from '../db/group-commit.js';
+import { sessionFunction } from '../db/session-function.js';
+import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
+import type { ReserveInput, ReserveResult, SettleInput, SettleResult } from './ledger-sql.js';
+
+// The credit ledger for a database that this process alone writes (the embedded one: its data directory is
+// locked to one process). Deposits are held in memory, against the balance as the database last reported
+// it, so a request reaches its provider without a database statement; what happened is written once, when
+// the request ends, as one statement per batch of requests ending together (group commit): the request row,
+// its reserve and settle (or release) ledger entries, the balance and the usage event. Each caller answers
+// only after that statement commits, so a settled charge is never lost; a crash mid-request loses only a
+// deposit that was never charged.
+//
+// The balance a deposit is checked against is the database's, refreshed by every write of this ledger and
+// dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds.
+
+const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+const OVERAGE_NOTE = `'Usage reported beyond the deposit; not charged'`;
+
+/** One finished request, as the batch statement writes it. */
+interface Ended {
+  id: string;
+  hold: ReserveInput;
+  reservedAt: Date;
+  /** settled: the provider answered (charged at most the deposit); released: it failed, nothing charged. */
+  status: 'settled' | 'released';
+  costNano: number;
+  chargedNano: number;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  estimated: boolean;
+  outcome: string;
+  error: string | null;
+  period: string;
+}
+
+interface Written { balanceAfterNano: number; accountBalanceNano: number }
+
+interface AccountState {
+  /** The balance as the database last reported it; undefined until read (or after a grant). */
+  balance?: number;
+  /** Deposits of requests in flight. */
+  held: number;
+  /** Bumped whenever the balance is set or dropped, so that a read that raced with a write is not kept. */
+  epoch: number;
+  loading?: Promise<void>;
+}
+
+const usageEvents = usageEventsInsertSql('cs', {
+  account: 'account',
+  period: 'period',
+  amountUsd: 'cost::numeric / 1000000000',
+  source: `'ai'`,
+  idempotencyKey: `'ai:' || id`,
+  metadata: `jsonb_build_object('model', model, 'provider', provider, 'via', source, 'workspaceId', workspace_id,
+                                'promptTokens', prompt, 'completionTokens', completion, 'billedUsd', charged::numeric / 1000000000)
+             || CASE WHEN cost > charged THEN jsonb_build_object('overageUsd', (cost - charged)::numeric / 1000000000) ELSE '{}'::jsonb END`,
+});
+
+// Within a batch, each account's requests are charged in order: after_k = balance before - the charges up to k.
+const endSql = `
+WITH r AS (
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
+    ord int, id text, account text, deposit bigint, charged bigint, cost bigint, prompt int, completion int, estimated boolean,
+    status text, outcome text, error text, period text, model text, provider text, stream boolean, source text,
+    http_request_id text, workspace_id uuid, api_key_id uuid, reserved_at timestamptz)
+), t AS (
+  SELECT account, sum(charged)::bigint AS total FROM r GROUP BY account
+), u AS (
+  UPDATE ai_credit_balances AS x SET balance_nano = x.balance_nano - t.total, updated_at = ${NOW}
+    FROM t WHERE x.account = t.account
+  RETURNING x.account, x.balance_nano + t.total AS before, x.balance_nano AS after
+), c AS (
+  SELECT r.*, u.after AS account_after, u.before - sum(r.charged) OVER (PARTITION BY r.account ORDER BY r.ord) AS after_k
+    FROM r JOIN u ON u.account = r.account
+), q AS (
+  INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano,
+                           cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at)
+  SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit,
+         charged, prompt, completion, estimated, outcome, error, reserved_at, ${NOW} FROM c
+), l AS (
+  INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, cost_nano, request_id, model, note)
+  SELECT account, kind, amount, balance_after, cost_nano, id, model, note FROM (
+    SELECT ord, 0 AS k, account, 'reserve' AS kind, -deposit AS amount, after_k + charged - deposit AS balance_after,
+           NULL::bigint AS cost_nano, id, model, NULL::text AS note FROM c
+    UNION ALL
+    SELECT ord, 1, account, 'settle', deposit - charged, after_k, charged, id, model, NULL FROM c WHERE status = 'settled'
+    UNION ALL
+    SELECT ord, 1, account, 'release', deposit, after_k, NULL, id, model, outcome FROM c WHERE status = 'released'
+    UNION ALL
+    SELECT ord, 2, account, 'overage', 0, after_k, cost - charged, id, model, ${OVERAGE_NOTE} FROM c WHERE status = 'settled' AND cost > charged
+  ) e ORDER BY ord, k
+), cs AS (
+  SELECT * FROM c WHERE status = 'settled'
+), e AS (
+  ${usageEvents}
+)
+SELECT ord, after_k::int8 AS after_k, account_after::int8 AS account_after FROM c`;
+
+type EndRow = { ord: number; after_k: number; account_after: number };
+
+/** Every held ledger of a database, so that a grant made through any path drops the balances they hold. */
+const ledgersOf = new WeakMap<Database, Set<HeldCreditLedger>>();
+
+/** A grant or another direct change of `account`'s balance: ledgers holding deposits re-read it. */
+export function forgetBalance(db: Database, account: string): void {
+  for (const ledger of ledgersOf.get(db) ?? []) ledger.forget(account);
+}
+
+export interface HeldCreditLedgerOptions {
+  /** Creates the account's balance row (with its starting credits) when missing. */
+  ensureAccount: (account: string) => Promise<unknown>;
+  /** Reads the account's balance row. */
+  readBalance: (account: string) => Promise<number | undefined>;
+  usage?: UsageRecorder;
+}
+
+export class HeldCreditLedger {
+  private readonly accounts = new Map<string, AccountState>();
+  private readonly open = new Map<string, { hold: ReserveInput; reservedAt: Date }>();
+  private readonly ends: GroupCommit<Ended, Written>;
+  private readonly usage: UsageRecorder;
+  private readonly endRequests: (params: unknown[]) => Promise<EndRow[]>;
+
+  constructor(db: Database, private readonly opts: HeldCreditLedgerOptions) {
+    this.usage = opts.usage ?? new UsageRecorder();
+    this.endRequests = sessionFunction<EndRow>(db, 'weft_ai_end_requests', 'jsonb', 'TABLE (ord int, after_k int8, account_after int8)', endSql);
+    this.ends = new GroupCommit({
+      writeBatch: (items) => this.write(items),
+      writeOne: async (item) => (await this.write([item]))[0],
+    });
+    const set = ledgersOf.get(db) ?? new Set();
+    set.add(this);
+    ledgersOf.set(db, set);
+  }
+
+  /** Deposits of `account`'s requests in flight (not in the database). */
+  heldNano(account: string): number {
+    return this.accounts.get(account)?.held ?? 0;
+  }
+
+  forget(account: string): void {
+    const s = this.accounts.get(account);
+    if (!s) return;
+    s.balance = undefined;
+    s.epoch++;
+  }
+
+  async reserve(input: ReserveInput): Promise<ReserveResult> {
+    const s = this.state(input.account);
+    const balance = await this.balanceOf(input.account, s);
+    const available = balance - s.held;
+    if (input.depositNano > available) return { ok: false, balanceNano: Math.max(0, available) };
+    s.held += input.depositNano;
+    this.open.set(input.id, { hold: input, reservedAt: new Date() });
+    return { ok: true, balanceAfterNano: available - input.depositNano };
+  }
+
+  /** Charges the cost, at most the deposit. Undefined when `id` holds no deposit (never reserved, or already ended). */
+  async settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
+    const cost = Math.max(0, Math.round(input.costNano));
+    const r = await this.end(id, (hold) => ({
+      status: 'settled', costNano: cost, chargedNano: Math.min(cost, hold.depositNano), promptTokens: input.promptTokens,
+      completionTokens: input.completionTokens, estimated: input.estimated, outcome: input.outcome, error: null,
+    }));
+    if (!r) return undefined;
+    const charged = Math.min(cost, r.hold.depositNano);
+    return { balanceAfterNano: r.available, depositNano: r.hold.depositNano, chargedNano: charged, overageNano: cost - charged };
+  }
+
+  /** Gives the deposit back (the provider failed before anything was generated); the balance after, or undefined. */
+  async release(id: string, outcome: string, error: string | null): Promise<number | undefined> {
+    const r = await this.end(id, () => ({
+      status: 'released', costNano: 0, chargedNano: 0, promptTokens: null, completionTokens: null, estimated: false, outcome,
+      error: error ? error.slice(0, 1000) : null,
+    }));
+    return r?.available;
+  }
+
+  private async end(id: string, how: (hold: ReserveInput) => Omit<Ended, 'id' | 'hold' | 'reservedAt' | 'period'>): Promise<{ hold: ReserveInput; available: number } | undefined> {
+    const open = this.open.get(id);
+    if (!open) return undefined;
+    this.open.delete(id);
+    const s = this.state(open.hold.account);
+    try {
+      await this.ends.submit({ id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) });
+    } finally {
+      // After the write's new balance is in place (never before: the deposit must not be free while its charge is unwritten).
+      s.held -= open.hold.depositNano;
+    }
+    return { hold: open.hold, available: (s.balance ?? (await this.balanceOf(open.hold.account, s))) - s.held };
+  }
+
+  private state(account: string): AccountState {
+    let s = this.accounts.get(account);
+    if (!s) {
+      if (this.accounts.size >= 10_000) {
+        for (const [k, v] of this.accounts) if (v.held === 0 && !v.loading) this.accounts.delete(k);
+      }
+      s = { held: 0, epoch: 0 };
+      this.accounts.set(account, s);
+    }
+    return s;
+  }
+
+  private async balanceOf(account: string, s: AccountState): Promise<number> {
+    while (s.balance === undefined) {
+      s.loading ??= this.load(account, s).finally(() => {
+        s.loading = undefined;
+      });
+      await s.loading;
+    }
+    return s.balance;
+  }
+
+  private async load(account: string, s: AccountState): Promise<void> {
+    const epoch = s.epoch;
+    let balance = await this.opts.readBalance(account);
+    if (balance === undefined) {
+      await this.opts.ensureAccount(account);
+      balance = (await this.opts.readBalance(account)) ?? 0;
+    }
+    // A write or a grant landed meanwhile: its figure (or a new read) wins over this one.
+    if (s.epoch === epoch) s.balance = balance;
+  }
+
+  private async write(items: readonly Ended[]): Promise<Written[]> {
+    const epochs = new Map(items.map((i) => [i.hold.account, this.state(i.hold.account).epoch]));
+    const payload = items.map((i, ord) => ({
+      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, charged: i.chargedNano, cost: i.costNano,
+      prompt: i.promptTokens, completion: i.completionTokens, estimated: i.estimated, status: i.status, outcome: i.outcome,
+      error: i.error, period: i.period, model: i.hold.model, provider: i.hold.provider, stream: i.hold.stream, source: i.hold.source,
+      http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
+      reserved_at: i.reservedAt.toISOString(),
+    }));
+    const rows = await this.endRequests([JSON.stringify(payload)]);
+    const out: Written[] = new Array<Written>(items.length);
+    for (const r of rows) {
+      const item = items[Number(r.ord)];
+      const s = this.state(item.hold.account);
+      // The statement's figure is the database's balance unless a grant was made meanwhile (then read it again).
+      s.balance = s.epoch === epochs.get(item.hold.account) ? Number(r.account_after) : undefined;
+      out[Number(r.ord)] = { balanceAfterNano: Number(r.after_k), accountBalanceNano: Number(r.account_after) };
+    }
+    for (const account of epochs.keys()) this.state(account).epoch++;
+    if (out.some((w) => w === undefined)) throw new Error('the credit balance of a finished AI request is missing');
+    return out;
+  }
+}
