@@ -95,6 +95,19 @@ describe('concurrency', () => {
     expect(usage - startUsage).toBeCloseTo((ok.length * cost) / 1e9, 9);
   });
 
+  it('a grant is seen by the next request (the balance a deposit is checked against is never stale)', async () => {
+    const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
+    await setBalance(0.001);
+    expect((await t.call('POST', '/api/v1/ai/chat/completions', body)).status).toBe(402);
+    await ledger.grant(db(), account, ledger.usdToNano(1), 'test');
+    const ok = await t.call('POST', '/api/v1/ai/chat/completions', body);
+    expect(ok.status).toBe(200);
+    // And taken away again: the next request is refused, not admitted against the old figure.
+    await ledger.grant(db(), account, -((await balance()).balanceNano - 1000), 'test');
+    expect((await t.call('POST', '/api/v1/ai/chat/completions', body)).status).toBe(402);
+    expect(await ledgerSum()).toBe((await balance()).balanceNano);
+  });
+
   it('a balance covering one deposit admits one of two simultaneous requests', async () => {
     const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
     const deposit = costNano(gpt4o, Math.ceil(estimatePromptTokens(body) * 1.1), 1000);
