@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
-import { sessionFunction } from '../db/session-function.js';
+import { runStatement, type SessionStatement } from '../db/session-function.js';
 import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
 import type { ReserveInput, ReserveResult, SettleInput, SettleResult } from './ledger-sql.js';
 
@@ -99,6 +99,7 @@ WITH r AS (
 SELECT ord, after_k::int8 AS after_k, account_after::int8 AS account_after FROM c`;
 
 type EndRow = { ord: number; after_k: number; account_after: number };
+const endStatement: SessionStatement = { name: 'weft_ai_end_requests', sql: endSql, args: 'jsonb', returns: 'TABLE (ord int, after_k int8, account_after int8)' };
 
 /** Every held ledger of a database, so that a grant made through any path drops the balances they hold. */
 const ledgersOf = new WeakMap<Database, Set<HeldCreditLedger>>();
@@ -121,11 +122,9 @@ export class HeldCreditLedger {
   private readonly open = new Map<string, { hold: ReserveInput; reservedAt: Date }>();
   private readonly ends: GroupCommit<Ended, Written>;
   private readonly usage: UsageRecorder;
-  private readonly endRequests: (params: unknown[]) => Promise<EndRow[]>;
 
-  constructor(db: Database, private readonly opts: HeldCreditLedgerOptions) {
+  constructor(private readonly db: Database, private readonly opts: HeldCreditLedgerOptions) {
     this.usage = opts.usage ?? new UsageRecorder();
-    this.endRequests = sessionFunction<EndRow>(db, 'weft_ai_end_requests', 'jsonb', 'TABLE (ord int, after_k int8, account_after int8)', endSql);
     this.ends = new GroupCommit({
       writeBatch: (items) => this.write(items),
       writeOne: async (item) => (await this.write([item]))[0],
@@ -234,7 +233,7 @@ export class HeldCreditLedger {
       http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
       reserved_at: i.reservedAt.toISOString(),
     }));
-    const rows = await this.endRequests([JSON.stringify(payload)]);
+    const rows = await runStatement<EndRow>(this.db, endStatement, [JSON.stringify(payload)]);
     const out: Written[] = new Array<Written>(items.length);
     for (const r of rows) {
       const item = items[Number(r.ord)];

@@ -1,32 +1,44 @@
-import type { Database } from './database.js';
+import type { Database, Queryable } from './database.js';
 
 /**
- * A statement run as a PL/pgSQL function of the database session (`pg_temp`), created on first use. PGlite
- * plans every statement it is sent (about 1.5 ms for a large data-modifying CTE, most of such a statement's
- * time), while PL/pgSQL keeps the plans of its statements for the session. Only for a database of one
- * session (the embedded one): each connection of a pool would need its own.
- *
- * `body` is one query whose `$1`, `$2`, ... are the function's arguments (`args`, e.g. `jsonb`); `returns` is
- * a `TABLE (...)` column list, each column also a name of the query's result.
+ * A hot statement that the embedded database runs as a PL/pgSQL function of its session (`pg_temp`),
+ * created on first use. PGlite plans every statement it is sent (about 1.5 ms for a large data-modifying CTE,
+ * most of such a statement's time), while PL/pgSQL keeps the plans of its statements for the session.
+ * PostgreSQL, and a statement inside a transaction, run the SQL itself: a pool's connections would each
+ * need their own function, and PostgreSQL plans these statements in well under a millisecond.
  */
-export function sessionFunction<T>(db: Database, name: string, args: string, returns: string, body: string): (params: unknown[]) => Promise<T[]> {
-  if (db.mode !== 'pglite') throw new Error('session functions need a single-session database');
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad session function name: ${name}`);
-  const create = `CREATE OR REPLACE FUNCTION pg_temp.${name}(${args}) RETURNS ${returns} LANGUAGE plpgsql AS $fn$
+export interface SessionStatement {
+  /** The function's name (lowercase, underscores). */
+  name: string;
+  /** One query; `$1`, `$2`, ... are its arguments. */
+  sql: string;
+  /** The arguments' types, e.g. `jsonb, text`. */
+  args: string;
+  /** `TABLE (...)`: each column also a name of the query's result. */
+  returns: string;
+}
+
+const created = new WeakMap<Database, Map<string, Promise<void>>>();
+
+const isDatabase = (q: Queryable): q is Database => typeof (q as Partial<Database>).mode === 'string';
+
+export async function runStatement<T>(q: Queryable, s: SessionStatement, params: unknown[]): Promise<T[]> {
+  if (!isDatabase(q) || q.mode !== 'pglite') return q.query<T>(s.sql, params);
+  if (!/^[a-z_][a-z0-9_]*$/.test(s.name)) throw new Error(`bad session function name: ${s.name}`);
+  const fns = created.get(q) ?? new Map<string, Promise<void>>();
+  created.set(q, fns);
+  let ready = fns.get(s.name);
+  if (!ready) {
+    ready = q.exec(`CREATE OR REPLACE FUNCTION pg_temp.${s.name}(${s.args}) RETURNS ${s.returns} LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY ${body};
+  RETURN QUERY ${s.sql};
 END
-$fn$`;
-  const placeholders = args.split(',').map((_, i) => `$${i + 1}`).join(', ');
-  const call = `SELECT * FROM pg_temp.${name}(${placeholders})`;
-  let created: Promise<void> | undefined;
-  return async (params) => {
-    created ??= db.exec(create).catch((err: unknown) => {
-      created = undefined;
-      throw err;
-    });
-    await created;
-    return db.query<T>(call, params);
-  };
+$fn$`);
+    fns.set(s.name, ready);
+    ready.catch(() => fns.delete(s.name));
+  }
+  await ready;
+  const placeholders = s.args.split(',').map((_, i) => `$${i + 1}`).join(', ');
+  return q.query<T>(`SELECT * FROM pg_temp.${s.name}(${placeholders})`, params);
 }

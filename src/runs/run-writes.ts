@@ -3,7 +3,7 @@ import { GroupCommit } from '../db/group-commit.js';
 import type { StepRecord } from '../engine/index.js';
 import type { LimitsService } from '../limits/service.js';
 import * as store from './store.js';
-import type { FinishedExecution, NewExecution } from './store.js';
+import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
 
 /**
  * Runs' writes, group-committed (src/db/group-commit.ts): finished sync runs with their base charges,
@@ -17,10 +17,12 @@ export class RunWrites {
   readonly claims: GroupCommit<NewExecution, boolean>;
   /** A block's durable step record; one already recorded is kept. */
   readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
+  /** A queued (or abandoned) async run taken by this worker, with a lease of `leaseMs`; undefined when it is not to be had. */
+  readonly leases: GroupCommit<string, ExecutionRow | undefined>;
   /** A run's final state and base charge, fenced by its lease attempt when it has one; false when taken over. */
   readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
 
-  constructor(db: Database, limits: Pick<LimitsService, 'runCharge' | 'noteRunsCharged'>) {
+  constructor(db: Database, limits: Pick<LimitsService, 'runCharge' | 'noteRunsCharged'>, leaseMs: number) {
     /** Writes runs with their charges, then counts the charges in the limits service's cached period cost. */
     const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
       const charge = limits.runCharge();
@@ -36,6 +38,15 @@ export class RunWrites {
     this.steps = batched(async (items) => {
       await store.recordSteps(db, items);
       return items.map(() => undefined);
+    });
+    this.leases = batched(async (ids) => {
+      const taken = await store.leaseJobs(db, ids, leaseMs);
+      // An id asked for twice in one batch goes to the first asker only: one run, one holder.
+      return ids.map((id) => {
+        const row = taken.get(id);
+        taken.delete(id);
+        return row;
+      });
     });
     this.finishes = batched((runs) => ending(runs, (charge) => store.finishRuns(db, runs, charge), (r) => r.id));
   }

@@ -85,7 +85,7 @@ export class ExecutionService {
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
-    this.writes = new RunWrites(deps.db, deps.limits);
+    this.writes = new RunWrites(deps.db, deps.limits, deps.config.jobLeaseMs);
     this.pauses = new PauseService({
       db: deps.db, log: deps.log, queue: deps.queue, workflows: deps.workflows,
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
@@ -296,7 +296,7 @@ export class ExecutionService {
     if (this.shutdown.signal.aborted) return;
     let leased: ExecutionRow | undefined;
     try {
-      leased = await this.durable(executionId, () => store.leaseJob(this.db, executionId, this.deps.config.jobLeaseMs));
+      leased = await this.durable(executionId, () => this.writes.leases.submit(executionId));
     } catch (err) {
       // The row is unchanged (still queued) or its lease lapses: the job sweep dispatches it again.
       this.deps.log.warn({ err, executionId }, 'could not take an async run; the job sweep dispatches it again');
@@ -308,7 +308,7 @@ export class ExecutionService {
     const tracked = this.inFlight.start(executionId, this.shutdown.signal);
     /** Set when another worker took the run over (this one's lease lapsed): this one stops and writes nothing more. */
     let leaseLost = false;
-    const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId), { // leaseJob took it
+    const stopLease = await this.holdLease(executionId, true, () => this.inFlight.abort(executionId), { // the lease above took it
       attempt: row.attempts,
       onLost: () => {
         leaseLost = true;

@@ -1,3 +1,4 @@
+import { runStatement } from '../db/session-function.js';
 import type { Queryable } from '../db/database.js';
 import type { BlockTrace, StepRecord } from '../engine/index.js';
 
@@ -89,8 +90,9 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
     output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock, trace: f.trace,
     started_at: f.startedAt, ended_at: f.endedAt, duration_ms: f.durationMs, level: f.status === 'failed' ? 'error' : 'info',
   }));
-  const written = await q.query<{ id: string; billed_account: string; charged: boolean }>(
-    `WITH written AS (
+  const written = await runStatement<{ id: string; billed_account: string; charged: boolean }>(q, {
+    name: 'weft_insert_finished_runs', args: 'jsonb, text, text', returns: 'TABLE (id text, billed_account text, charged boolean)',
+    sql: `WITH written AS (
        INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
        SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
          FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
@@ -100,25 +102,24 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
        ON CONFLICT (id) DO NOTHING RETURNING id, billed_account
      ), charged AS (${charge.sql('written')})
      SELECT w.id, w.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || w.id) AS charged FROM written w`,
-    [JSON.stringify(rows), charge.period, charge.amountUsd],
-  );
+  }, [JSON.stringify(rows), charge.period, charge.amountUsd]);
   return endedRuns(written);
 }
 
 /** `claimExecution` of several runs in one statement (group commit of enqueues); returns the ids claimed now. */
 export async function claimExecutions(q: Queryable, runs: readonly NewExecution[]): Promise<Set<string>> {
-  const rows = await q.query<{ id: string }>(
-    `INSERT INTO executions (${insertColumns})
+  const rows = await runStatement<{ id: string }>(q, {
+    name: 'weft_claim_executions', args: 'jsonb', returns: 'TABLE (id text)',
+    sql: `INSERT INTO executions (${insertColumns})
      SELECT ${insertColumns}
        FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
             status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text, timeout_ms integer)
      ON CONFLICT (id) DO NOTHING RETURNING id`,
-    [JSON.stringify(runs.map((e) => ({
-      id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
-      status: e.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
-      resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null,
-    })))],
-  );
+  }, [JSON.stringify(runs.map((e) => ({
+    id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
+    status: e.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
+    resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null,
+  })))]);
   return new Set(rows.map((r) => r.id));
 }
 
@@ -142,8 +143,9 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
  * it has one (a run whose lease was taken over is left to its new holder and not in the result).
  */
 export async function finishRuns(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number | null }[], charge: RunChargeSql): Promise<EndedRuns> {
-  const rows = await q.query<{ id: string; billed_account: string; charged: boolean }>(
-    `WITH ended AS (
+  const rows = await runStatement<{ id: string; billed_account: string; charged: boolean }>(q, {
+    name: 'weft_finish_runs', args: 'jsonb, text, text', returns: 'TABLE (id text, billed_account text, charged boolean)',
+    sql: `WITH ended AS (
        UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
               started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
               duration_ms = (EXTRACT(EPOCH FROM (r.ended_at - COALESCE(e.started_at, r.started_at))) * 1000)::int,
@@ -154,11 +156,10 @@ export async function finishRuns(q: Queryable, runs: readonly { id: string; f: F
        RETURNING e.id, e.billed_account
      ), charged AS (${charge.sql('ended')})
      SELECT d.id, d.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || d.id) AS charged FROM ended d`,
-    [JSON.stringify(runs.map(({ id, f, attempt }) => ({
+  }, [JSON.stringify(runs.map(({ id, f, attempt }) => ({
       id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
       trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',
-    }))), charge.period, charge.amountUsd],
-  );
+    }))), charge.period, charge.amountUsd]);
   return endedRuns(rows);
 }
 
@@ -181,17 +182,20 @@ export async function setOutput(q: Queryable, id: string, output: unknown): Prom
   await q.query('UPDATE executions SET output = $2 WHERE id = $1', [id, json(output)]);
 }
 
-/** Takes a queued job, or a processing one whose worker's lease ran out (a crashed process). */
-export async function leaseJob(q: Queryable, id: string, leaseMs: number): Promise<ExecutionRow | undefined> {
+/**
+ * Takes queued jobs, or processing ones whose worker's lease ran out (a crashed process), in one statement
+ * (group commit of worker starts); the rows taken now, by id.
+ */
+export async function leaseJobs(q: Queryable, ids: readonly string[], leaseMs: number): Promise<Map<string, ExecutionRow>> {
   const rows = await q.query<ExecutionRow>(
     `UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
             lease_until = clock_timestamp() + ($2::int * interval '1 millisecond'), attempts = attempts + 1
-      WHERE id = $1 AND mode = 'async'
+      WHERE id = ANY($1::text[]) AND mode = 'async'
         AND (status = 'queued' OR (status = 'processing' AND (lease_until IS NULL OR lease_until < clock_timestamp())))
       RETURNING *`,
-    [id, leaseMs],
+    [[...new Set(ids)], leaseMs],
   );
-  return rows[0];
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** Extends a running run's lease; true when someone asked for the run to be cancelled meanwhile. */
@@ -292,16 +296,18 @@ export async function recordStep(q: Queryable, executionId: string, step: StepRe
 
 /** `recordStep` for several runs' steps in one statement (group commit); a step already recorded is kept. */
 export async function recordSteps(q: Queryable, steps: readonly { executionId: string; step: StepRecord }[]): Promise<void> {
-  await q.query(
-    `INSERT INTO execution_steps (execution_id, step_key, block_id, output)
-     SELECT execution_id, step_key, block_id, output
-       FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb)
-     ON CONFLICT (execution_id, step_key) DO NOTHING`,
-    [JSON.stringify(steps.map(({ executionId, step }) => ({
-      execution_id: executionId, step_key: step.key, block_id: step.blockId,
-      output: { output: step.output ?? null, error: step.error, variables: step.variables },
-    })))],
-  );
+  await runStatement(q, {
+    name: 'weft_record_steps', args: 'jsonb', returns: 'TABLE (recorded int)',
+    sql: `WITH recorded AS (
+       INSERT INTO execution_steps (execution_id, step_key, block_id, output)
+       SELECT execution_id, step_key, block_id, output
+         FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb)
+       ON CONFLICT (execution_id, step_key) DO NOTHING RETURNING 1
+     ) SELECT count(*)::int AS recorded FROM recorded`,
+  }, [JSON.stringify(steps.map(({ executionId, step }) => ({
+    execution_id: executionId, step_key: step.key, block_id: step.blockId,
+    output: { output: step.output ?? null, error: step.error, variables: step.variables },
+  })))]);
 }
 
 export async function loadSteps(q: Queryable, executionId: string): Promise<Map<string, StepRecord>> {
