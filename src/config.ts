@@ -21,7 +21,9 @@ const envSchema = z.object({
   WEFT_ALLOW_PRIVATE_NETWORK: booleanFlag,
   WEFT_DEFAULT_PLAN: z.enum(['free', 'pro', 'team', 'enterprise']).default('free'),
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
-  WEFT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  // Runs in flight mostly wait (on the database, providers, people); the sandbox pool bounds their CPU. 16 left
+  // the embedded queue waiting seconds under load while both cores idled (bench/RESULTS.md, compare).
+  WEFT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(128),
   WEFT_LIMITS: z.enum(['on', 'off']).default('on'),
   WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
