@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
 import { runStatement, type SessionStatement } from '../db/session-function.js';
 import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
-import type { ReserveInput, ReserveResult, SettleInput, SettleResult } from './ledger-sql.js';
+import { aiUsageEventColumns, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
 
 // The credit ledger for a database that this process alone writes (the embedded one: its data directory is
 // locked to one process). Deposits are held in memory, against the balance as the database last reported
@@ -16,7 +16,6 @@ import type { ReserveInput, ReserveResult, SettleInput, SettleResult } from './l
 // dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds.
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
-const OVERAGE_NOTE = `'Usage reported beyond the deposit; not charged'`;
 
 /** One finished request, as the batch statement writes it. */
 interface Ended {
@@ -47,16 +46,7 @@ interface AccountState {
   loading?: Promise<void>;
 }
 
-const usageEvents = usageEventsInsertSql('cs', {
-  account: 'account',
-  period: 'period',
-  amountUsd: 'cost::numeric / 1000000000',
-  source: `'ai'`,
-  idempotencyKey: `'ai:' || id`,
-  metadata: `jsonb_build_object('model', model, 'provider', provider, 'via', source, 'workspaceId', workspace_id,
-                                'promptTokens', prompt, 'completionTokens', completion, 'billedUsd', charged::numeric / 1000000000)
-             || CASE WHEN cost > charged THEN jsonb_build_object('overageUsd', (cost - charged)::numeric / 1000000000) ELSE '{}'::jsonb END`,
-});
+const usageEvents = usageEventsInsertSql('cs', aiUsageEventColumns);
 
 // Within a batch, each account's requests are charged in order: after_k = balance before - the charges up to k.
 const endSql = `

@@ -1,5 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
-import { usageEventsInsertSql } from '../limits/usage.js';
+import { usageEventsInsertSql, type UsageEventColumns } from '../limits/usage.js';
 
 // The statements of the credit ledger that run per request (reserve, settle, release), each for one
 // request and, for reserve and settle, for a batch of requests in flight at the same time (group
@@ -25,7 +25,7 @@ const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 // flush off the path before the provider call on PostgreSQL.
 const ASYNC_COMMIT = `a AS (SELECT set_config('synchronous_commit', 'off', true) AS v)`;
 
-const OVERAGE_NOTE = `'Usage reported beyond the deposit; not charged'`;
+export const OVERAGE_NOTE = `'Usage reported beyond the deposit; not charged'`;
 
 export interface ReserveInput {
   id: string;
@@ -164,8 +164,11 @@ async function reserveOne(db: Queryable, i: ReserveInput): Promise<ReserveResult
 // Settle
 // ---------------------------------------------------------------------------------------------
 
-/** The usage event of each settled request (rows of `q`: id, account, model, ..., cost, charged, period). */
-const settleUsageEvents = usageEventsInsertSql('q', {
+/**
+ * The usage event of each settled request, over rows with id, account, model, provider, source, workspace_id,
+ * prompt, completion, cost, charged and period (the in-database and the held ledgers both write them).
+ */
+export const aiUsageEventColumns: UsageEventColumns = {
   account: 'account',
   period: 'period',
   amountUsd: 'cost::numeric / 1000000000',
@@ -174,7 +177,8 @@ const settleUsageEvents = usageEventsInsertSql('q', {
   metadata: `jsonb_build_object('model', model, 'provider', provider, 'via', source, 'workspaceId', workspace_id,
                                 'promptTokens', prompt, 'completionTokens', completion, 'billedUsd', charged::numeric / 1000000000)
              || CASE WHEN cost > charged THEN jsonb_build_object('overageUsd', (cost - charged)::numeric / 1000000000) ELSE '{}'::jsonb END`,
-});
+};
+const settleUsageEvents = usageEventsInsertSql('q', aiUsageEventColumns);
 
 const settleSql = `
 WITH s AS (
