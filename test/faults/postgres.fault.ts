@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.js';
+import { publicExecutionId } from '../../src/runs/execution-ids.js';
 import { request, type TestResponse } from '../support/harness.js';
 import {
   countingUpstream, deployWorkflow, kill, openDb, prepareDatabase, sleep, spawnRole, startPostgres, startRedis, twoHitDefinition, waitFor,
@@ -106,7 +107,10 @@ async function expectAllCompleted(db: Database, accepted: Set<string>, workflowI
       'SELECT id, status, error FROM executions WHERE workflow_id = $1', [workflowId]);
     return r.every((x) => x.status !== 'queued' && x.status !== 'processing') ? r : undefined;
   }, 120_000, 500);
-  // Exactly one run per accepted id (retries with the same X-Execution-Id never made a second one).
+  // Exactly one run per accepted id (retries with the same X-Execution-Id never made a second one),
+  // and none missing: compared as sets, so a failure names the ids.
+  const found = new Set(rows.map((r) => publicExecutionId(r.id)));
+  expect([...accepted].filter((id) => !found.has(id))).toEqual([]);
   expect(rows).toHaveLength(accepted.size);
   expect(rows.filter((r) => r.status !== 'completed')).toEqual([]);
 }

@@ -56,7 +56,11 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   const data = path.join(dir, 'data');
   const port = await freePort();
   asPostgres('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  // fsync=off is safe here: the faults kill PostgreSQL's processes, never the machine, and written WAL
+  // survives in the OS page cache. synchronous_commit stays on: with it off, a commit is acknowledged
+  // before its WAL leaves shared memory, so an immediate stop loses it and the durability checks
+  // (no accepted run lost) would fail for a reason of the test's own making.
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
   let running = false;
   const pg: ThrowawayPostgres = {
     port,
