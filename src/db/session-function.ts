@@ -39,6 +39,25 @@ $fn$`);
     ready.catch(() => fns.delete(s.name));
   }
   await ready;
-  const placeholders = s.args.split(',').map((_, i) => `$${i + 1}`).join(', ');
-  return q.query<T>(`SELECT * FROM pg_temp.${s.name}(${placeholders})`, params);
+  const types = s.args.split(',').map((t) => t.trim());
+  const literals = params.map(sqlLiteral);
+  // Arguments written into the text as literals run over the simple protocol, one call into PGlite
+  // instead of three (measured on the AI settlement: 303 us against 346 to 425 us).
+  if (literals.every((l): l is string => l !== undefined)) {
+    return q.query<T>(`SELECT * FROM pg_temp.${s.name}(${literals.map((l, i) => `${l}::${types[i]}`).join(', ')})`);
+  }
+  return q.query<T>(`SELECT * FROM pg_temp.${s.name}(${types.map((_, i) => `$${i + 1}`).join(', ')})`, params);
+}
+
+/**
+ * A parameter as an SQL literal, or undefined for a kind this does not write (the call then binds it).
+ * Strings are quoted with doubled single quotes, which is complete under standard_conforming_strings
+ * (on by default since PostgreSQL 9.1, and never turned off by Weft).
+ */
+function sqlLiteral(v: unknown): string | undefined {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'string') return v.includes('\0') ? undefined : `'${v.replaceAll("'", "''")}'`;
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueViolation, type Database } from '../../src/db/database.js';
+import { runStatement } from '../../src/db/session-function.js';
 
 /**
  * One suite every adapter of the `Database` port passes (PGlite embedded, `pg` on PostgreSQL).
@@ -177,6 +178,27 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       });
       // Sequential transactions after one another work (no state leaks between them).
       for (let i = 0; i < 3; i++) await db.tx((q) => q.query('UPDATE conf_counter SET n = n WHERE id = 1'));
+    });
+
+    it('a query without parameters returns the same typed rows as one with them', async () => {
+      await db.exec(`INSERT INTO conf_types (id, i8, j, ts, num, b, t) VALUES (90, 9007199254740991, '{"a":[1,"x"]}', '2026-01-02T03:04:05.678Z', 1.5, true, 'it''s')`);
+      const sql = 'SELECT i8, j, ts, num, b, t FROM conf_types WHERE id = 90';
+      const plain = await db.query(sql);
+      const bound = await db.query(`${sql} AND $1::int = 1`, [1]);
+      expect(plain).toEqual(bound);
+      expect(plain).toEqual([{ i8: 9007199254740991, j: { a: [1, 'x'] }, ts: new Date('2026-01-02T03:04:05.678Z'), num: expect.anything(), b: true, t: "it's" }]);
+      await expect(db.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
+    });
+
+    it('a session statement takes any text and jsonb argument as data, quotes and backslashes included', async () => {
+      const statement = { name: 'conf_echo', sql: 'SELECT $1::text AS t, $2::jsonb AS j, $2::jsonb->>\'k\' AS k', args: 'text, jsonb', returns: 'TABLE (t text, j jsonb, k text)' };
+      const tricky = `it's '); DROP TABLE conf_items; -- \\ \\' $$ $fn$ ü`;
+      for (let round = 0; round < 2; round++) {
+        const rows = await runStatement(db, statement, [tricky, JSON.stringify({ k: tricky })]);
+        expect(rows).toEqual([{ t: tricky, j: { k: tricky }, k: tricky }]);
+      }
+      expect(await runStatement(db, statement, [null, null])).toEqual([{ t: null, j: null, k: null }]);
+      expect(await db.query("SELECT 1 FROM pg_tables WHERE tablename = 'conf_items'")).toHaveLength(1);
     });
 
     it('ping resolves on a live database', async () => {
