@@ -70,7 +70,9 @@ function weftEnv(upstreamBase: string, extra: Record<string, string>): NodeJS.Pr
 
 const metricsUrls = new WeakMap<Proc, string>();
 
-const nodeArgs = (command: string) => ['--no-node-snapshot', mainJs, command];
+// BENCH_CPU_PROF=<dir>: every Weft process writes a V8 CPU profile of each of its threads there on exit.
+const profileArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+const nodeArgs = (command: string) => ['--no-node-snapshot', ...profileArgs, mainJs, command];
 
 /** `weft setup --json`: the database, the admin user, the `default` workspace and a new workspace key. */
 async function setup(env: NodeJS.ProcessEnv): Promise<{ apiKey: string; workspaceId: string }> {

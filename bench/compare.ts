@@ -16,7 +16,8 @@
 // first enqueue to last end) and queue wait; RSS after /readyz and 5 s idle, after the load and idle after
 // a restart; time to a healthy /readyz. A table with each target goes to stderr, one JSON line to stdout.
 // Options: --runs N (async runs, 2000), --workers N (scaled, 2). Environment: BENCH_SECONDS (8),
-// BENCH_WARMUP_SECONDS (1), BENCH_IDLE_SECONDS (5), LOG_LEVEL (warn), other WEFT_* pass through to Weft.
+// BENCH_WARMUP_SECONDS (1), BENCH_IDLE_SECONDS (5), LOG_LEVEL (warn), BENCH_CPU_PROF (a directory: CPU profiles
+// of every Weft process), other WEFT_* pass through to Weft.
 // The scratch database is created on the --postgres server and dropped at the end; give Redis a database
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
 import fs from 'node:fs';
