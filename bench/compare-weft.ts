@@ -72,7 +72,8 @@ const metricsUrls = new WeakMap<Proc, string>();
 
 // BENCH_CPU_PROF=<dir>: every Weft process writes a V8 CPU profile of each of its threads there on exit.
 const profileArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-const nodeArgs = (command: string) => ['--no-node-snapshot', ...profileArgs, mainJs, command];
+// The flags of `npm start` (package.json), so that the bench measures what users run.
+const nodeArgs = (command: string) => ['--no-node-snapshot', '--max-semi-space-size=4', ...profileArgs, mainJs, command];
 
 /** `weft setup --json`: the database, the admin user, the `default` workspace and a new workspace key. */
 async function setup(env: NodeJS.ProcessEnv): Promise<{ apiKey: string; workspaceId: string }> {
