@@ -14,7 +14,7 @@ export interface SessionStatement {
   sql: string;
   /** The arguments' types, e.g. `jsonb, text`. */
   args: string;
-  /** `TABLE (...)`: each column also a name of the query's result. */
+  /** `TABLE (...)` (each column also a name of the query's result) or `SETOF <table>`. */
   returns: string;
 }
 
@@ -50,7 +50,8 @@ $fn$`);
 }
 
 /**
- * A parameter as an SQL literal, or undefined for a kind this does not write (the call then binds it).
+ * A parameter as an SQL literal, or undefined for a kind this does not write (the call then binds it):
+ * null, strings, finite numbers, booleans and arrays of strings.
  * Strings are quoted with doubled single quotes, which is complete under standard_conforming_strings
  * (on by default since PostgreSQL 9.1, and never turned off by Weft).
  */
@@ -59,5 +60,11 @@ function sqlLiteral(v: unknown): string | undefined {
   if (typeof v === 'string') return v.includes('\0') ? undefined : `'${v.replaceAll("'", "''")}'`;
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
   if (typeof v === 'boolean') return v ? 'true' : 'false';
+  // An array of strings (text[]): ARRAY['a', 'b'], or '{}' when empty (ARRAY[] needs a type).
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) {
+    const items = v.map(sqlLiteral);
+    if (items.some((x) => x === undefined)) return undefined;
+    return items.length === 0 ? `'{}'` : `ARRAY[${items.join(', ')}]`;
+  }
   return undefined;
 }

@@ -187,14 +187,16 @@ export async function setOutput(q: Queryable, id: string, output: unknown): Prom
  * (group commit of worker starts); the rows taken now, by id.
  */
 export async function leaseJobs(q: Queryable, ids: readonly string[], leaseMs: number): Promise<Map<string, ExecutionRow>> {
-  const rows = await q.query<ExecutionRow>(
-    `UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
+  const rows = await runStatement<ExecutionRow>(q, {
+    name: 'weft_lease_jobs', args: 'text[], int', returns: 'SETOF executions',
+    sql: `WITH leased AS (
+      UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
             lease_until = clock_timestamp() + ($2::int * interval '1 millisecond'), attempts = attempts + 1
       WHERE id = ANY($1::text[]) AND mode = 'async'
         AND (status = 'queued' OR (status = 'processing' AND (lease_until IS NULL OR lease_until < clock_timestamp())))
-      RETURNING *`,
-    [[...new Set(ids)], leaseMs],
-  );
+      RETURNING *
+    ) SELECT * FROM leased`,
+  }, [[...new Set(ids)], leaseMs]);
   return new Map(rows.map((r) => [r.id, r]));
 }
 

@@ -198,6 +198,9 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
         expect(rows).toEqual([{ t: tricky, j: { k: tricky }, k: tricky }]);
       }
       expect(await runStatement(db, statement, [null, null])).toEqual([{ t: null, j: null, k: null }]);
+      const list = { name: 'conf_list', sql: 'SELECT x, $2::int AS n FROM unnest($1::text[]) AS x', args: 'text[], int', returns: 'TABLE (x text, n int)' };
+      expect(await runStatement(db, list, [[tricky, 'b'], 7])).toEqual([{ x: tricky, n: 7 }, { x: 'b', n: 7 }]);
+      expect(await runStatement(db, list, [[], 7])).toEqual([]);
       expect(await db.query("SELECT 1 FROM pg_tables WHERE tablename = 'conf_items'")).toHaveLength(1);
     });
 
