@@ -11,12 +11,15 @@ import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-module.js';
 import type { Database, Queryable } from './database.js';
 import type { PgliteReply, PgliteRequest, PgliteWorkerData, WasmModule, WireError } from './pglite-worker.js';
+import { DEFAULT_VACUUM, type VacuumOptions } from './pglite-vacuum.js';
 import { txQueryable } from './tx-queryable.js';
 
 export interface PgliteOptions {
   /** The data directory; undefined keeps the database in memory. */
   dataDir?: string;
   loadDataDir?: Blob;
+  /** The database's VACUUM passes (pglite-vacuum.ts): their settings, or false for none. */
+  vacuum?: Partial<VacuumOptions> | false;
 }
 
 /** Settings given at start. The default 128 MB of shared buffers is most of the idle memory and buys nothing at this size. */
@@ -55,6 +58,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     loadDataDir: opts.loadDataDir ? await opts.loadDataDir.arrayBuffer() : undefined,
     settings: SETTINGS,
     binaries: await pgliteBinaries(),
+    vacuum: opts.vacuum === false ? null : { ...DEFAULT_VACUUM, ...opts.vacuum },
   };
   const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', { name: 'weft-pglite', workerData: data });
   const pending = new Map<number, Pending>();
