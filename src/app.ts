@@ -10,6 +10,8 @@ import type { AppContext } from './context.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerAuth } from './http/auth.js';
 import { registerJsonParser } from './http/json-body.js';
+import { registerWorkflowAnswerPolicy } from './http/workflow-answer.js';
+import { registerPublicOrigin } from './http/public-origin.js';
 import { openapiTransforms } from './http/openapi.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiRoutes } from './ai/routes.js';
@@ -62,6 +64,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   });
   registerErrorHandling(app);
   registerJsonParser(app);
+  registerWorkflowAnswerPolicy(app);
+  registerPublicOrigin(app, ctx.config.publicBaseUrl);
   // Before the area plugins, so that its hooks wrap every route. Adds GET /metrics.
   registerObservability(app, services.observer, { metricsToken: ctx.config.observability.metricsToken });
 
@@ -133,7 +137,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
-  await app.register(webhookRoutes(webhooks, accounts), { ctx });
+  await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl()));
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
   await app.register(mcpRoutes(runs, workflows, accounts), { ctx });
   return app;

@@ -75,7 +75,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   });
   ctx.onClose.push(() => limits.close());
   // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
-  const webhookRegistry = new WebhookRegistry(db, config.baseUrl);
+  const webhookRegistry = new WebhookRegistry(db, config.publicBaseUrl ?? config.baseUrl);
   // So do schedules (cron expressions are checked on save by croner, outside the engine).
   const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock);
   const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig },

@@ -18,6 +18,7 @@ const envSchema = z.object({
   REDIS_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WEFT_BASE_URL: z.string().url().optional(),
+  WEFT_PUBLIC_BASE_URL: z.string().url().optional(),
   WEFT_ALLOW_PRIVATE_NETWORK: booleanFlag,
   WEFT_DEFAULT_PLAN: z.enum(['free', 'pro', 'team', 'enterprise']).default('free'),
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
@@ -89,6 +90,8 @@ export interface Config {
   redisUrl?: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   baseUrl?: string;
+  /** A second origin that serves only webhook trigger URLs (their links use it); the dashboard and API stay on the first. */
+  publicBaseUrl?: string;
   allowPrivateNetwork: boolean;
   defaultPlan: Plan;
   /** How long a positive API-key lookup may be reused; revocation must bite within 5 s. */
@@ -199,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
     baseUrl: e.WEFT_BASE_URL?.replace(/\/$/, ''),
+    publicBaseUrl: e.WEFT_PUBLIC_BASE_URL?.replace(/\/$/, ''),
     allowPrivateNetwork: e.WEFT_ALLOW_PRIVATE_NETWORK,
     defaultPlan: e.WEFT_DEFAULT_PLAN,
     keyCacheMs: e.WEFT_KEY_CACHE_MS,

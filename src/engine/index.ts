@@ -45,6 +45,7 @@ export { RUN_DEFAULTS } from './run-state.js';
 export { blockTypes } from './blocks/index.js';
 export { webhookConfigSchema, type WebhookConfig } from './blocks/webhook.js';
 export { scheduleConfigSchema, type ScheduleConfig } from './blocks/schedule.js';
+export { allowedResponseHeaders, RESPONSE_HEADERS_ALLOWED } from './blocks/response-headers.js';
 export { defineBlockType, ChildBlockError, RunStoppedError } from './block-type.js';
 export type {
   BlockType,

@@ -1,5 +1,5 @@
 // Mapping a finished run to the execute route's answer (status code and body), without HTTP objects.
-import type { RunResult } from '../engine/index.js';
+import { allowedResponseHeaders, type RunResult } from '../engine/index.js';
 
 export type ExecuteAnswer =
   | { kind: 'response'; status: number; headers: Record<string, string>; data: unknown }
@@ -26,7 +26,7 @@ export function executeAnswer(executionId: string, result: RunResult, output: un
   const metadata = { duration: result.durationMs, startTime: result.startedAt, endTime: result.endedAt };
   if (result.status === 'completed' && result.response) {
     const r = result.response;
-    return { kind: 'response', status: r.status, headers: { ...r.headers, 'X-Execution-Id': executionId }, data: r.data ?? null };
+    return { kind: 'response', status: r.status, headers: { ...allowedResponseHeaders(r.headers), 'X-Execution-Id': executionId }, data: r.data ?? null };
   }
   if (result.status === 'completed' || result.status === 'paused') {
     return Promise.resolve(limits()).then((l) => ({

@@ -2,15 +2,20 @@
 // the body is read as raw bytes (signatures are computed over them) and parsed by the service.
 import type { FastifyPluginAsync } from 'fastify';
 import type { AccountsService } from '../accounts/service.js';
-import type { AppContext } from '../context.js';
+import { allowedResponseHeaders } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
+import { SERVICE_HEADERS } from '../http/workflow-answer.js';
 import { isUuid } from '../ids.js';
 import type { WebhookService } from './service.js';
 
 export const WEBHOOK_BODY_LIMIT = 10 * 1024 * 1024;
 
-export function webhookRoutes(service: WebhookService, accounts: AccountsService): FastifyPluginAsync<{ ctx: AppContext }> {
-  return async (app, { ctx }) => {
+/**
+ * `linkBase` gives the base of links the run hands out (resume links, file URLs): the configured public base,
+ * else the address the server listens on, never the sender's Host header (anyone can send a delivery).
+ */
+export function webhookRoutes(service: WebhookService, accounts: AccountsService, linkBase: () => string): FastifyPluginAsync {
+  return async (app) => {
     // Encapsulated: only this plugin's routes take any content type as bytes.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
@@ -32,7 +37,7 @@ export function webhookRoutes(service: WebhookService, accounts: AccountsService
       url: '/api/webhooks/trigger/:path',
       exposeHeadRoute: false,
       bodyLimit: WEBHOOK_BODY_LIMIT,
-      config: { auth: 'none', errorFamily: 'execute' },
+      config: { auth: 'none', errorFamily: 'execute', workflowAnswer: true },
       schema: {
         tags: ['webhooks'],
         summary: 'Webhook trigger: POST runs the deployed workflow; GET answers provider verification challenges',
@@ -56,12 +61,12 @@ export function webhookRoutes(service: WebhookService, accounts: AccountsService
             headers: request.headers,
             raw: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
             contentType: request.headers['content-type'],
-            baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}`,
+            baseUrl: linkBase(),
             signal: abort.signal,
           });
           reply.code(answer.status).type(answer.text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
-          // A Response block's headers (its content type included) as it set them.
-          for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
+          // A Response block's headers (its content type included) as it set them, the allow-listed ones only.
+          for (const [k, v] of Object.entries(allowedResponseHeaders(answer.headers, SERVICE_HEADERS))) reply.header(k, v);
           return reply.send(answer.body);
         } finally {
           request.raw.socket?.off('close', onClose);

@@ -164,6 +164,9 @@ describe('retries', () => {
   let flakyCalls = 0;
   let active = 0;
   let peak = 0;
+  let releaseAt = 1;
+  let arrived = 0;
+  const held: (() => void)[] = [];
   beforeAll(async () => {
     server = await startServer({
       '/flaky': (_req, _body, res) => {
@@ -172,13 +175,16 @@ describe('retries', () => {
         else json(res, 200, { up: true });
       },
       '/down': (_req, _body, res) => json(res, 500, { error: 'always down' }),
+      // Held until `releaseAt` requests are open at once, so the peak does not depend on timing.
       '/slow': (_req, _body, res) => {
         active++;
         peak = Math.max(peak, active);
-        setTimeout(() => {
+        held.push(() => {
           active--;
           json(res, 200, { ok: true });
-        }, 30);
+        });
+        arrived++;
+        if (held.length >= releaseAt || arrived % 8 === 0) for (const release of held.splice(0)) release();
       },
     });
   });
@@ -208,9 +214,13 @@ describe('retries', () => {
     const blocks = [start(), ...Array.from({ length: 8 }, (_, i) => ({ id: `h${i}`, type: 'http', name: `H${i}`, config: { url: `${server.url}/slow` } }))];
     const edges = blocks.slice(1).map((b) => ({ from: 'start', to: b.id }));
     const g = compile(workflow(blocks, edges));
+    // 8 calls with a cap of 3: released in groups of 3 (the last 2 when the eighth arrives).
+    releaseAt = 3;
     await runWorkflow(g, { input: {}, ports: ports(), maxConcurrency: 3 });
     expect(peak).toBe(3);
+    // Without a cap all 8 are open at once: each is held until the eighth arrives.
     peak = 0;
+    releaseAt = 8;
     await runWorkflow(g, { input: {}, ports: ports() });
     expect(peak).toBe(8);
   });
