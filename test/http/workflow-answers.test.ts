@@ -138,3 +138,46 @@ describe('links handed out to unauthenticated senders', () => {
     expect(r.text).toContain(t.url);
   });
 });
+
+/** A request whose Host header names `host`, sent to the test server. */
+function withHost(url: string, method: string, host: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers: { host, 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('WEFT_PUBLIC_BASE_URL: trigger URLs on an origin of their own', () => {
+  let p: TestServer;
+  beforeAll(async () => {
+    p = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'enterprise', WEFT_PUBLIC_BASE_URL: 'https://hooks.example.test' } });
+  });
+  afterAll(async () => {
+    await p?.close();
+  });
+
+  it('shows trigger URLs on the public origin, which serves triggers and health checks only', async () => {
+    const def = { blocks: [hook({ path: 'public-origin', responseMode: 'result' }), respond({ 'X-Seen': 'yes' }, { ok: true })], edges: [{ from: 'hook', to: 'reply' }] };
+    const created = await p.call('POST', '/api/v1/workflows', { workspaceId: p.workspaceId, name: 'public', definition: def });
+    const id = created.body.data.workflow.id;
+    expect((await p.call('POST', `/api/v1/workflows/${id}/deploy`)).status).toBe(200);
+    const shown = (await p.call('GET', `/api/v1/workflows/${id}`)).body.data.workflow.webhookUrl;
+    expect(shown).toBe('https://hooks.example.test/api/webhooks/trigger/public-origin');
+
+    const trigger = await withHost(`${p.url}/api/webhooks/trigger/public-origin`, 'POST', 'hooks.example.test', {}, '{}');
+    expect(trigger.status).toBe(200);
+    expect(JSON.parse(trigger.text)).toEqual({ ok: true });
+    expect((await withHost(`${p.url}/healthz`, 'GET', 'hooks.example.test')).status).toBe(200);
+    // The API, the session routes and the dashboard are not served there, even with a valid key.
+    for (const path of [`/api/v1/workflows?workspaceId=${p.workspaceId}`, '/api/v1/auth/session', '/', '/workflows']) {
+      expect((await withHost(`${p.url}${path}`, 'GET', 'hooks.example.test', { 'x-api-key': p.apiKey })).status).toBe(404);
+    }
+    // The server's own origin serves everything as before.
+    expect((await p.call('GET', `/api/v1/workflows?workspaceId=${p.workspaceId}`)).status).toBe(200);
+  });
+});
