@@ -13,6 +13,7 @@ import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
 import { PostgresQueue } from './queue/postgres.js';
+import { DEFAULT_RETENTION_BATCH, DEFAULT_RETENTION_INTERVAL_MS, RunRetention } from './runs/retention.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
@@ -49,6 +50,8 @@ export interface Services extends CoreServices {
   observer: Observability;
   /** Fires deployed schedules; started with the workers (server.ts). */
   scheduler: Scheduler;
+  /** Deletes finished runs' logs past WEFT_LOG_RETENTION_DAYS; started with the workers (server.ts). */
+  retention: RunRetention;
 }
 
 /** What tests replace: the schedules' clock (time and timers). */
@@ -149,12 +152,16 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const webhooks = new WebhookService({
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
+  const retention = new RunRetention(db, {
+    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: DEFAULT_RETENTION_INTERVAL_MS,
+  }, ctx.log);
   ctx.onClose.push(async () => {
+    await retention.stop();
     await scheduler.stop();
     knowledge.close();
     await runs.close();
     await sandbox.dispose?.();
     await embedders.close();
   });
-  return { ...core, runs, webhooks, knowledge, observer, scheduler };
+  return { ...core, runs, webhooks, knowledge, observer, scheduler, retention };
 }

@@ -29,6 +29,7 @@ const envSchema = z.object({
   WEFT_PLAN_LIMITS: z.string().optional(),
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   WEFT_WEBHOOK_RETENTION_DAYS: z.coerce.number().min(0.0001).max(365).default(7),
+  WEFT_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   // Limits that keep one run or request from hurting the others (DESIGN section 5).
@@ -105,6 +106,8 @@ export interface Config {
   jobLeaseMs: number;
   /** How long a webhook delivery key is remembered (duplicates within it start no run). */
   webhookRetentionDays: number;
+  /** Days finished runs' logs are kept (0: forever). */
+  logRetentionDays: number;
   /** Lease of a webhook delivery claim not yet answered; an expired one is taken over by a retry. */
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
@@ -211,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     planLimitsJson: e.WEFT_PLAN_LIMITS,
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
     webhookRetentionDays: e.WEFT_WEBHOOK_RETENTION_DAYS,
+    logRetentionDays: e.WEFT_LOG_RETENTION_DAYS,
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,

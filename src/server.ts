@@ -76,6 +76,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     services.knowledge.startWorkers();
     // Deployed schedules fire from worker processes (each tick once across all of them).
     services.scheduler.start();
+    services.retention.start();
   }
   let closing: Promise<void> | undefined;
   const started = app;

@@ -1,0 +1,94 @@
+// Run-log retention (WEFT_LOG_RETENTION_DAYS): finished runs older than the retention lose their rows, and
+// with them their traces, step records and stored outputs (docs/architecture.md, "Run-log retention").
+// Paused runs stay while a person may still answer them. Usage totals live in the limits area and are
+// untouched. Deletes go in small batches, one workspace at a time along the logs index, so no statement
+// holds a lock for long and the embedded database's one connection is never kept from other work.
+import type { Database } from '../db/database.js';
+import type { Logger } from 'pino';
+
+export interface RetentionOptions {
+  /** Days a finished run is kept; 0 keeps everything. */
+  days: number;
+  /** Rows deleted per statement. */
+  batchSize: number;
+  /** How often a sweep runs. */
+  intervalMs: number;
+}
+
+export const DEFAULT_RETENTION_BATCH = 500;
+export const DEFAULT_RETENTION_INTERVAL_MS = 10 * 60_000;
+
+/** The workspaces that have runs, read as a loose scan of the logs index (one probe per workspace, not per run). */
+const WORKSPACES_WITH_RUNS = `
+  WITH RECURSIVE ws AS (
+    (SELECT workspace_id FROM executions ORDER BY workspace_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.workspace_id FROM executions e WHERE e.workspace_id > ws.workspace_id ORDER BY e.workspace_id LIMIT 1)
+    FROM ws WHERE ws.workspace_id IS NOT NULL
+  )
+  SELECT workspace_id::text AS workspace_id FROM ws WHERE workspace_id IS NOT NULL`;
+
+/**
+ * One batch of a workspace's expired runs: finished ones, and paused ones whose pause is over (every point
+ * answered, or the run failed). Steps, pause records and resume entries go with them (ON DELETE CASCADE).
+ */
+const DELETE_EXPIRED = `
+  WITH gone AS (DELETE FROM executions WHERE id IN (
+    SELECT e.id FROM executions e
+    WHERE e.workspace_id = $1::uuid AND e.created_at < $2
+      AND (e.status IN ('completed', 'failed', 'cancelled')
+        OR (e.status = 'paused' AND EXISTS (
+          SELECT 1 FROM paused_executions p WHERE p.execution_id = e.id AND p.status IN ('fully_resumed', 'failed'))))
+    ORDER BY e.created_at
+    LIMIT $3) RETURNING 1)
+  SELECT count(*)::int AS n FROM gone`;
+
+export class RunRetention {
+  private timer?: ReturnType<typeof setInterval>;
+  private running?: Promise<number>;
+
+  constructor(
+    private readonly db: Database,
+    private readonly opts: RetentionOptions,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(): void {
+    if (this.opts.days <= 0 || this.timer) return;
+    this.timer = setInterval(() => {
+      this.sweep().catch((err: unknown) => this.log.warn({ err }, 'run-log retention sweep failed'));
+    }, this.opts.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** Deletes every expired run now; returns how many. One sweep at a time. */
+  sweep(): Promise<number> {
+    this.running ??= this.sweepAll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async sweepAll(): Promise<number> {
+    if (this.opts.days <= 0) return 0;
+    const cutoff = new Date(this.now() - this.opts.days * 86_400_000);
+    const workspaces = await this.db.query<{ workspace_id: string }>(WORKSPACES_WITH_RUNS);
+    let deleted = 0;
+    for (const { workspace_id: workspaceId } of workspaces) {
+      for (;;) {
+        const [{ n }] = await this.db.query<{ n: number }>(DELETE_EXPIRED, [workspaceId, cutoff, this.opts.batchSize]);
+        deleted += n;
+        if (n < this.opts.batchSize) break;
+      }
+    }
+    if (deleted > 0) this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
+    return deleted;
+  }
+}

@@ -1,0 +1,58 @@
+// Run-log retention: finished runs older than WEFT_LOG_RETENTION_DAYS disappear from the logs and job
+// APIs; paused runs stay answerable; usage totals do not change.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunRetention } from '../../src/runs/retention.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { deploy, fn, start } from '../support/workflows.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'enterprise', WEFT_LOG_RETENTION_DAYS: '1' } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const DAY = 86_400_000;
+/** A sweep as the server's would run it, at a time `days` from now. */
+const sweepAt = (days: number, batchSize = 2) =>
+  new RunRetention(t.server.ctx.db, { days: t.config.logRetentionDays, batchSize, intervalMs: 60_000 }, t.server.ctx.log, () => Date.now() + days * DAY).sweep();
+const usageCost = async () => (await t.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost as number;
+
+describe('run-log retention', () => {
+  it('deletes expired finished runs in batches and keeps paused ones and usage', async () => {
+    expect(t.config.logRetentionDays).toBe(1);
+    const ok = await deploy(t, 'retention-ok', { blocks: [start(), fn('f', 'return 1')], edges: [{ from: 'start', to: 'f' }] });
+    const bad = await deploy(t, 'retention-bad', { blocks: [start(), fn('f', 'throw new Error("no")')], edges: [{ from: 'start', to: 'f' }] });
+    const human = await deploy(t, 'retention-paused', {
+      blocks: [start(), { id: 'ask', type: 'human', name: 'Ask', config: { message: 'ok?', fields: [{ name: 'ok', type: 'boolean' }] } }],
+      edges: [{ from: 'start', to: 'ask' }],
+    });
+    const finished: string[] = [];
+    for (let i = 0; i < 3; i++) finished.push((await t.call('POST', `/api/workflows/${ok}/execute`, { inputs: {} })).body.executionId);
+    finished.push((await t.call('POST', `/api/workflows/${bad}/execute`, { inputs: {} })).body.executionId);
+    const paused = (await t.call('POST', `/api/workflows/${human}/execute`, { inputs: {} })).body.executionId;
+    for (const id of [...finished, paused]) expect((await t.call('GET', `/api/v1/logs/${id}`)).status).toBe(200);
+    const cost = await usageCost();
+
+    // Within the retention nothing goes.
+    expect(await sweepAt(0.5)).toBe(0);
+    for (const id of finished) expect((await t.call('GET', `/api/v1/logs/${id}`)).status).toBe(200);
+
+    // Past it, every finished run goes (two per statement here), the paused one stays.
+    expect(await sweepAt(2)).toBe(finished.length);
+    for (const id of finished) expect((await t.call('GET', `/api/v1/logs/${id}`)).status).toBe(404);
+    expect((await t.call('GET', `/api/v1/logs/${paused}`)).status).toBe(200);
+    expect((await t.call('GET', `/api/resume/${human}/${paused}`)).status).toBe(200);
+    expect(await usageCost()).toBe(cost);
+    expect(await sweepAt(2)).toBe(0);
+  });
+
+  it('keeps everything when the retention is 0', async () => {
+    const keep = new RunRetention(t.server.ctx.db, { days: 0, batchSize: 10, intervalMs: 60_000 }, t.server.ctx.log, () => Date.now() + 1000 * DAY);
+    const wf = await deploy(t, 'retention-keep', { blocks: [start(), fn('f', 'return 2')], edges: [{ from: 'start', to: 'f' }] });
+    const id = (await t.call('POST', `/api/workflows/${wf}/execute`, { inputs: {} })).body.executionId;
+    expect(await keep.sweep()).toBe(0);
+    expect((await t.call('GET', `/api/v1/logs/${id}`)).status).toBe(200);
+  });
+});
