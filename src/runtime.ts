@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import { connectDatabase, type ConnectOptions } from './db/connect.js';
+import { connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { readServerInfo } from './admin/server-info.js';
@@ -114,6 +114,17 @@ function isAlive(pid: number): boolean {
 export async function openDatabase(config: Config, extra: Partial<ConnectOptions> = {}): Promise<{ db: Database; release: () => Promise<void> }> {
   const unlock = extra.inMemory ? () => undefined : lockDataDir(config);
   try {
+    // initdb and the first migrations grow the database thread's WebAssembly memory by about 500 MB, which
+    // WebAssembly never gives back: on a first start they run in a thread that then exits, so the first
+    // process is no larger than a restarted one.
+    if (!config.databaseUrl && !extra.inMemory && !extra.loadDataDir && !embeddedDatabaseExists(config.dataDir)) {
+      const initial = await connectDatabase({ dataDir: config.dataDir, ...extra });
+      try {
+        await migrate(initial);
+      } finally {
+        await initial.close();
+      }
+    }
     const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, ...extra });
     await migrate(db);
     return {

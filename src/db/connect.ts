@@ -141,6 +141,11 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
   };
 }
 
+/** True once an embedded data directory holds an initialised database (initdb has run in it). */
+export function embeddedDatabaseExists(dataDir: string): boolean {
+  return fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'));
+}
+
 async function connectPglite(opts: ConnectOptions): Promise<Database> {
   let dataDir: string | undefined;
   if (!opts.inMemory) {
