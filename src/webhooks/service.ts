@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 import type { WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body.js';
 import type { LimitsService } from '../limits/service.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newId } from '../ids.js';
@@ -77,6 +78,19 @@ export async function parseBody(raw: Buffer, contentType: string | undefined): P
   return { body: parseData(raw, type), files: [] };
 }
 
+/** A body nested deeper than the API allows: refused before parsing (deep structures overflow the stack later). */
+export class BodyTooDeep extends Error {
+  constructor() {
+    super(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`);
+  }
+}
+
+/** JSON text under the API's nesting limit. Form and multipart fields are flat strings and never nest. */
+function parseJson(text: string): unknown {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) throw new BodyTooDeep();
+  return JSON.parse(text);
+}
+
 function parseData(raw: Buffer, type: string): unknown {
   if (type === 'application/x-www-form-urlencoded') {
     const params = new URLSearchParams(raw.toString('utf8'));
@@ -85,10 +99,10 @@ function parseData(raw: Buffer, type: string): unknown {
       const prev = out[k];
       out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
-    if (typeof out.payload === 'string') return JSON.parse(out.payload);
+    if (typeof out.payload === 'string') return parseJson(out.payload);
     return out;
   }
-  return JSON.parse(raw.toString('utf8'));
+  return parseJson(raw.toString('utf8'));
 }
 
 function fromChallenge(c: ChallengeAnswer): WebhookAnswer {
@@ -162,8 +176,8 @@ export class WebhookService {
     let files: FilePart[];
     try {
       ({ body, files } = await parseBody(d.raw, d.contentType));
-    } catch {
-      return text(400, 'Invalid payload format');
+    } catch (err) {
+      return text(400, err instanceof BodyTooDeep ? err.message : 'Invalid payload format');
     }
     const badState = clientStateProblem(cfg, body);
     if (badState) return text(401, `Unauthorized - ${badState}`);
