@@ -1,5 +1,6 @@
 // Mapping a finished run to the execute route's answer (status code and body), without HTTP objects.
 import { allowedResponseHeaders, type RunResult } from '../engine/index.js';
+import type { ExecutionRow } from './store.js';
 
 export type ExecuteAnswer =
   | { kind: 'response'; status: number; headers: Record<string, string>; data: unknown }
@@ -39,4 +40,33 @@ export function executeAnswer(executionId: string, result: RunResult, output: un
     ? `Execution timed out after ${Math.round(result.durationMs / 1000)} seconds`
     : result.error?.message ?? 'Execution failed';
   return { kind: 'json', status: failureStatus(result), body: { success: false, executionId, output: result.output ?? null, error, metadata } };
+}
+
+type StoredResponse = NonNullable<RunResult['response']>;
+const isStoredResponse = (v: unknown): v is StoredResponse =>
+  v !== null && typeof v === 'object' && typeof (v as StoredResponse).status === 'number' && 'data' in v;
+
+/**
+ * A finished run's result as its row stored it, to answer for it again (a webhook delivery whose first
+ * holder died after the run, before its answer was stored); undefined while the run has not finished.
+ * The row keeps a Response block's `{data, status, headers}` as its output (see `finishedFrom`).
+ */
+export function storedRunResult(row: ExecutionRow): RunResult | undefined {
+  if (row.status === 'queued' || row.status === 'processing') return undefined;
+  const trace = row.trace ?? [];
+  const responded = row.status === 'completed' && isStoredResponse(row.output)
+    && trace.some((t) => t.type === 'response' && t.status === 'success');
+  const startedAt = row.started_at ?? row.created_at;
+  return {
+    status: row.status,
+    output: responded ? (row.output as StoredResponse).data : row.output,
+    response: responded ? (row.output as StoredResponse) : undefined,
+    error: row.error ? { message: row.error, blockId: row.error_block ?? undefined } : undefined,
+    trace,
+    steps: 0,
+    variables: {},
+    startedAt: startedAt.toISOString(),
+    endedAt: (row.ended_at ?? startedAt).toISOString(),
+    durationMs: row.duration_ms ?? 0,
+  };
 }

@@ -36,6 +36,8 @@ export interface QueueRow {
   id: string; paused_execution_id: string; parent_execution_id: string; new_execution_id: string; context_id: string;
   resume_input: unknown; status: 'pending' | 'claimed' | 'completed' | 'failed'; queued_at: Date; claimed_at: Date | null;
   completed_at: Date | null; failure_reason: string | null;
+  /** While claimed and not yet handed to an async job: until when its holder (a request running it) is known alive. */
+  lease_until: Date | null;
 }
 
 const stamp = "date_trunc('milliseconds', clock_timestamp())";
@@ -96,15 +98,58 @@ export const activeResumeCount = (q: Queryable, pausedId: string) =>
   q.query<{ n: number }>("SELECT count(*)::int AS n FROM resume_queue WHERE paused_execution_id = $1 AND status IN ('claimed', 'pending')", [pausedId])
     .then((r) => r[0]?.n ?? 0);
 
+const leaseFromNow = (param: string) => `clock_timestamp() + (${param}::int * interval '1 millisecond')`;
+
+/** A resume entry, claimed (with a lease of `leaseMs`) or pending behind a running resume. */
 export const insertResumeEntry = (
   q: Queryable,
-  e: { pausedId: string; parentExecutionId: string; contextId: string; input: unknown; claimed: boolean },
+  e: { pausedId: string; parentExecutionId: string; contextId: string; input: unknown; claimed: boolean; leaseMs: number },
 ) =>
   q.query<QueueRow>(
-    `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END) RETURNING *`,
-    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending'],
+    `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at, lease_until)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END, CASE WHEN $7 = 'claimed' THEN ${leaseFromNow('$8')} END)
+     RETURNING *`,
+    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending', e.leaseMs],
   ).then((r) => r[0] as QueueRow);
+
+/** A claim still held: claimed, and its lease (if it has its own) not lapsed. A lapsed one is no one's until released. */
+const HELD = "status = 'claimed' AND (lease_until IS NULL OR lease_until >= clock_timestamp())";
+
+/** Extends the lease of a claimed resume; false when it is held no more (lapsed, or released). */
+export const renewResumeClaim = (q: Queryable, id: string, leaseMs: number) =>
+  q.query(`UPDATE resume_queue SET lease_until = ${leaseFromNow('$2')} WHERE id = $1 AND ${HELD} RETURNING 1`, [id, leaseMs])
+    .then((r) => r.length > 0);
+
+/** The claimed resume's async job exists now: its job lease covers it from here on. False when it is held no more. */
+export const endResumeLease = (q: Queryable, id: string) =>
+  q.query(`UPDATE resume_queue SET lease_until = NULL WHERE id = $1 AND ${HELD} RETURNING 1`, [id]).then((r) => r.length > 0);
+
+/** Claimed resumes whose lease lapsed (every leased one with `all`: embedded start-up, where none can be alive). */
+export const lapsedResumeClaims = (q: Queryable, all: boolean, limit: number) =>
+  q.query<{ id: string; parent_execution_id: string }>(
+    `SELECT id, parent_execution_id FROM resume_queue
+      WHERE status = 'claimed' AND lease_until IS NOT NULL AND ($1 OR lease_until < clock_timestamp())
+      ORDER BY lease_until LIMIT $2`,
+    [all, limit],
+  );
+
+/**
+ * Locks a resume entry for the rest of the transaction (after its paused execution: the order every writer
+ * keeps) while its claim is held; with `lapsed`, only when its lease lapsed instead (`all`: any lease).
+ */
+export const lockClaimedResume = (q: Queryable, id: string, lapsed?: { all: boolean }) =>
+  q.query<QueueRow>(
+    `SELECT * FROM resume_queue WHERE id = $1 AND ${lapsed
+      ? "status = 'claimed' AND lease_until IS NOT NULL AND ($2 OR lease_until < clock_timestamp())" : `${HELD} AND $2::boolean IS NULL`}
+      FOR UPDATE`,
+    [id, lapsed ? lapsed.all : null],
+  ).then((r) => r[0]);
+
+/** The earliest timeout among the points still waiting for a person (null: none). */
+export function nextTimeout(points: PointMap): string | null {
+  const due = Object.values(points).filter((p) => p.resumeStatus === 'paused' && p.timeoutAt).map((p) => p.timeoutAt as string).sort();
+  return due[0] ?? null;
+}
 
 export const findResumeEntry = (q: Queryable, id: string) =>
   q.query<QueueRow>('SELECT * FROM resume_queue WHERE id = $1', [id]).then((r) => r[0]);
@@ -116,14 +161,17 @@ export async function completeResumeEntry(q: Queryable, id: string, failureReaso
   );
 }
 
-/** Claims the oldest pending resume of a paused execution, or undefined when none waits. */
-export async function claimNextResume(q: Queryable, pausedId: string): Promise<QueueRow | undefined> {
+/** Claims the oldest pending resume of a paused execution (with a lease of `leaseMs`), or undefined when none waits. */
+export async function claimNextResume(q: Queryable, pausedId: string, leaseMs: number): Promise<QueueRow | undefined> {
   const pending = (await q.query<QueueRow>(
     "SELECT * FROM resume_queue WHERE paused_execution_id = $1 AND status = 'pending' ORDER BY queued_at, id LIMIT 1 FOR UPDATE",
     [pausedId],
   ))[0];
   if (!pending) return undefined;
-  return (await q.query<QueueRow>("UPDATE resume_queue SET status = 'claimed', claimed_at = clock_timestamp() WHERE id = $1 RETURNING *", [pending.id]))[0];
+  return (await q.query<QueueRow>(
+    `UPDATE resume_queue SET status = 'claimed', claimed_at = clock_timestamp(), lease_until = ${leaseFromNow('$2')} WHERE id = $1 RETURNING *`,
+    [pending.id, leaseMs],
+  ))[0];
 }
 
 /** Paused executions with a pause whose timeout has passed. */

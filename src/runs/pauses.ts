@@ -1,3 +1,6 @@
+// Human in the loop: pause records, the resume queue and its runs, pause timeouts. Over 400 lines: the
+// resume's life (admit, claim, run, record, hand to the next) is kept in one place on purpose; claim leases
+// live in resume-claims.ts and the SQL in pause-store.ts. The timeout sweep is the next seam to move out.
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import type { CompiledGraph, PausePoint, RunResult, StepRecord } from '../engine/index.js';
@@ -5,7 +8,8 @@ import { HttpError } from '../http/errors.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
 import * as ps from './pause-store.js';
-import type { PausedRow, PointMap, QueueRow, ResumeLinks, ResumeStatus, StoredPoint } from './pause-store.js';
+import { nextTimeout, type PausedRow, type PointMap, type QueueRow, type ResumeLinks, type ResumeStatus, type StoredPoint } from './pause-store.js';
+import { holdResumeClaim, releaseLapsedResumeClaims } from './resume-claims.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { finishedFrom } from './run-options.js';
 import { validateSubmission, type FormField } from './resume-input.js';
@@ -32,6 +36,8 @@ export interface PauseDeps {
   baseUrl(): string;
   /** Registers a run of this process under its execution id, so a cancel reaches it (see InFlightRuns). */
   track(executionId: string, parent: AbortSignal): { signal: AbortSignal; end: () => void };
+  /** Lease of a resume claim (the job lease): a claim not renewed for this long is released. */
+  leaseMs: number;
 }
 
 /** How a resume that was admitted answers: queued behind another, running as a job, or finished in the request. */
@@ -80,17 +86,15 @@ function toStored(p: PausePoint, baseUrl: string, workflowId: string, executionI
   };
 }
 
-function nextTimeout(points: PointMap): string | null {
-  const due = Object.values(points).filter((p) => p.resumeStatus === 'paused' && p.timeoutAt).map((p) => p.timeoutAt as string).sort();
-  return due[0] ?? null;
-}
-
 function overallStatus(points: PointMap, last: RunResult['status']): string {
   const all = Object.values(points);
   if (last === 'failed' || last === 'timed_out' || last === 'cancelled') return 'failed';
   if (all.some((p) => p.resumeStatus !== 'resumed')) return all.some((p) => p.resumeStatus === 'resumed') ? 'partially_resumed' : 'paused';
   return 'fully_resumed';
 }
+
+/** A resume whose claim was released (its lease lapsed) before it recorded its end: it records nothing. */
+class ClaimReleased extends Error {}
 
 const formFields = (point: StoredPoint): FormField[] => ((point.response as { fields?: FormField[] } | null)?.fields ?? []);
 
@@ -104,19 +108,25 @@ export class PauseService {
     return this.deps.db;
   }
 
-  /** Records a run that paused (first time or again after a resume); returns the pause output. */
-  async persistPause(pc: PauseContext, result: RunResult, steps: StepRecord[]): Promise<unknown> {
+  /**
+   * Records a run that paused (first time or again after a resume); returns the pause output. `alsoWrite`
+   * runs in the same transaction, before the pause record (which refers to the run's row): what must
+   * commit with it, such as the paused run's own row, so neither exists without the other.
+   */
+  async persistPause(pc: PauseContext, result: RunResult, steps: StepRecord[], alsoWrite?: (q: Queryable, output: unknown) => Promise<void>): Promise<unknown> {
     const points = (result.pausePoints ?? []).map((p) => toStored(p, pc.baseUrl, pc.workflowId, pc.executionId));
     const stepMap = Object.fromEntries(steps.map((s) => [s.key, s]));
     return this.db.tx(async (q) => {
       const existing = await ps.lockPaused(q, pc.executionId);
       if (!existing) {
         const map = Object.fromEntries(points.map((p) => [p.contextId, p]));
+        const output = pauseOutput(points);
+        await alsoWrite?.(q, output);
         await ps.insertPaused(q, {
           workspaceId: pc.workspaceId, workflowId: pc.workflowId, executionId: pc.executionId, versionId: pc.versionId, mode: pc.mode,
           billedAccount: pc.billedAccount, input: pc.input, steps: stepMap, points: map, metadata: { baseUrl: pc.baseUrl }, nextTimeoutAt: nextTimeout(map),
         });
-        return pauseOutput(points);
+        return output;
       }
       // Paused again during a resume: keep the points we know, add the new ones.
       const map = { ...existing.pause_points };
@@ -127,8 +137,10 @@ export class PauseService {
           added++;
         }
       }
+      const output = pauseOutput(Object.values(map).filter((p) => p.resumeStatus === 'paused'));
+      await alsoWrite?.(q, output);
       await ps.updatePaused(q, existing.id, { points: map, nextTimeoutAt: nextTimeout(map), steps: stepMap, addedPauses: added, status: overallStatus(map, 'paused') });
-      return pauseOutput(Object.values(map).filter((p) => p.resumeStatus === 'paused'));
+      return output;
     });
   }
 
@@ -202,7 +214,7 @@ export class PauseService {
       const input = validateSubmission(formFields(point), rawInput);
       const busy = await ps.activeResumeCount(q, paused.id);
       const claimed = busy === 0;
-      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: paused.execution_id, contextId, input, claimed });
+      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: paused.execution_id, contextId, input, claimed, leaseMs: this.deps.leaseMs });
       const map = { ...paused.pause_points, [contextId]: { ...point, resumeStatus: (claimed ? 'resuming' : 'queued') as ResumeStatus } };
       await ps.updatePaused(q, paused.id, { points: map, nextTimeoutAt: nextTimeout(map) });
       return { entry, paused, queuePosition: claimed ? null : busy };
@@ -222,8 +234,15 @@ export class PauseService {
     const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
     if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry) };
-    const tracked = this.deps.track(entry.new_execution_id, caller.signal);
-    const { result, output } = await this.runEntry(entry.id, { signal: tracked.signal }).finally(tracked.end);
+    // The claim's lease is renewed while the run lasts: a process that dies here leaves a claim that lapses
+    // and is released (resume-claims.ts); a holder that lost its claim stops and records nothing.
+    const lease = holdResumeClaim(this.db, this.deps.log, entry.id, this.deps.leaseMs);
+    const tracked = this.deps.track(entry.new_execution_id, AbortSignal.any([caller.signal, lease.signal]));
+    const { result, output, lost } = await this.runEntry(entry.id, { signal: tracked.signal }).finally(() => {
+      tracked.end();
+      lease.stop();
+    });
+    if (lost) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
     const finished = { ...finishedFrom(result), output };
     await this.db.tx(async (q) => {
       await store.insertFinished(q, {
@@ -238,10 +257,14 @@ export class PauseService {
 
   /** Creates the durable async job that runs a claimed resume entry and enqueues it. */
   async enqueueEntryJob(paused: PausedRow, entry: QueueRow): Promise<string> {
-    await store.claimExecution(this.db, {
-      id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
-      mode: 'async', trigger: 'resume', status: 'queued', billedAccount: paused.billed_account, apiKeyId: null, input: {},
-      resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null,
+    // The job and the end of the claim's own lease commit together: from then on the job's lease covers it.
+    await this.db.tx(async (q) => {
+      await store.claimExecution(q, {
+        id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
+        mode: 'async', trigger: 'resume', status: 'queued', billedAccount: paused.billed_account, apiKeyId: null, input: {},
+        resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null,
+      });
+      if (!(await ps.endResumeLease(q, entry.id))) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
     });
     await this.deps.queue.enqueue(entry.new_execution_id);
     return entry.new_execution_id;
@@ -255,7 +278,7 @@ export class PauseService {
   async runEntry(
     entryId: string,
     opts: { signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
-  ): Promise<{ result: RunResult; output: unknown }> {
+  ): Promise<{ result: RunResult; output: unknown; lost?: boolean }> {
     const entry = await ps.findResumeEntry(this.db, entryId);
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
     const paused = await ps.findPausedById(this.db, entry.paused_execution_id);
@@ -284,21 +307,30 @@ export class PauseService {
       await ps.completeResumeEntry(this.db, entry.id, 'Run cancelled');
       return { result, output: result.response ?? result.output ?? null };
     }
-    return { result, output: await this.finishEntry(paused, entry, result, steps) };
+    return { result, ...(await this.finishEntry(paused, entry, result, steps)) };
   }
 
-  private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[]): Promise<unknown> {
+  /** Records a finished resume, unless its claim was released meanwhile (`lost`: it records nothing). */
+  private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[]): Promise<{ output: unknown; lost?: boolean }> {
     const baseUrl = typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : this.deps.baseUrl();
     let output: unknown = result.response ?? result.output ?? null;
     if (result.status === 'paused') {
-      output = await this.persistPause({
-        executionId: paused.execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
-        mode: paused.mode, billedAccount: paused.billed_account, input: paused.input, baseUrl,
-      }, result, steps);
+      try {
+        output = await this.persistPause({
+          executionId: paused.execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
+          mode: paused.mode, billedAccount: paused.billed_account, input: paused.input, baseUrl,
+        }, result, steps, async (q) => {
+          if (!(await ps.lockClaimedResume(q, entry.id))) throw new ClaimReleased();
+        });
+      } catch (err) {
+        if (err instanceof ClaimReleased) return { output, lost: true };
+        throw err;
+      }
     }
     const failed = result.status !== 'completed' && result.status !== 'paused';
     const next = await this.db.tx(async (q) => {
       const row = await ps.lockPaused(q, paused.execution_id);
+      if (row && !(await ps.lockClaimedResume(q, entry.id))) return 'lost' as const;
       const point = row?.pause_points[entry.context_id];
       if (!row || !point) return undefined;
       const map: PointMap = { ...row.pause_points, [entry.context_id]: { ...point, resumeStatus: failed ? 'failed' : 'resumed' } };
@@ -312,15 +344,16 @@ export class PauseService {
       const finished = finishedFrom(result);
       await store.updateRunState(q, paused.execution_id, { status: finished.status === 'cancelled' ? 'failed' : finished.status, output, error: finished.error, errorBlock: finished.errorBlock });
       // Hand the execution to the next queued resume, in order.
-      const claimed = await ps.claimNextResume(q, row.id);
+      const claimed = await ps.claimNextResume(q, row.id, this.deps.leaseMs);
       const nextPoint = claimed ? map[claimed.context_id] : undefined;
       if (!claimed || !nextPoint) return undefined;
       const points: PointMap = { ...map, [claimed.context_id]: { ...nextPoint, resumeStatus: 'resuming' } };
       await ps.updatePaused(q, row.id, { points, nextTimeoutAt: nextTimeout(points) });
       return { row: { ...row, pause_points: points }, entry: claimed };
     });
+    if (next === 'lost') return { output, lost: true };
     if (next) await this.enqueueEntryJob(next.row, next.entry);
-    return output;
+    return { output };
   }
 
   /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run. */
@@ -367,9 +400,20 @@ export class PauseService {
     });
   }
 
+  /** Releases lapsed resume claims and hands the resumes queued behind them to jobs (see resume-claims.ts). */
+  async releaseLapsedClaims(all: boolean): Promise<void> {
+    for (const { paused, entry } of await releaseLapsedResumeClaims(this.db, { all, leaseMs: this.deps.leaseMs })) {
+      await this.enqueueEntryJob(paused, entry);
+    }
+  }
+
   start(intervalMs = 1000): void {
+    // Embedded: this process holds the data directory, so every claim left leased at start-up is a dead one's.
+    let all = this.db.mode === 'pglite';
     const tick = () => {
       this.fireTimeouts().catch((err: unknown) => this.deps.log.warn({ err }, 'pause timeout sweep failed'));
+      this.releaseLapsedClaims(all).catch((err: unknown) => this.deps.log.warn({ err }, 'releasing lapsed resume claims failed'));
+      all = false;
     };
     tick();
     this.timer = setInterval(tick, intervalMs);

@@ -93,6 +93,7 @@ export class ExecutionService {
       planOf: (workspaceId) => this.deps.accounts.workspacePlan(workspaceId),
       baseUrl: () => this.baseUrl(),
       track: (executionId, parent) => this.inFlight.start(executionId, parent),
+      leaseMs: deps.config.jobLeaseMs,
     });
   }
 
@@ -184,8 +185,21 @@ export class ExecutionService {
         },
       });
       const finished = finishedFrom(result);
-      // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
-      if (opts.executionId) {
+      let output = runOutput(result);
+      if (result.status === 'paused') {
+        // The paused run's row (with its pause output and base charge) and its pause record commit in one
+        // transaction: a paused run never lacks its record, resume links and timeouts.
+        output = await this.pauses.persistPause({
+          executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
+          mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
+        }, result, steps, async (q, pauseOutput) => {
+          const paused = { ...finished, output: pauseOutput };
+          if (opts.executionId) await store.finishExecution(q, executionId, paused);
+          else if (!(await store.insertFinished(q, base, paused))) throw executionIdConflict(executionId);
+          await this.limits.chargeRun(run.billedAccount, executionId, q);
+        });
+      } else if (opts.executionId) {
+        // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
         await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished });
       } else if (!(await this.writes.finishedRuns.submit({ e: base, f: finished }))) {
         throw executionIdConflict(executionId);
@@ -193,14 +207,6 @@ export class ExecutionService {
       this.deps.observer?.runFinished({
         workflowId: admitted.workflow.id, executionId: publicExecutionId(executionId), workspaceId: run.workspaceId, trigger: opts.trigger, mode: 'sync', ...finished,
       });
-      let output = runOutput(result);
-      if (result.status === 'paused') {
-        output = await this.pauses.persistPause({
-          executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
-          mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
-        }, result, steps);
-        await store.setOutput(this.db, executionId, output);
-      }
       return { executionId: publicExecutionId(executionId), result, output };
     } finally {
       tracked?.end();

@@ -5,15 +5,17 @@ import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
-import type { WebhookConfig } from '../engine/index.js';
+import type { RunResult, WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body.js';
 import type { LimitsService } from '../limits/service.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newId } from '../ids.js';
-import { executeAnswer } from '../runs/execute-response.js';
-import type { ExecutionService, RunContext } from '../runs/service.js';
+import { executeAnswer, storedRunResult } from '../runs/execute-response.js';
+import type { Admitted, ExecutionService, RunContext } from '../runs/service.js';
 import type { WorkflowRow, WorkflowService } from '../workflows/service.js';
 import { parseMultipart, type FilePart } from './multipart.js';
+import { holdDeliveryClaim } from './claim-lease.js';
 import { webhookBlockOf, type WebhookRegistry } from './registry.js';
 import * as store from './store.js';
 import type { StoredAnswer, WebhookRow } from './store.js';
@@ -42,7 +44,7 @@ export interface WebhookDeps {
   log: Logger;
   registry: WebhookRegistry;
   workflows: Pick<WorkflowService, 'findWorkflowForRun' | 'activeVersion'>;
-  runs: Pick<ExecutionService, 'admit' | 'enqueue' | 'runSync'>;
+  runs: Pick<ExecutionService, 'admit' | 'enqueue' | 'runSync' | 'findRun'>;
   accounts: Pick<AccountsService, 'workspacePlan'>;
   limits: Pick<LimitsService, 'admitKeyed' | 'snapshot'>;
   /** Uploaded files count toward the workspace's storage. */
@@ -57,6 +59,9 @@ const NOT_FOUND = () => text(404, 'Not Found');
 const NOT_ALLOWED = () => text(405, 'Method not allowed', { Allow: 'POST' });
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body: JSON.stringify(body ?? null) });
 const ACK: WebhookAnswer = json(200, { message: 'Webhook processed' });
+/** A delivery whose run has not finished (or whose answer is not stored yet): the sender retries later. */
+const IN_PROGRESS = () => json(409, { error: 'This delivery is still being processed' }, { 'Retry-After': '5' });
+const isExecutionIdConflict = (err: unknown) => err instanceof HttpError && err.status === 409 && err.extra.code === 'EXECUTION_ID_CONFLICT';
 /** How long a duplicate waits for the first delivery's answer before giving up (the first one's run may be long). */
 const MAX_WAIT_MS = 60 * 60 * 1000;
 
@@ -77,6 +82,19 @@ export async function parseBody(raw: Buffer, contentType: string | undefined): P
   return { body: parseData(raw, type), files: [] };
 }
 
+/** A body nested deeper than the API allows: refused before parsing (deep structures overflow the stack later). */
+export class BodyTooDeep extends Error {
+  constructor() {
+    super(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`);
+  }
+}
+
+/** JSON text under the API's nesting limit. Form and multipart fields are flat strings and never nest. */
+function parseJson(text: string): unknown {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) throw new BodyTooDeep();
+  return JSON.parse(text);
+}
+
 function parseData(raw: Buffer, type: string): unknown {
   if (type === 'application/x-www-form-urlencoded') {
     const params = new URLSearchParams(raw.toString('utf8'));
@@ -85,10 +103,10 @@ function parseData(raw: Buffer, type: string): unknown {
       const prev = out[k];
       out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
-    if (typeof out.payload === 'string') return JSON.parse(out.payload);
+    if (typeof out.payload === 'string') return parseJson(out.payload);
     return out;
   }
-  return JSON.parse(raw.toString('utf8'));
+  return parseJson(raw.toString('utf8'));
 }
 
 function fromChallenge(c: ChallengeAnswer): WebhookAnswer {
@@ -109,6 +127,9 @@ function customAnswer(cfg: WebhookConfig): WebhookAnswer {
     return text(status, trimmed);
   }
 }
+
+/** The answer of an async-mode delivery once its run is queued. */
+const asyncAnswer = (cfg: WebhookConfig): WebhookAnswer => (cfg.responseMode === 'custom' ? customAnswer(cfg) : ACK);
 
 interface Target {
   hook: WebhookRow;
@@ -162,8 +183,8 @@ export class WebhookService {
     let files: FilePart[];
     try {
       ({ body, files } = await parseBody(d.raw, d.contentType));
-    } catch {
-      return text(400, 'Invalid payload format');
+    } catch (err) {
+      return text(400, err instanceof BodyTooDeep ? err.message : 'Invalid payload format');
     }
     const badState = clientStateProblem(cfg, body);
     if (badState) return text(401, `Unauthorized - ${badState}`);
@@ -187,70 +208,115 @@ export class WebhookService {
     for (;;) {
       const token = randomUUID();
       const claim = await store.claimDelivery(this.db, { workspaceId: ws, key, workflowId: target.workflow.id, token, leaseMs, retentionMs });
-      if (claim) return this.first(target, key, token, claim.createdAt, input, files, d);
+      if (claim) return this.first(target, { key, token, ...claim }, input, files, d);
       const row = await store.findDelivery(this.db, ws, key);
       if (row?.answer) return row.answer;
       if (!row) continue; // released by a refused first attempt: claim it now
-      if (d.signal.aborted || Date.now() > until) {
-        return json(409, { error: 'This delivery is still being processed' }, { 'Retry-After': '5' });
-      }
+      if (d.signal.aborted || Date.now() > until) return IN_PROGRESS();
       await sleep(delay);
       delay = Math.min(delay * 2, 200);
     }
   }
 
+  /**
+   * The claimant's part: admission, the one run of the delivery and its stored answer. The run's id
+   * derives from the delivery, so whoever holds the claim later (after a crash, a lost lease or a failed
+   * write) finds that run instead of starting a second one. Once the run may have begun the claim is
+   * never released, only handed back with its identity kept.
+   */
   private async first(
-    target: Target, key: string, token: string, createdAt: Date, input: Record<string, unknown>, files: FilePart[], d: Delivery,
+    target: Target, claim: { key: string; token: string; createdAt: Date; takeover: boolean }, input: Record<string, unknown>, files: FilePart[], d: Delivery,
   ): Promise<WebhookAnswer> {
     const ws = target.hook.workspace_id;
-    const { webhookLeaseMs: leaseMs } = this.deps.config;
-    const timer = setInterval(() => {
-      store.renewDelivery(this.db, ws, key, token, leaseMs).catch((err: unknown) => this.deps.log.warn({ err }, 'webhook claim renewal failed'));
-    }, Math.max(50, leaseMs / 3));
+    const { key, token } = claim;
+    const executionId = `webhook-${createHash('sha256').update(`${key}\0${claim.createdAt.getTime()}`).digest('hex').slice(0, 40)}`;
+    const held = holdDeliveryClaim(this.db, this.deps.log, { workspaceId: ws, key, token, leaseMs: this.deps.config.webhookLeaseMs });
+    /** Set once a run of this delivery may exist: from then on the claim is only handed back, never dropped. */
+    let runMayExist = claim.takeover;
     let answered = false;
-    let started = false;
-    let runId: string | null = null;
     try {
       const plan = await this.deps.accounts.workspacePlan(ws);
       const run: RunContext = { workspaceId: ws, billedAccount: `workspace:${ws}`, plan };
       const cfg = target.config;
       const mode = cfg.responseMode === 'result' ? 'sync' : 'async';
-      // Per trigger (its workflow), then per billed account with the usage cap and concurrency (runs.admit).
-      await this.deps.limits.admitKeyed(`webhook:${target.workflow.id}`, plan, mode);
-      if (files.length > 0) await this.storeFiles(target, files, input, d.baseUrl);
-      const admitted = await this.deps.runs.admit(target.workflow, run, mode);
-      let answer: WebhookAnswer;
-      if (mode === 'async') {
-        // The run's id derives from the delivery: a claim taken over after its process died finds the
-        // run that process queued (a 409) instead of queueing a second one.
-        const executionId = `webhook-${createHash('sha256').update(`${key}\0${createdAt.getTime()}`).digest('hex').slice(0, 40)}`;
-        try {
-          await this.deps.runs.enqueue(admitted, run, input, { executionId, apiKeyId: null, trigger: 'webhook', baseUrl: d.baseUrl });
-        } catch (err) {
-          if (!(err instanceof HttpError && err.status === 409)) throw err;
-        }
-        started = true;
-        runId = executionId;
-        answer = cfg.responseMode === 'custom' ? customAnswer(cfg) : ACK;
-      } else {
-        const { executionId, result, output } = await this.deps.runs.runSync(admitted, run, input, {
-          apiKeyId: null, trigger: 'webhook', baseUrl: d.baseUrl,
-          // The run belongs to the delivery, not to this connection: duplicates wait for its output.
-          signal: new AbortController().signal,
-        });
-        runId = executionId;
-        const a = await executeAnswer(executionId, result, output, () => this.deps.limits.snapshot(run.billedAccount, run.plan));
-        answer = a.kind === 'response' ? json(a.status, a.data, a.headers) : json(a.status, a.body, { 'X-Execution-Id': executionId });
+      let answer: WebhookAnswer | 'running' | undefined;
+      // A taken-over claim: the earlier holder may have started the run (and died, or lost its lease).
+      if (claim.takeover) answer = await this.earlierRunAnswer(target.workflow, executionId, run, cfg);
+      if (answer === undefined) {
+        // Per trigger (its workflow), then per billed account with the usage cap and concurrency (runs.admit).
+        await this.deps.limits.admitKeyed(`webhook:${target.workflow.id}`, plan, mode);
+        if (files.length > 0) await this.storeFiles(target, files, input, d.baseUrl);
+        const admitted = await this.deps.runs.admit(target.workflow, run, mode);
+        runMayExist = true;
+        answer = mode === 'async'
+          ? await this.enqueueRun(admitted, run, input, executionId, cfg, d)
+          : await this.runForAnswer(admitted, run, input, executionId, cfg, held.signal, d);
       }
-      await store.answerDelivery(this.db, ws, key, token, answer, runId);
+      if (answer === 'running') return IN_PROGRESS();
+      if (!(await store.answerDelivery(this.db, ws, key, token, answer, executionId))) {
+        // Taken over meanwhile (this holder's lease lapsed): the delivery's answer is the one stored, if any yet.
+        this.deps.log.warn({ key, executionId }, 'webhook claim taken over before its answer was stored');
+        return (await store.findDelivery(this.db, ws, key))?.answer ?? IN_PROGRESS();
+      }
       answered = true;
       return answer;
     } finally {
-      clearInterval(timer);
-      // Refused (limits, not deployed) or failed before its run was queued: nothing ran, so a retry may.
-      // A queued run keeps its claim; once the lease lapses a retry takes it over and finds that run.
-      if (!answered && !started) await store.releaseDelivery(this.db, ws, key, token).catch(() => undefined);
+      held.stop();
+      if (!answered) {
+        // Refused (limits, storage) before any run could begin: a retry may run it. Otherwise the claim
+        // keeps its identity and the next retry takes it over at once and finds the run.
+        const end = runMayExist ? store.handBackDelivery : store.releaseDelivery;
+        await end(this.db, ws, key, token).catch((err: unknown) => this.deps.log.warn({ err, key }, 'ending a webhook claim failed; its lease lapses instead'));
+      }
     }
+  }
+
+  /** Queues the delivery's async run; one queued before under the same id (a takeover) is the same run. */
+  private async enqueueRun(
+    admitted: Admitted, run: RunContext, input: Record<string, unknown>, executionId: string, cfg: WebhookConfig, d: Delivery,
+  ): Promise<WebhookAnswer> {
+    try {
+      await this.deps.runs.enqueue(admitted, run, input, { executionId, apiKeyId: null, trigger: 'webhook', baseUrl: d.baseUrl });
+    } catch (err) {
+      if (!isExecutionIdConflict(err)) throw err;
+    }
+    return asyncAnswer(cfg);
+  }
+
+  /**
+   * Runs the delivery's sync run and shapes its answer. The run belongs to the delivery, not to this
+   * connection (duplicates wait for its output): it stops only when the claim is lost. A run that exists
+   * already under the delivery's id answers for it instead ('running' while it has not finished).
+   */
+  private async runForAnswer(
+    admitted: Admitted, run: RunContext, input: Record<string, unknown>, executionId: string, cfg: WebhookConfig, signal: AbortSignal, d: Delivery,
+  ): Promise<WebhookAnswer | 'running'> {
+    try {
+      const done = await this.deps.runs.runSync(admitted, run, input, { executionId, apiKeyId: null, trigger: 'webhook', baseUrl: d.baseUrl, signal });
+      return this.syncAnswer(done.executionId, done.result, done.output, run);
+    } catch (err) {
+      if (!isExecutionIdConflict(err)) throw err;
+      return (await this.earlierRunAnswer(admitted.workflow, executionId, run, cfg)) ?? 'running';
+    }
+  }
+
+  private async syncAnswer(executionId: string, result: RunResult, output: unknown, run: RunContext): Promise<WebhookAnswer> {
+    const a = await executeAnswer(executionId, result, output, () => this.deps.limits.snapshot(run.billedAccount, run.plan));
+    return a.kind === 'response' ? json(a.status, a.data, a.headers) : json(a.status, a.body, { 'X-Execution-Id': executionId });
+  }
+
+  /**
+   * The answer for a run an earlier holder of the delivery started: its stored result once it finished,
+   * 'running' before; undefined when there is none (the earlier holder died before starting it).
+   */
+  private async earlierRunAnswer(
+    workflow: Pick<WorkflowRow, 'id'>, executionId: string, run: RunContext, cfg: WebhookConfig,
+  ): Promise<WebhookAnswer | 'running' | undefined> {
+    const row = await this.deps.runs.findRun(run.workspaceId, workflow.id, executionId);
+    if (!row) return undefined;
+    if (cfg.responseMode !== 'result') return asyncAnswer(cfg);
+    const result = storedRunResult(row);
+    return result ? this.syncAnswer(executionId, result, row.output, run) : 'running';
   }
 
   /**

@@ -73,13 +73,14 @@ export async function deployedFor(q: Queryable, workflowIds: readonly string[]):
 
 /**
  * Claims a delivery key: inserts it, or takes over a claim that is past the retention or whose lease
- * expired before it was answered. Returns the delivery's creation time when this caller now holds it.
+ * expired before it was answered. Returns the delivery's creation time when this caller now holds it, and
+ * whether it took over an earlier holder's claim of the same delivery (whose run may exist already).
  */
 export async function claimDelivery(
   q: Queryable,
   c: { workspaceId: string; key: string; workflowId: string; token: string; leaseMs: number; retentionMs: number },
-): Promise<{ createdAt: Date } | undefined> {
-  const rows = await q.query<{ claim_token: string; created_at: Date }>(
+): Promise<{ createdAt: Date; takeover: boolean } | undefined> {
+  const rows = await q.query<{ claim_token: string; created_at: Date; takeover: boolean }>(
     `INSERT INTO webhook_deliveries (workspace_id, delivery_key, workflow_id, claim_token, lease_until)
      VALUES ($1, $2, $3, $4, now() + $5::double precision * interval '1 millisecond')
      ON CONFLICT (workspace_id, delivery_key) DO UPDATE SET
@@ -90,11 +91,11 @@ export async function claimDelivery(
                          THEN now() ELSE webhook_deliveries.created_at END
      WHERE webhook_deliveries.created_at < now() - $6::double precision * interval '1 millisecond'
         OR (webhook_deliveries.answer IS NULL AND webhook_deliveries.lease_until < now())
-     RETURNING claim_token, created_at`,
+     RETURNING claim_token, created_at, created_at <> now() AS takeover`,
     [c.workspaceId, c.key, c.workflowId, c.token, c.leaseMs, c.retentionMs],
   );
   const row = rows[0];
-  return row && row.claim_token === c.token ? { createdAt: row.created_at } : undefined;
+  return row && row.claim_token === c.token ? { createdAt: row.created_at, takeover: row.takeover } : undefined;
 }
 
 export async function findDelivery(q: Queryable, workspaceId: string, key: string): Promise<DeliveryRow | undefined> {
@@ -104,20 +105,37 @@ export async function findDelivery(q: Queryable, workspaceId: string, key: strin
   return rows[0];
 }
 
-export async function renewDelivery(q: Queryable, workspaceId: string, key: string, token: string, leaseMs: number): Promise<void> {
-  await q.query(
+/** Extends the lease of the claim this token holds; false when it holds it no more (taken over, or answered). */
+export async function renewDelivery(q: Queryable, workspaceId: string, key: string, token: string, leaseMs: number): Promise<boolean> {
+  const rows = await q.query(
     `UPDATE webhook_deliveries SET lease_until = now() + $4::double precision * interval '1 millisecond'
-      WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL`,
+      WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL RETURNING 1`,
     [workspaceId, key, token, leaseMs]);
+  return rows.length > 0;
 }
 
-/** Stores the answer (and the run it started) of the claim this token holds. */
-export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer, executionId: string | null): Promise<void> {
-  await q.query('UPDATE webhook_deliveries SET answer = $4, execution_id = $5 WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3',
+/** Stores the answer (and the run it started) of the claim this token holds; false when another holder took it over. */
+export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer, executionId: string | null): Promise<boolean> {
+  const rows = await q.query(
+    `UPDATE webhook_deliveries SET answer = $4, execution_id = $5
+      WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL RETURNING 1`,
     [workspaceId, key, token, JSON.stringify(answer), executionId]);
+  return rows.length > 0;
 }
 
-/** Drops a claim that started nothing (refused by limits, failed before its run), so a retry may run. */
+/**
+ * Ends the lease of a claim whose run may have started but whose answer is not stored: the row and its
+ * creation time stay (the run's id derives from them), so the next retry takes it over at once and finds
+ * that run instead of starting another.
+ */
+export async function handBackDelivery(q: Queryable, workspaceId: string, key: string, token: string): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries SET lease_until = now() - interval '1 millisecond'
+      WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL`,
+    [workspaceId, key, token]);
+}
+
+/** Drops a claim that started nothing (refused by limits, failed before its run could begin), so a retry may run. */
 export async function releaseDelivery(q: Queryable, workspaceId: string, key: string, token: string): Promise<void> {
   await q.query('DELETE FROM webhook_deliveries WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3', [workspaceId, key, token]);
 }

@@ -121,25 +121,40 @@ function atPath(value: unknown, path: string): unknown {
   return v;
 }
 
+/** Providers whose signature (checked when a secret is set) covers the body and nothing else a key could use. */
+const BODY_SIGNED = new Set(['github', 'meta', 'stripe', 'slack']);
+
 /**
- * The delivery key: the provider's delivery id (header; Stripe's and Slack's event id in the body),
- * else the configured `idempotencyField`, else a hash of method, path, query and body.
+ * The delivery key. With a provider signature, only signed material counts: Stripe's event `id`, Slack's
+ * `event_id`, the configured `idempotencyField`, else a hash of the body. Headers such as
+ * `X-GitHub-Delivery` or `Idempotency-Key` and the query string are not signed, so a captured delivery
+ * replayed with new ones must land on the same key (no new run). Without a signature: the provider's
+ * delivery id (header; Stripe's and Slack's event id in the body), else the configured
+ * `idempotencyField`, else a hash of method, path, query and body.
  */
 export function deliveryKey(cfg: WebhookConfig, req: { method: string; path: string; rawQuery: string; headers: Headers; raw: Buffer; body: unknown }): string {
   const bounded = (kind: string, v: string) => `${kind}:${v.length <= 200 ? v : createHash('sha256').update(v).digest('hex')}`;
+  const b = req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : undefined;
+  const field = () => {
+    if (!cfg.idempotencyField) return undefined;
+    const v = atPath(req.body, cfg.idempotencyField);
+    return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? bounded('f', String(v)) : undefined;
+  };
+  if (cfg.secret && BODY_SIGNED.has(cfg.provider)) {
+    if (cfg.provider === 'stripe' && typeof b?.id === 'string' && b.id !== '') return bounded('stripe', b.id);
+    if (cfg.provider === 'slack' && typeof b?.event_id === 'string' && b.event_id !== '') return bounded('slack', b.event_id);
+    return field() ?? `signed-body:${createHash('sha256').update(req.raw).digest('hex')}`;
+  }
   for (const name of DELIVERY_HEADERS) {
     const v = header(req.headers, name);
     if (v) return bounded(`h:${name}`, v);
   }
-  const b = req.body as Record<string, unknown> | null;
-  if (b && typeof b === 'object') {
+  if (b) {
     if ((cfg.provider === 'stripe' || b.object === 'event') && typeof b.id === 'string' && b.id.startsWith('evt_')) return bounded('stripe', b.id);
     if (cfg.provider === 'slack' && typeof b.event_id === 'string') return bounded('slack', b.event_id);
   }
-  if (cfg.idempotencyField) {
-    const v = atPath(req.body, cfg.idempotencyField);
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return bounded('f', String(v));
-  }
+  const byField = field();
+  if (byField) return byField;
   const hash = createHash('sha256').update(req.method).update('\0').update(req.path).update('\0').update(req.rawQuery).update('\0').update(req.raw).digest('hex');
   return `hash:${hash}`;
 }

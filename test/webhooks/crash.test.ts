@@ -1,5 +1,6 @@
-// A delivery whose process is killed mid-run: its retry, on a new process, takes the claim over once
-// the lease lapsed and runs the workflow (the retry is not refused as a duplicate, nor run twice).
+// A result-mode delivery whose process is killed after its run made a side effect and before its answer
+// was stored: the retry, on a new process, takes the claim over and finds that run (interrupted, so it
+// answers with its failure) instead of running the workflow, and its side effects, a second time.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
@@ -9,12 +10,14 @@ import { hook } from './support.js';
 
 let upstream: http.Server;
 let upstreamUrl: string;
-let hang = true;
+const hits: Record<string, number> = {};
 let onHang: (() => void) | undefined;
 
 beforeAll(async () => {
-  upstream = http.createServer((_req, res) => {
-    if (hang) {
+  upstream = http.createServer((req, res) => {
+    const path = req.url ?? '/';
+    hits[path] = (hits[path] ?? 0) + 1;
+    if (path === '/hang') {
       onHang?.();
       return; // never answered: the process is killed while this block runs
     }
@@ -30,19 +33,19 @@ afterAll(() => {
   upstream.close();
 });
 
-describe('takeover after a crash', () => {
-  it('a retry of a delivery whose process was killed runs once the lease lapsed', async () => {
+describe('a delivery killed between its run and its answer', () => {
+  it('is not run again by its retry on a new process', async () => {
     const { where, workspaceId, apiKey, env: base } = await bootstrappedDatabase();
-    const boot = { workspaceId };
     const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
     const headers = { 'x-api-key': apiKey };
     let server = await spawnServer(env, await freePort());
     try {
+      const call = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstreamUrl}${path}` } });
       const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
-        workspaceId: boot.workspaceId, name: 'crashy',
+        workspaceId, name: 'crashy',
         definition: {
-          blocks: [hook({ path: 'crashy', responseMode: 'result' }), { id: 'call', type: 'http', name: 'Call', config: { url: `${upstreamUrl}/x` } }],
-          edges: [{ from: 'hook', to: 'call' }],
+          blocks: [hook({ path: 'crashy', responseMode: 'result' }), call('charge', '/charge'), call('wait', '/hang')],
+          edges: [{ from: 'hook', to: 'charge' }, { from: 'charge', to: 'wait' }],
         },
       }, headers);
       expect(created.status).toBe(201);
@@ -52,24 +55,34 @@ describe('takeover after a crash', () => {
       const hung = new Promise<void>((r) => (onHang = r));
       const delivery = { 'content-type': 'application/json', 'x-github-delivery': 'crash-delivery-1' };
       const first = request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery).catch(() => undefined);
-      await hung;
+      await hung; // the side effect is done, the run goes on
       server.child.kill('SIGKILL');
       await new Promise((r) => server.child.once('exit', r));
       await first;
+      expect(hits['/charge']).toBe(1);
 
-      hang = false;
       server = await spawnServer(env, await freePort());
-      const retry = await request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery);
-      expect(retry.status).toBe(200);
-      expect(retry.body).toMatchObject({ success: true, output: { data: { ok: true } } });
-      // A further duplicate gets the same answer without a run.
+      // While the killed run's own lease lasts it may still count as running (409, retry later); once it
+      // is closed as interrupted, the delivery answers with that failure.
+      let retry = await request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery);
+      for (const until = Date.now() + 30_000; retry.status === 409 && Date.now() < until;) {
+        expect(retry.body).toEqual({ error: 'This delivery is still being processed' });
+        await new Promise((r) => setTimeout(r, 200));
+        retry = await request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery);
+      }
+      expect(retry.status).toBe(500);
+      expect(retry.body).toMatchObject({ success: false, error: expect.stringMatching(/Interrupted/) });
+      expect(hits['/charge']).toBe(1);
+      expect(hits['/hang']).toBe(1);
+      // A further duplicate gets the same answer, still without a run.
       const again = await request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery);
-      expect(again.body.executionId).toBe(retry.body.executionId);
-      // The killed run was failed by the sweep, the retry's run completed (PostgreSQL: readable beside the server).
+      expect(again.text).toBe(retry.text);
+      expect(hits['/charge']).toBe(1);
+      // One run in all (PostgreSQL: readable beside the server).
       if (where.databaseUrl) {
         const db2 = await connectDatabase({ dataDir: '', databaseUrl: where.databaseUrl });
-        const runs = await db2.query<{ status: string }>('SELECT status FROM executions WHERE workflow_id = $1 ORDER BY created_at', [id]);
-        expect(runs.filter((r) => r.status === 'completed')).toHaveLength(1);
+        const runs = await db2.query<{ status: string }>('SELECT status FROM executions WHERE workflow_id = $1', [id]);
+        expect(runs.map((r) => r.status)).toEqual(['failed']);
         await db2.close();
       }
     } finally {

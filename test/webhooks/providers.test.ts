@@ -87,3 +87,53 @@ describe('verification challenges', () => {
     expect(r.headers.get('allow')).toBe('POST');
   });
 });
+
+describe('replayed signed deliveries', () => {
+  // Unsigned headers and the query string are free for anyone who captured a delivery to change.
+  const replays = (i: number) => ({ 'idempotency-key': `replay-${i}`, 'x-github-delivery': `gh-replay-${i}`, 'webhook-id': `msg-${i}` });
+
+  it('stripe: one signed event posted 5 times with new delivery headers and queries starts one run', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ provider: 'stripe', secret: SECRET }));
+    const body = JSON.stringify({ id: 'evt_replayed', object: 'event', type: 'charge.succeeded', a: 1 });
+    const ts = nowS();
+    const signature = `t=${ts},v1=${hmac(SECRET, `${ts}.${body}`)}`;
+    for (let i = 0; i < 5; i++) {
+      expect((await post(`${url}?replay=${i}`, body, { 'stripe-signature': signature, ...replays(i) })).status).toBe(200);
+    }
+    await finishedRuns(t, id);
+    // A Stripe retry of the same event (a new signature timestamp) is the same delivery too.
+    const later = ts + 1;
+    expect((await post(url, body, { 'stripe-signature': `t=${later},v1=${hmac(SECRET, `${later}.${body}`)}` })).status).toBe(200);
+    expect(await runsOf(t, id)).toHaveLength(1);
+  });
+
+  it('github: the delivery header is unsigned, so the signed body is the key', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ provider: 'github', secret: SECRET, responseMode: 'result' }, 'return { a: <webhook.a>, n: Math.random() }'));
+    const body = JSON.stringify({ a: 2, after: 'c0ffee' });
+    const answers = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await post(`${url}?replay=${i}`, body, { 'x-hub-signature-256': `sha256=${hmac(SECRET, body)}`, ...replays(i) });
+      expect(r.status).toBe(200);
+      answers.push(r.body.output.n);
+    }
+    expect(new Set(answers).size).toBe(1);
+    expect(await runsOf(t, id)).toHaveLength(1);
+    // A different signed event is a new delivery.
+    const other = JSON.stringify({ a: 3, after: 'beef' });
+    expect((await post(url, other, { 'x-hub-signature-256': `sha256=${hmac(SECRET, other)}` })).status).toBe(200);
+    expect(await runsOf(t, id)).toHaveLength(2);
+  });
+
+  it('slack: the signed event_id is the key', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ provider: 'slack', secret: SECRET }));
+    const body = JSON.stringify({ type: 'event_callback', event_id: 'EvReplay', a: 4 });
+    const ts = nowS();
+    const signature = `v0=${hmac(SECRET, `v0:${ts}:${body}`)}`;
+    for (let i = 0; i < 5; i++) {
+      const r = await post(`${url}?replay=${i}`, body, { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': signature, ...replays(i) });
+      expect(r.status).toBe(200);
+    }
+    // An accepted delivery's run row is committed before its answer: none can appear later.
+    expect(await runsOf(t, id)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,52 @@
+// Webhook bodies are parsed by the webhooks area itself (raw bytes first, for signatures): the nesting
+// limit the API applies to JSON holds there too, for every format that can nest.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { echo, post, runsOf, webhookWorkflow } from './support.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+const deepObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+
+describe('nesting limit on webhook bodies', () => {
+  it('refuses JSON nested 10,000 levels deep with a 400 and starts no run, in both response modes', async () => {
+    for (const responseMode of ['result', 'ack']) {
+      const { id, url } = await webhookWorkflow(t, echo({ responseMode }));
+      for (const body of [deep(10_000), deepObject(10_000), `{"a":${deep(65)}}`]) {
+        const r = await post(url, body);
+        expect(r.status).toBe(400);
+        expect(r.text).toMatch(/nested more than 64 levels deep/);
+      }
+      expect(await runsOf(t, id)).toHaveLength(0);
+      // 64 levels in all is accepted.
+      expect((await post(url, `{"a":${deep(63)}}`)).status).toBe(200);
+    }
+  });
+
+  it('refuses a deep JSON `payload` field of a form-encoded body', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ responseMode: 'result' }));
+    const r = await request(url, 'POST', `payload=${encodeURIComponent(deep(10_000))}`, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/nested more than 64 levels deep/);
+    expect(await runsOf(t, id)).toHaveLength(0);
+  });
+
+  it('passes deep-looking text in multipart fields and plain form fields through as strings', async () => {
+    const { url } = await webhookWorkflow(t, echo({ responseMode: 'result' }, 'return { len: String(<webhook.a>).length }'));
+    const form = new FormData();
+    form.append('a', deep(10_000));
+    const m = await fetch(url, { method: 'POST', body: form });
+    expect(m.status).toBe(200);
+    expect(((await m.json()) as any).output).toEqual({ len: 20_000 });
+    const f = await request(url, 'POST', `a=${encodeURIComponent(deep(10_000))}`, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(f.status).toBe(200);
+    expect(f.body.output).toEqual({ len: 20_000 });
+  });
+});
