@@ -3,7 +3,7 @@
 // that row once took them, and the requests' settlements then broke the balance constraint (a 500 after the
 // provider had answered, and no request row, ledger entry or usage event). A negative grant now takes only
 // what is free, and a settlement charges at most what the balance holds, whatever changed it.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { dbMode } from '../support/harness.js';
 import { runCli } from '../support/cli.js';
@@ -13,6 +13,8 @@ import { startAiServer, type AiTestServer, type TestResponse } from './ai-server
 let t: AiTestServer;
 let fake: FakeProviders;
 let account: string;
+/** The requests a test holds in flight, let go after it whatever happened (a failed test leaves none behind). */
+let inFlight: { answers: Promise<unknown>; release: () => void } | undefined;
 
 // Every deposit is the minimum deposit (max_tokens 16 of gpt-4o costs far less): $0.05 a request.
 const DEPOSIT_USD = 0.05;
@@ -51,6 +53,7 @@ async function requestsInFlight(n: number): Promise<{ answers: Promise<TestRespo
   };
   const answers = Promise.all(Array.from({ length: n }, (_, i) =>
     t.call('POST', '/api/v1/ai/chat/completions', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, stream: i % 3 === 2 })));
+  inFlight = { answers, release };
   await allIn;
   return { answers, release };
 }
@@ -95,6 +98,11 @@ async function expectBalanceNeverNegative() {
 
 beforeEach(async () => {
   await setBalance(1);
+});
+afterEach(async () => {
+  inFlight?.release();
+  await inFlight?.answers;
+  inFlight = undefined;
 });
 
 describe('credits taken while AI requests are in flight', () => {
