@@ -29,6 +29,7 @@ interface Ended {
   /** settled: the provider answered (charged at most the deposit); released: it failed, nothing charged. */
   status: 'settled' | 'released';
   costNano: number;
+  /** What the request owes: its cost, at most its deposit (the statement takes at most what the balance holds). */
   chargedNano: number;
   promptTokens: number | null;
   completionTokens: number | null;
