@@ -261,9 +261,17 @@ export const operations = {
     args: z.object({ ...creditTarget, usd: z.number().finite().refine((n) => n !== 0 && Math.abs(n) <= 1_000_000, '--usd must be a non-zero number of dollars, at most 1000000'), note: z.string().optional() }),
     async run({ services: s, ctx: { db } }, a) {
       const account = await billedAccount(s, a);
-      const after = await ledger.grant(db, account, ledger.usdToNano(a.usd), a.note ?? 'granted with the CLI');
-      const b = await ledger.getBalance(db, account);
-      return { account, grantedUsd: a.usd, balanceUsd: ledger.roundUsd(after), reservedUsd: ledger.roundUsd(b?.reservedNano ?? 0), balance: ledger.formatUsd(after) };
+      try {
+        await ledger.grant(db, account, ledger.usdToNano(a.usd), a.note ?? 'granted with the CLI');
+      } catch (err) {
+        // Too much taken: refused whole, and the message says what is free and what requests in flight hold.
+        if (err instanceof ledger.NegativeBalanceError) throw new CommandError(err.message);
+        throw err;
+      }
+      // The balance as callers see it: deposits of requests in flight taken out (and shown as reserved).
+      const b = await s.ai.balance(account);
+      const free = b?.balanceNano ?? 0;
+      return { account, grantedUsd: a.usd, balanceUsd: ledger.roundUsd(free), reservedUsd: ledger.roundUsd(b?.reservedNano ?? 0), balance: ledger.formatUsd(free) };
     },
   }),
 
@@ -271,7 +279,7 @@ export const operations = {
     args: z.object({ ...creditTarget, entries: z.number().int().min(0).max(1000) }),
     async run({ services: s, ctx: { db } }, a) {
       const account = await billedAccount(s, a);
-      const b = await ledger.getBalance(db, account);
+      const b = await s.ai.balance(account);
       const rows = a.entries > 0 ? await ledger.listLedger(db, account, a.entries) : [];
       return {
         account,

@@ -1,7 +1,8 @@
 import type { Database, Queryable } from '../db/database.js';
 import { UsageRecorder } from '../limits/usage.js';
 import { GroupCommit } from '../db/group-commit.js';
-import { forgetBalance, HeldCreditLedger } from './held-ledger.js';
+import { changeWithDepositsHeld, forgetBalance, HeldCreditLedger } from './held-ledger.js';
+import { formatUsd } from './money.js';
 import {
   releaseSql, reserveBatch, settleBatch,
   type ReserveInput, type ReserveResult, type SettleInput, type SettleItem, type SettleResult,
@@ -16,6 +17,9 @@ import {
 //             a cost beyond the deposit is an 'overage' entry of amount 0 (not charged)
 //   release:  balance += deposit, reserved -= deposit        (the provider failed; nothing is charged)
 //   grant:    balance += amount                               (CLI, or starting credits; never below 0)
+//
+// A negative grant takes only credits that are free: never the deposits of requests in flight (on the
+// embedded database they are held in memory, not yet taken out of the balance row; see held-ledger.ts).
 //
 // A balance never goes below zero (the database checks it too).
 
@@ -43,10 +47,20 @@ export interface LedgerRow {
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
-/** A grant that would take a balance below zero. */
+/** A grant that would take a balance below zero, or take deposits of requests in flight. */
 export class NegativeBalanceError extends Error {
-  constructor(readonly account: string, readonly balanceNano: number, readonly amountNano: number) {
-    super(`Taking $${(-amountNano / 1e9).toFixed(6)} from ${account} would take its balance ($${(balanceNano / 1e9).toFixed(6)}) below zero`);
+  /**
+   * @param balanceNano what is free to take (deposits of requests in flight already taken out)
+   * @param reservedNano the deposits of requests in flight
+   */
+  constructor(readonly account: string, readonly balanceNano: number, readonly amountNano: number, readonly reservedNano = 0) {
+    super(
+      `Taking $${formatUsd(-amountNano)} from ${account} would take its balance ($${formatUsd(balanceNano)}) below zero` +
+        (reservedNano > 0
+          ? `: $${formatUsd(reservedNano)} more is reserved by AI requests in flight and cannot be taken. Nothing was changed; ` +
+            `take at most $${formatUsd(balanceNano)}, or try again when the requests have finished.`
+          : '. Nothing was changed.'),
+    );
   }
 }
 
@@ -76,33 +90,44 @@ export async function ensureAccount(db: Database, account: string, startingNano:
 }
 
 /**
- * Adds (or with a negative amount, takes) credits. Returns the balance after. Taking more than the
- * balance holds throws NegativeBalanceError and changes nothing.
+ * Adds (or with a negative amount, takes) credits. Returns the balance row after (on the embedded database it
+ * still counts the deposits held in memory). Taking more than is free (the balance less the deposits of
+ * requests in flight) throws NegativeBalanceError and changes nothing.
  */
 export async function grant(db: Database, account: string, amountNano: number, note: string | null = null): Promise<number> {
-  const after = await db.tx(async (q) => {
-    const rows = amountNano >= 0
-      ? await q.query<{ balance_nano: number }>(
+  if (amountNano >= 0) {
+    const after = await db.tx(async (q) => {
+      const rows = await q.query<{ balance_nano: number }>(
         `INSERT INTO ai_credit_balances AS b (account, balance_nano) VALUES ($1, $2::bigint)
          ON CONFLICT (account) DO UPDATE SET balance_nano = b.balance_nano + $2::bigint, updated_at = ${NOW}
          RETURNING balance_nano::int8 AS balance_nano`,
         [account, amountNano],
-      )
-      : await q.query<{ balance_nano: number }>(
-        `UPDATE ai_credit_balances SET balance_nano = balance_nano + $2::bigint, updated_at = ${NOW}
-          WHERE account = $1 AND balance_nano + $2::bigint >= 0
-         RETURNING balance_nano::int8 AS balance_nano`,
-        [account, amountNano],
       );
-    if (rows.length === 0) throw new NegativeBalanceError(account, (await getBalance(q, account))?.balanceNano ?? 0, amountNano);
-    const after = Number(rows[0].balance_nano);
-    await q.query(
-      `INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, note) VALUES ($1, 'grant', $2::bigint, $3::bigint, $4)`,
-      [account, amountNano, after, note],
-    );
+      return recordGrant(q, account, amountNano, Number(rows[0].balance_nano), note);
+    });
+    forgetBalance(db, account);
     return after;
-  });
-  forgetBalance(db, account);
+  }
+  return changeWithDepositsHeld(db, account, (heldNano) => db.tx(async (q) => {
+    const rows = await q.query<{ balance_nano: number }>(
+      `UPDATE ai_credit_balances SET balance_nano = balance_nano + $2::bigint, updated_at = ${NOW}
+        WHERE account = $1 AND balance_nano - $3::bigint + $2::bigint >= 0
+       RETURNING balance_nano::int8 AS balance_nano`,
+      [account, amountNano, heldNano],
+    );
+    if (rows.length === 0) {
+      const b = await getBalance(q, account);
+      throw new NegativeBalanceError(account, Math.max(0, (b?.balanceNano ?? 0) - heldNano), amountNano, (b?.reservedNano ?? 0) + heldNano);
+    }
+    return recordGrant(q, account, amountNano, Number(rows[0].balance_nano), note);
+  }));
+}
+
+async function recordGrant(q: Queryable, account: string, amountNano: number, after: number, note: string | null): Promise<number> {
+  await q.query(
+    `INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, note) VALUES ($1, 'grant', $2::bigint, $3::bigint, $4)`,
+    [account, amountNano, after, note],
+  );
   return after;
 }
 

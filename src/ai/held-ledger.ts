@@ -13,7 +13,11 @@ import { aiUsageEventColumns, OVERAGE_NOTE, type ReserveInput, type ReserveResul
 // deposit that was never charged.
 //
 // The balance a deposit is checked against is the database's, refreshed by every write of this ledger and
-// dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds.
+// dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds. The
+// database's balance still counts the deposits held here: a change that lowers it (a negative grant) runs
+// through `changeWithDepositsHeld`, which stops new deposits meanwhile and tells it what is held. Should the
+// balance still fall below what the requests in flight are charged, a settlement charges what is left and
+// records the rest as overage, as for usage beyond a deposit: it never fails for a balance change.
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
@@ -25,6 +29,7 @@ interface Ended {
   /** settled: the provider answered (charged at most the deposit); released: it failed, nothing charged. */
   status: 'settled' | 'released';
   costNano: number;
+  /** What the request owes: its cost, at most its deposit (the statement takes at most what the balance holds). */
   chargedNano: number;
   promptTokens: number | null;
   completionTokens: number | null;
@@ -34,7 +39,7 @@ interface Ended {
   period: string;
 }
 
-interface Written { balanceAfterNano: number; accountBalanceNano: number }
+interface Written { balanceAfterNano: number; accountBalanceNano: number; chargedNano: number }
 
 interface AccountState {
   /** The balance as the database last reported it; undefined until read (or after a grant). */
@@ -44,26 +49,39 @@ interface AccountState {
   /** Bumped whenever the balance is set or dropped, so that a read that raced with a write is not kept. */
   epoch: number;
   loading?: Promise<void>;
+  /** Balance changes under way (`changeWithDepositsHeld`); new deposits wait for `resumed`. */
+  pauses: number;
+  resumed?: { promise: Promise<void>; resolve: () => void };
 }
 
 const usageEvents = usageEventsInsertSql('cs', aiUsageEventColumns);
 
+const BALANCE_SHORT_NOTE = `'The balance was lowered under the deposits in flight; the rest was not charged'`;
+
+
 // Within a batch, each account's requests are charged in order: after_k = balance before - the charges up to k.
+// A request is charged what it owes (`want`: its cost, at most its deposit) while the balance lasts: a balance
+// lowered under the deposits in flight charges the rest of them only what is left (never below zero).
 const endSql = `
 WITH r AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-    ord int, id text, account text, deposit bigint, charged bigint, cost bigint, prompt int, completion int, estimated boolean,
+    ord int, id text, account text, deposit bigint, want bigint, cost bigint, prompt int, completion int, estimated boolean,
     status text, outcome text, error text, period text, model text, provider text, stream boolean, source text,
     http_request_id text, workspace_id uuid, api_key_id uuid, reserved_at timestamptz)
+), w AS (
+  SELECT r.*, b.balance_nano AS before, sum(r.want) OVER (PARTITION BY r.account ORDER BY r.ord) AS want_upto
+    FROM r JOIN ai_credit_balances b ON b.account = r.account
+), k AS (
+  SELECT w.*, GREATEST(0, LEAST(want_upto, before) - LEAST(want_upto - want, before)) AS charged FROM w
 ), t AS (
-  SELECT account, sum(charged)::bigint AS total FROM r GROUP BY account
+  SELECT account, sum(charged)::bigint AS total FROM k GROUP BY account
 ), u AS (
   UPDATE ai_credit_balances AS x SET balance_nano = x.balance_nano - t.total, updated_at = ${NOW}
     FROM t WHERE x.account = t.account
-  RETURNING x.account, x.balance_nano + t.total AS before, x.balance_nano AS after
+  RETURNING x.account, x.balance_nano AS after
 ), c AS (
-  SELECT r.*, u.after AS account_after, u.before - sum(r.charged) OVER (PARTITION BY r.account ORDER BY r.ord) AS after_k
-    FROM r JOIN u ON u.account = r.account
+  SELECT k.*, u.after AS account_after, k.before - sum(k.charged) OVER (PARTITION BY k.account ORDER BY k.ord) AS after_k
+    FROM k JOIN u ON u.account = k.account
 ), q AS (
   INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano,
                            cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at)
@@ -72,24 +90,28 @@ WITH r AS (
 ), l AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, cost_nano, request_id, model, note)
   SELECT account, kind, amount, balance_after, cost_nano, id, model, note FROM (
-    SELECT ord, 0 AS k, account, 'reserve' AS kind, -deposit AS amount, after_k + charged - deposit AS balance_after,
+    SELECT ord, 0 AS k, account, 'reserve' AS kind, -deposit AS amount, GREATEST(0, after_k + charged - deposit) AS balance_after,
            NULL::bigint AS cost_nano, id, model, NULL::text AS note FROM c
     UNION ALL
     SELECT ord, 1, account, 'settle', deposit - charged, after_k, charged, id, model, NULL FROM c WHERE status = 'settled'
     UNION ALL
     SELECT ord, 1, account, 'release', deposit, after_k, NULL, id, model, outcome FROM c WHERE status = 'released'
     UNION ALL
-    SELECT ord, 2, account, 'overage', 0, after_k, cost - charged, id, model, ${OVERAGE_NOTE} FROM c WHERE status = 'settled' AND cost > charged
+    SELECT ord, 2, account, 'overage', 0, after_k, cost - charged, id, model,
+           CASE WHEN want > charged THEN ${BALANCE_SHORT_NOTE} ELSE ${OVERAGE_NOTE} END
+      FROM c WHERE status = 'settled' AND cost > charged
   ) e ORDER BY ord, k
 ), cs AS (
   SELECT * FROM c WHERE status = 'settled'
 ), e AS (
   ${usageEvents}
 )
-SELECT ord, after_k::int8 AS after_k, account_after::int8 AS account_after FROM c`;
+SELECT ord, after_k::int8 AS after_k, account_after::int8 AS account_after, charged::int8 AS charged FROM c`;
 
-type EndRow = { ord: number; after_k: number; account_after: number };
-const endStatement: SessionStatement = { name: 'weft_ai_end_requests', sql: endSql, args: 'jsonb', returns: 'TABLE (ord int, after_k int8, account_after int8)' };
+type EndRow = { ord: number; after_k: number; account_after: number; charged: number };
+const endStatement: SessionStatement = {
+  name: 'weft_ai_end_requests', sql: endSql, args: 'jsonb', returns: 'TABLE (ord int, after_k int8, account_after int8, charged int8)',
+};
 
 /** Every held ledger of a database, so that a grant made through any path drops the balances they hold. */
 const ledgersOf = new WeakMap<Database, Set<HeldCreditLedger>>();
@@ -97,6 +119,22 @@ const ledgersOf = new WeakMap<Database, Set<HeldCreditLedger>>();
 /** A grant or another direct change of `account`'s balance: ledgers holding deposits re-read it. */
 export function forgetBalance(db: Database, account: string): void {
   for (const ledger of ledgersOf.get(db) ?? []) ledger.forget(account);
+}
+
+/**
+ * Runs `change` (a statement lowering `account`'s balance) with no new deposit taken meanwhile, handing it
+ * the deposits held in memory (which the database's balance still counts), then makes the ledgers re-read
+ * the balance. A deposit ending meanwhile only makes that figure too high, never too low.
+ */
+export async function changeWithDepositsHeld<T>(db: Database, account: string, change: (heldNano: number) => Promise<T>): Promise<T> {
+  const ledgers = [...(ledgersOf.get(db) ?? [])];
+  const resumes = ledgers.map((l) => l.pause(account));
+  try {
+    return await change(ledgers.reduce((sum, l) => sum + l.heldNano(account), 0));
+  } finally {
+    for (const l of ledgers) l.forget(account);
+    for (const resume of resumes) resume();
+  }
 }
 
 export interface HeldCreditLedgerOptions {
@@ -136,9 +174,35 @@ export class HeldCreditLedger {
     s.epoch++;
   }
 
+  /** Holds new deposits of `account` back until the returned function is called. */
+  pause(account: string): () => void {
+    const s = this.state(account);
+    s.pauses++;
+    if (!s.resumed) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((r) => (resolve = r));
+      s.resumed = { promise, resolve };
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--s.pauses > 0) return;
+      const resumed = s.resumed;
+      s.resumed = undefined;
+      resumed?.resolve();
+    };
+  }
+
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     const s = this.state(input.account);
-    const balance = await this.balanceOf(input.account, s);
+    let balance: number;
+    for (;;) {
+      if (s.resumed) await s.resumed.promise;
+      balance = await this.balanceOf(input.account, s);
+      // A balance change began while the balance was read: wait for it and read the new one.
+      if (!s.resumed) break;
+    }
     const available = balance - s.held;
     if (input.depositNano > available) return { ok: false, balanceNano: Math.max(0, available) };
     s.held += input.depositNano;
@@ -154,7 +218,8 @@ export class HeldCreditLedger {
       completionTokens: input.completionTokens, estimated: input.estimated, outcome: input.outcome, error: null,
     }));
     if (!r) return undefined;
-    const charged = Math.min(cost, r.hold.depositNano);
+    // What the statement took: the cost, at most the deposit, at most what the balance still held.
+    const charged = r.written.chargedNano;
     return { balanceAfterNano: r.available, depositNano: r.hold.depositNano, chargedNano: charged, overageNano: cost - charged };
   }
 
@@ -167,27 +232,31 @@ export class HeldCreditLedger {
     return r?.available;
   }
 
-  private async end(id: string, how: (hold: ReserveInput) => Omit<Ended, 'id' | 'hold' | 'reservedAt' | 'period'>): Promise<{ hold: ReserveInput; available: number } | undefined> {
+  private async end(
+    id: string, how: (hold: ReserveInput) => Omit<Ended, 'id' | 'hold' | 'reservedAt' | 'period'>,
+  ): Promise<{ hold: ReserveInput; available: number; written: Written } | undefined> {
     const open = this.open.get(id);
     if (!open) return undefined;
     this.open.delete(id);
     const s = this.state(open.hold.account);
+    let written: Written;
     try {
-      await this.ends.submit({ id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) });
+      written = await this.ends.submit({ id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) });
     } finally {
       // After the write's new balance is in place (never before: the deposit must not be free while its charge is unwritten).
       s.held -= open.hold.depositNano;
     }
-    return { hold: open.hold, available: (s.balance ?? (await this.balanceOf(open.hold.account, s))) - s.held };
+    const available = Math.max(0, (s.balance ?? (await this.balanceOf(open.hold.account, s))) - s.held);
+    return { hold: open.hold, available, written };
   }
 
   private state(account: string): AccountState {
     let s = this.accounts.get(account);
     if (!s) {
       if (this.accounts.size >= 10_000) {
-        for (const [k, v] of this.accounts) if (v.held === 0 && !v.loading) this.accounts.delete(k);
+        for (const [k, v] of this.accounts) if (v.held === 0 && !v.loading && v.pauses === 0) this.accounts.delete(k);
       }
-      s = { held: 0, epoch: 0 };
+      s = { held: 0, epoch: 0, pauses: 0 };
       this.accounts.set(account, s);
     }
     return s;
@@ -217,7 +286,7 @@ export class HeldCreditLedger {
   private async write(items: readonly Ended[]): Promise<Written[]> {
     const epochs = new Map(items.map((i) => [i.hold.account, this.state(i.hold.account).epoch]));
     const payload = items.map((i, ord) => ({
-      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, charged: i.chargedNano, cost: i.costNano,
+      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, want: i.chargedNano, cost: i.costNano,
       prompt: i.promptTokens, completion: i.completionTokens, estimated: i.estimated, status: i.status, outcome: i.outcome,
       error: i.error, period: i.period, model: i.hold.model, provider: i.hold.provider, stream: i.hold.stream, source: i.hold.source,
       http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
@@ -230,7 +299,7 @@ export class HeldCreditLedger {
       const s = this.state(item.hold.account);
       // The statement's figure is the database's balance unless a grant was made meanwhile (then read it again).
       s.balance = s.epoch === epochs.get(item.hold.account) ? Number(r.account_after) : undefined;
-      out[Number(r.ord)] = { balanceAfterNano: Number(r.after_k), accountBalanceNano: Number(r.account_after) };
+      out[Number(r.ord)] = { balanceAfterNano: Number(r.after_k), accountBalanceNano: Number(r.account_after), chargedNano: Number(r.charged) };
     }
     for (const account of epochs.keys()) this.state(account).epoch++;
     if (out.some((w) => w === undefined)) throw new Error('the credit balance of a finished AI request is missing');

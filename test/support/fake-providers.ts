@@ -26,6 +26,10 @@ export interface FakeReply {
   hangAfterPieces?: number;
   /** Stream: after this many pieces, send a provider error event and end. */
   failAfterPieces?: number;
+  /** Stream: the message of that error event (default: each provider's usual text). */
+  streamErrorMessage?: string;
+  /** Answer only once this settles (a test holds requests in flight, then lets them finish). */
+  hold?: Promise<unknown>;
   /** Finish reason in the provider's own vocabulary is derived from this. */
   finish?: 'stop' | 'length';
   /** Answer 200 with a body that is not JSON (a whole answer), or a stream event that is not JSON. */
@@ -123,6 +127,7 @@ export async function startFakeProviders(): Promise<FakeProviders> {
     fake.requests.push(rec);
     const reply = fake.handler(rec);
     if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.hold) await reply.hold;
     if (reply.status && reply.status >= 400) return json(res, reply.status, errorBody(provider, reply.status, reply.errorMessage ?? 'upstream failure'));
 
     const stream = provider === 'gemini' ? p.includes(':streamGenerateContent') : body?.stream === true;
@@ -211,7 +216,7 @@ async function openaiStream(body: any, reply: FakeReply, pieces: string[], send:
   for (let i = 0; i < pieces.length; i++) {
     if (reply.hangAfterPieces !== undefined && i >= reply.hangAfterPieces) return 'hang';
     if (reply.failAfterPieces !== undefined && i >= reply.failAfterPieces) {
-      ev({ error: { message: 'The server had an error while processing your request.', type: 'server_error', code: null } });
+      ev({ error: { message: reply.streamErrorMessage ?? 'The server had an error while processing your request.', type: 'server_error', code: null } });
       return 'done';
     }
     if (reply.pieceDelayMs) await sleep(reply.pieceDelayMs);
@@ -268,7 +273,7 @@ async function anthropicStream(body: any, reply: FakeReply, pieces: string[], se
     for (let i = 0; i < pieces.length; i++) {
       if (reply.hangAfterPieces !== undefined && i >= reply.hangAfterPieces) return 'hang';
       if (reply.failAfterPieces !== undefined && i >= reply.failAfterPieces) {
-        ev('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+        ev('error', { type: 'error', error: { type: 'overloaded_error', message: reply.streamErrorMessage ?? 'Overloaded' } });
         return 'done';
       }
       if (reply.pieceDelayMs) await sleep(reply.pieceDelayMs);
@@ -324,7 +329,7 @@ async function geminiStream(_body: any, reply: FakeReply, pieces: string[], send
   for (let i = 0; i < pieces.length; i++) {
     if (reply.hangAfterPieces !== undefined && i >= reply.hangAfterPieces) return 'hang';
     if (reply.failAfterPieces !== undefined && i >= reply.failAfterPieces) {
-      ev({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } });
+      ev({ error: { code: 503, message: reply.streamErrorMessage ?? 'The model is overloaded.', status: 'UNAVAILABLE' } });
       return 'done';
     }
     if (reply.pieceDelayMs) await sleep(reply.pieceDelayMs);
