@@ -7,6 +7,7 @@ import { createLogger, openDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 import { startAdminChannel } from './admin/channel.js';
 import type { SchedulerClock } from './schedules/clock.js';
+import type { PasswordHasher } from './sessions/password.js';
 import { firstStartBanner } from './start-banner.js';
 
 export interface RunningServer {
@@ -26,6 +27,8 @@ export interface StartOptions {
   role?: AppContext['role'];
   /** The schedules' clock (tests advance a manual one); the system clock by default. */
   clock?: SchedulerClock;
+  /** Password hashing and checks (tests count them); scrypt by default. */
+  passwords?: PasswordHasher;
 }
 
 /**
@@ -45,7 +48,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await release();
   };
   try {
-    services = composeServices(ctx, { clock: opts.clock });
+    services = composeServices(ctx, { clock: opts.clock, passwords: opts.passwords });
     const boot = await services.accounts.ensureBootstrap();
     if (opts.announce) {
       // An admin without a password (just created, or from before the dashboard) gets a one-time one.
