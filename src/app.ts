@@ -28,7 +28,7 @@ import { schemaRoutes } from './workflows/schema-routes.js';
 import { registerLanding } from './http/landing.js';
 import { registerWebApp } from './http/web-app.js';
 import { sessionRoutes } from './sessions/routes.js';
-import { registerObservability } from './observability/http.js';
+import { metricsAccess, registerObservability } from './observability/http.js';
 
 export const BODY_LIMIT = 10 * 1024 * 1024;
 
@@ -67,7 +67,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   registerWorkflowAnswerPolicy(app);
   registerPublicOrigin(app, ctx.config.publicBaseUrl);
   // Before the area plugins, so that its hooks wrap every route. Adds GET /metrics.
-  registerObservability(app, services.observer, { metricsToken: ctx.config.observability.metricsToken });
+  registerObservability(app, services.observer, { metrics: metricsAccess(ctx.config.host, ctx.config.observability.metricsToken) });
 
   await app.register(swagger, {
     openapi: {

@@ -18,6 +18,7 @@ import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
+import type { PasswordHasher } from './sessions/password.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
@@ -54,9 +55,10 @@ export interface Services extends CoreServices {
   retention: RunRetention;
 }
 
-/** What tests replace: the schedules' clock (time and timers). */
+/** What tests replace: the schedules' clock (time and timers), the password hasher (to count checks). */
 export interface ComposeOptions {
   clock?: SchedulerClock;
+  passwords?: PasswordHasher;
 }
 
 /**
@@ -68,7 +70,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
   // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
   const sessions = new SessionService(db, accounts, {
-    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs,
+    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords,
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.

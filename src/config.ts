@@ -65,7 +65,8 @@ const envSchema = z.object({
   EMBEDDINGS_DIMENSION: z.coerce.number().int().min(1).max(16_000).optional(),
   EMBEDDINGS_COST_PER_MILLION_TOKENS: z.coerce.number().min(0).max(1_000_000).default(0),
   WEFT_KNOWLEDGE_MAX_FILE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
-  // Observability: /metrics is open unless a token is set; traces only with an OTLP endpoint.
+  // Observability: /metrics wants this token when set; without it, /metrics is served only on a loopback listener.
+  // Traces only with an OTLP endpoint.
   WEFT_METRICS_TOKEN: optionalText,
   WEFT_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().or(z.literal('').transform(() => undefined)),
@@ -155,7 +156,7 @@ export interface DashboardConfig {
 
 /** Metrics and traces (see src/observability/). */
 export interface ObservabilityConfig {
-  /** Bearer token GET /metrics requires; unset: /metrics is open. */
+  /** Bearer token GET /metrics requires; unset: /metrics is open on a loopback listener and off on any other. */
   metricsToken?: string;
   /** Worker processes (no HTTP API) serve /metrics on this port when set. */
   metricsPort?: number;

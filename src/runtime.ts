@@ -3,7 +3,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
-import type { Database } from './db/database.js';
+import { retryWhileUnavailable, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { readServerInfo } from './admin/server-info.js';
 
@@ -110,9 +110,29 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** How long start-up waits for a PostgreSQL that is away (restarting, its connections cut) before it gives up. */
+export const STARTUP_DATABASE_WAIT_MS = 60_000;
+
+/**
+ * A start-up step against the database, tried again with backoff while the database is away, so a
+ * process started while PostgreSQL restarts or has its connections terminated comes up instead of
+ * exiting. Only for steps that may run twice (migrations, the bootstrap rows: each checks what exists).
+ */
+export function startupStep<T>(log: Logger | undefined, what: string, fn: () => Promise<T>): Promise<T> {
+  return retryWhileUnavailable(fn, {
+    deadlineMs: STARTUP_DATABASE_WAIT_MS,
+    onRetry: (err, attempt) => {
+      if (attempt === 1 || attempt % 10 === 0) log?.warn({ err, attempt }, `database unavailable while ${what}; trying again`);
+    },
+  });
+}
+
 /** Opens the database (locking the embedded data directory) and applies pending migrations. */
-export async function openDatabase(config: Config, extra: Partial<ConnectOptions> = {}): Promise<{ db: Database; release: () => Promise<void> }> {
+export async function openDatabase(
+  config: Config, extra: Partial<ConnectOptions> = {}, log?: Logger,
+): Promise<{ db: Database; release: () => Promise<void> }> {
   const unlock = extra.inMemory ? () => undefined : lockDataDir(config);
+  let opened: Database | undefined;
   try {
     // initdb and the first migrations grow the database thread's WebAssembly memory by about 500 MB, which
     // WebAssembly never gives back: on a first start they run in a thread that then exits, so the first
@@ -126,7 +146,8 @@ export async function openDatabase(config: Config, extra: Partial<ConnectOptions
       }
     }
     const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, ...extra });
-    await migrate(db);
+    opened = db;
+    await startupStep(log, 'applying migrations', () => migrate(db));
     return {
       db,
       release: async () => {
@@ -135,6 +156,7 @@ export async function openDatabase(config: Config, extra: Partial<ConnectOptions
       },
     };
   } catch (err) {
+    await opened?.close().catch(() => undefined); // its pool or database thread would keep the process alive
     unlock();
     throw err;
   }

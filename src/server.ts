@@ -3,10 +3,11 @@ import { buildApp } from './app.js';
 import { composeServices, type Services } from './compose.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import { createLogger, openDatabase } from './runtime.js';
+import { createLogger, openDatabase, startupStep } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 import { startAdminChannel } from './admin/channel.js';
 import type { SchedulerClock } from './schedules/clock.js';
+import type { PasswordHasher } from './sessions/password.js';
 import { firstStartBanner } from './start-banner.js';
 
 export interface RunningServer {
@@ -26,6 +27,8 @@ export interface StartOptions {
   role?: AppContext['role'];
   /** The schedules' clock (tests advance a manual one); the system clock by default. */
   clock?: SchedulerClock;
+  /** Password hashing and checks (tests count them); scrypt by default. */
+  passwords?: PasswordHasher;
 }
 
 /**
@@ -35,7 +38,7 @@ export interface StartOptions {
  */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const log = createLogger(config);
-  const { db, release } = await openDatabase(config, opts.connect);
+  const { db, release } = await openDatabase(config, opts.connect, log);
   const role = opts.role ?? 'all';
   const ctx: AppContext = { config, db, log, role, onClose: [] };
   let app: FastifyInstance | undefined;
@@ -45,16 +48,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await release();
   };
   try {
-    services = composeServices(ctx, { clock: opts.clock });
-    const boot = await services.accounts.ensureBootstrap();
+    services = composeServices(ctx, { clock: opts.clock, passwords: opts.passwords });
+    const { accounts, sessions } = services;
+    // Each step is tried again while the database is away (a PostgreSQL restarting, connections cut).
+    const boot = await startupStep(log, 'creating the first admin and workspace', () => accounts.ensureBootstrap());
     if (opts.announce) {
       // An admin without a password (just created, or from before the dashboard) gets a one-time one.
-      const adminPassword = await services.sessions.claimInitialPassword(boot.userId);
+      const adminPassword = await startupStep(log, 'setting the first password', () => sessions.claimInitialPassword(boot.userId));
       const apiKey = boot.created
-        ? (await services.accounts.createKey({ workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key' })).secret
+        ? (await startupStep(log, 'creating the bootstrap key', () => accounts.createKey({
+          workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'Bootstrap key',
+        }))).secret
         : undefined;
       if (apiKey || adminPassword) {
-        const adminEmail = (await services.accounts.findUser(boot.userId))?.email ?? config.dashboard.adminEmail;
+        const adminEmail = (await startupStep(log, 'reading the admin', () => accounts.findUser(boot.userId)))?.email ?? config.dashboard.adminEmail;
         process.stdout.write(firstStartBanner({ workspaceId: boot.workspaceId, apiKey, adminEmail, adminPassword }));
       }
     }

@@ -53,7 +53,7 @@ $fn$`);
  * A parameter as an SQL literal, or undefined for a kind this does not write (the call then binds it):
  * null, strings, finite numbers, booleans and arrays of strings.
  * Strings are quoted with doubled single quotes, which is complete under standard_conforming_strings
- * (on by default since PostgreSQL 9.1, and never turned off by Weft).
+ * (on by default since PostgreSQL 9.1; the embedded database refuses to open with it off, connect.ts).
  */
 function sqlLiteral(v: unknown): string | undefined {
   if (v === null || v === undefined) return 'NULL';

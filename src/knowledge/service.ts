@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { type Database, type Queryable, uniqueViolation } from '../db/database.js';
+import { retryWhileUnavailable, type Database, type Queryable, uniqueViolation } from '../db/database.js';
 import type { KnowledgePort, KnowledgeSearchHit } from '../engine/ports.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
@@ -328,7 +328,8 @@ export class KnowledgeService {
   startWorkers(): void {
     const { jobs, log, db, options } = this.deps;
     jobs.work((id) => this.ingest(id));
-    this.recover(db.mode === 'pglite')
+    // Tried again while the database is away (a second dispatch of an ingest is absorbed by its lease).
+    retryWhileUnavailable(() => this.recover(db.mode === 'pglite'), { deadlineMs: options.leaseMs })
       .then((n) => {
         if (n > 0) log.info({ documents: n }, 'resuming unfinished document ingests');
       })

@@ -27,11 +27,49 @@ export function tokenMatches(header: string | undefined, token: string): boolean
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** A listener address only this machine reaches: `localhost`, 127.0.0.0/8, ::1 (also IPv4-mapped). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+/**
+ * Who may read GET /metrics (per-route counts and timings, queue and pool figures): holders of
+ * WEFT_METRICS_TOKEN when it is set; without it, anyone only while the listener is on loopback (only
+ * this machine reaches it); a listener others reach and no token serves no metrics at all.
+ */
+export type MetricsAccess = { kind: 'token'; token: string } | { kind: 'open' } | { kind: 'off'; host: string };
+
+export function metricsAccess(listenHost: string, token: string | undefined): MetricsAccess {
+  if (token) return { kind: 'token', token };
+  return isLoopbackHost(listenHost) ? { kind: 'open' } : { kind: 'off', host: listenHost };
+}
+
+/** Why a scrape is refused (status, message, headers), or undefined when it may read the metrics. */
+export function metricsRefusal(access: MetricsAccess, authorization: string | undefined): { status: number; error: string; headers: Record<string, string> } | undefined {
+  if (access.kind === 'open') return undefined;
+  if (access.kind === 'off') {
+    return { status: 403, error: `Metrics are off: this server listens on ${access.host}, not on loopback, and WEFT_METRICS_TOKEN is not set`, headers: {} };
+  }
+  if (tokenMatches(authorization, access.token)) return undefined;
+  return {
+    status: 401, error: 'Metrics token required: send Authorization: Bearer <WEFT_METRICS_TOKEN>', headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' },
+  };
+}
+
+/** The start-up line that says how to turn metrics on, when they are off. */
+export function metricsOffMessage(host: string): string {
+  return `GET /metrics is off: the listener is on ${host}, which is not a loopback address, and WEFT_METRICS_TOKEN is not set. ` +
+    'Set WEFT_METRICS_TOKEN and scrape with Authorization: Bearer <token> (or listen on 127.0.0.1).';
+}
+
 /**
  * Registers the request hooks and GET /metrics. Call before the area plugins so that the hooks wrap
- * every route. `metricsToken`: when set, /metrics wants `Authorization: Bearer <token>`; else it is open.
+ * every route. `metrics`: who may read /metrics (see MetricsAccess).
  */
-export function registerObservability(app: FastifyInstance, obs: Observability, opts: { metricsToken?: string }): void {
+export function registerObservability(app: FastifyInstance, obs: Observability, opts: { metrics: MetricsAccess }): void {
   const { metrics, tracing } = obs;
   const spans = new WeakMap<FastifyRequest, Span>();
   if (tracing) {
@@ -65,12 +103,14 @@ export function registerObservability(app: FastifyInstance, obs: Observability, 
   });
 
   app.get('/metrics', {
-    schema: { tags: ['health'], summary: 'Prometheus metrics (text exposition format); Bearer token when WEFT_METRICS_TOKEN is set', security: [] },
+    schema: {
+      tags: ['health'], security: [],
+      summary: 'Prometheus metrics (text exposition format); Bearer token when WEFT_METRICS_TOKEN is set, which a non-loopback listener needs',
+    },
     config: { auth: 'none' },
   }, async (request, reply) => {
-    if (opts.metricsToken && !tokenMatches(request.headers.authorization, opts.metricsToken)) {
-      throw new HttpError(401, 'Metrics token required: send Authorization: Bearer <WEFT_METRICS_TOKEN>', {}, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
-    }
+    const refused = metricsRefusal(opts.metrics, request.headers.authorization);
+    if (refused) throw new HttpError(refused.status, refused.error, {}, refused.headers);
     const body = await metrics.registry.metrics();
     return reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(body);
   });

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.js';
 import { Observability } from './observer.js';
 import type { ScrapeSources } from './metrics.js';
 import { Tracing } from './tracing.js';
-import { tokenMatches } from './http.js';
+import { metricsAccess, metricsOffMessage, metricsRefusal } from './http.js';
 
 export { Observability } from './observer.js';
 export type { AiObserver, LimitObserver, Observer, RunObserver } from './observer.js';
@@ -22,6 +22,9 @@ export function createObservability(ctx: AppContext, sources: Omit<ScrapeSources
   const obs = new Observability(log, { ...sources, poolStats: db.poolStats ? () => db.poolStats?.() : undefined }, tracing);
   if (tracing) log.info({ endpoint: o.otlpTracesUrl, serviceName: o.serviceName }, 'exporting traces over OTLP/HTTP');
   let server: http.Server | undefined;
+  const access = metricsAccess(config.host, o.metricsToken);
+  // Said once at start-up, by whichever listener would serve /metrics (a worker only with its own port).
+  if (access.kind === 'off' && (ctx.role !== 'worker' || o.metricsPort)) log.warn({ host: config.host }, metricsOffMessage(config.host));
   if (ctx.role === 'worker' && o.metricsPort) {
     server = http.createServer((req, res) => {
       const path = (req.url ?? '').split('?')[0];
@@ -29,9 +32,9 @@ export function createObservability(ctx: AppContext, sources: Omit<ScrapeSources
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Not found: this worker serves GET /metrics only' }));
         return;
       }
-      if (o.metricsToken && !tokenMatches(req.headers.authorization, o.metricsToken)) {
-        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="metrics"' })
-          .end(JSON.stringify({ error: 'Metrics token required: send Authorization: Bearer <WEFT_METRICS_TOKEN>' }));
+      const refused = metricsRefusal(access, req.headers.authorization);
+      if (refused) {
+        res.writeHead(refused.status, { 'content-type': 'application/json', ...refused.headers }).end(JSON.stringify({ error: refused.error }));
         return;
       }
       obs.metrics.registry.metrics().then(

@@ -471,11 +471,12 @@ export class ExecutionService {
     const { queue, log, config, db } = this.deps;
     queue.work((id) => this.runJob(id));
     this.pauses.start();
-    this.recover(db.mode === 'pglite')
+    // Tried again while the database is away (recovering twice only dispatches twice, which the leases absorb).
+    retryWhileUnavailable(() => this.recover(db.mode === 'pglite'), { deadlineMs: config.jobLeaseMs })
       .then((recovered) => {
         if (recovered > 0) log.info({ recovered }, 'resuming unfinished async runs');
       })
-      .catch((err: unknown) => log.error({ err }, 'recovering unfinished async runs failed'));
+      .catch((err: unknown) => log.error({ err }, 'recovering unfinished async runs failed; the job sweep tries again'));
     // The rows are the record, whatever the queue holds: other processes may die holding leases (their
     // jobs are taken over once the lease expires), a run handed back or not taken (the database was
     // away) waits for a dispatch, and Redis may lose jobs. Embedded too: a job whose lease could not be

@@ -50,6 +50,16 @@ export async function verifyNothing(password: string): Promise<false> {
   return false;
 }
 
+/** What the sessions area does with passwords; scrypt in production, a counting wrapper in tests. */
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(password: string, stored: string): Promise<boolean>;
+  /** One verification's work on a hash nothing matches (unknown email, no password set). */
+  verifyNothing(password: string): Promise<false>;
+}
+
+export const scryptPasswords: PasswordHasher = { hash: hashPassword, verify: verifyPassword, verifyNothing };
+
 const ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 
 /** A one-time password: four groups of five characters (no look-alikes such as 0/O, 1/l/I), about 115 bits. */

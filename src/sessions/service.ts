@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
-import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, verifyNothing, verifyPassword } from './password.js';
+import { generatePassword, MAX_PASSWORD_LENGTH, scryptPasswords, type PasswordHasher } from './password.js';
 import * as store from './store.js';
 import { LoginThrottle } from './throttle.js';
 
@@ -20,6 +20,8 @@ export interface SessionOptions {
   maxMs: number;
   /** How long a positive session lookup is reused (sign-outs in other processes bite within it). */
   cacheMs: number;
+  /** Hashing and checking passwords (scrypt unless a test counts the checks). */
+  passwords?: PasswordHasher;
 }
 
 export interface PublicUser { id: string; email: string; name: string }
@@ -49,10 +51,12 @@ const PURGE_EVERY_MS = 3_600_000;
 export class SessionService {
   private readonly throttle: LoginThrottle;
   private readonly cache = new Map<string, { caller: SessionCaller; until: number; expiresAt: number; touchedAt: number }>();
+  private readonly passwords: PasswordHasher;
   private lastPurge = 0;
 
   constructor(private readonly db: Database, private readonly accounts: SessionAccounts, private readonly opts: SessionOptions) {
     this.throttle = new LoginThrottle(db);
+    this.passwords = opts.passwords ?? scryptPasswords;
   }
 
   /** Cookie lifetime: the most a session can live; the server ends it earlier when idle. */
@@ -63,18 +67,26 @@ export class SessionService {
   /**
    * Checks an email and password. Every refusal is the same 401 and takes about as long (an unknown
    * email or a user without a password still costs one scrypt), so neither tells which emails exist.
+   * The attempt takes its place under the failure limits before the password is checked (throttle.ts).
    */
   async signIn(email: string, password: string, clientIp: string): Promise<SignedIn> {
-    await this.throttle.check(email, clientIp);
-    const user = email.length <= 254 ? await store.findCredentialsByEmail(this.db, email.trim()) : undefined;
-    const ok = user?.password_hash && password.length <= MAX_PASSWORD_LENGTH
-      ? await verifyPassword(password, user.password_hash)
-      : await verifyNothing(password.slice(0, MAX_PASSWORD_LENGTH));
+    const attempt = await this.throttle.begin(email, clientIp);
+    let user: store.Credentials | undefined;
+    let ok: boolean;
+    try {
+      user = email.length <= 254 ? await store.findCredentialsByEmail(this.db, email.trim()) : undefined;
+      ok = user?.password_hash && password.length <= MAX_PASSWORD_LENGTH
+        ? await this.passwords.verify(password, user.password_hash)
+        : await this.passwords.verifyNothing(password.slice(0, MAX_PASSWORD_LENGTH));
+    } catch (err) {
+      await attempt.release().catch(() => undefined);
+      throw err;
+    }
     if (!ok || !user) {
-      await this.throttle.failed(email, clientIp);
+      await attempt.failed();
       throw new HttpError(401, 'Invalid email or password');
     }
-    await this.throttle.succeeded(email);
+    await attempt.succeeded();
     const token = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const row = await store.insertSession(this.db, {
@@ -158,21 +170,31 @@ export class SessionService {
   async changePassword(caller: SessionCaller, current: string, next: string, clientIp: string): Promise<void> {
     const user = await store.findCredentials(this.db, caller.auth.userId);
     if (!user) throw new HttpError(401, 'Not signed in');
-    await this.throttle.check(user.email, clientIp);
-    const ok = user.password_hash && current.length <= MAX_PASSWORD_LENGTH ? await verifyPassword(current, user.password_hash) : await verifyNothing(current);
+    const attempt = await this.throttle.begin(user.email, clientIp);
+    let ok: boolean;
+    try {
+      ok = user.password_hash && current.length <= MAX_PASSWORD_LENGTH
+        ? await this.passwords.verify(current, user.password_hash)
+        : await this.passwords.verifyNothing(current.slice(0, MAX_PASSWORD_LENGTH));
+    } catch (err) {
+      await attempt.release().catch(() => undefined);
+      throw err;
+    }
     if (!ok) {
-      await this.throttle.failed(user.email, clientIp);
+      await attempt.failed();
       throw new HttpError(400, 'currentPassword: the current password is not correct', {
         details: [{ code: 'custom', path: ['currentPassword'], message: 'The current password is not correct' }],
       });
     }
-    await store.setPassword(this.db, user.id, await hashPassword(next), false);
+    // Knowing the current password is no failure: its places under the limits are given back.
+    await attempt.release();
+    await store.setPassword(this.db, user.id, await this.passwords.hash(next), false);
     await this.signOutEverywhere(user.id, caller.sessionId);
   }
 
   /** Sets a user's password (the CLI): `mustChange` for one-time passwords. Ends all the user's sessions. */
   async setPassword(userId: string, password: string, mustChange: boolean): Promise<boolean> {
-    const updated = await store.setPassword(this.db, userId, await hashPassword(password), mustChange);
+    const updated = await store.setPassword(this.db, userId, await this.passwords.hash(password), mustChange);
     if (updated) await this.signOutEverywhere(userId);
     return updated;
   }
@@ -190,7 +212,7 @@ export class SessionService {
   async claimInitialPassword(userId: string): Promise<string | undefined> {
     if ((await store.findCredentials(this.db, userId))?.password_hash) return undefined; // no scrypt on every start
     const password = generatePassword();
-    return (await store.setInitialPassword(this.db, userId, await hashPassword(password))) ? password : undefined;
+    return (await store.setInitialPassword(this.db, userId, await this.passwords.hash(password))) ? password : undefined;
   }
 
   /** The id of the user signing in with `email` (case-insensitive), for the CLI. */

@@ -69,27 +69,33 @@ export const deleteUserSessions = (q: Queryable, userId: string, keep: string | 
 export const purgeExpiredSessions = (q: Queryable) =>
   q.query("DELETE FROM sessions WHERE expires_at < now() - interval '1 day'");
 
-export interface FailureCount { key: string; failures: number; retry_after_ms: number }
-
-/** Failure counts of `keys` whose window is still open, with the time left in it. */
-export const openFailureWindows = (q: Queryable, keys: string[], windowMs: number) =>
-  q.query<FailureCount>(
-    `SELECT key, failures,
-            GREATEST(0, EXTRACT(EPOCH FROM (window_start + $2::float8 * interval '1 millisecond' - now())) * 1000)::float8 AS retry_after_ms
-       FROM login_failures
-      WHERE key = ANY($1::text[]) AND window_start > now() - $2::float8 * interval '1 millisecond'`,
-    [keys, windowMs],
-  );
-
-/** Counts one failure for each key; a key whose window closed starts a new one. */
-export const recordFailure = (q: Queryable, key: string, windowMs: number) =>
-  q.query(
-    `INSERT INTO login_failures (key, failures, window_start) VALUES ($1, 1, now())
+/**
+ * Takes one attempt for `key` if its window has room: counts it (a missing or lapsed window starts anew at
+ * 1) and returns true; a full window is left as it is and returns false. One statement on the row's lock,
+ * so concurrent attempts can never take more than `limit`.
+ */
+export const takeAttempt = (q: Queryable, key: string, limit: number, windowMs: number) =>
+  q.query<{ failures: number }>(
+    `INSERT INTO login_failures AS f (key, failures, window_start) VALUES ($1, 1, now())
      ON CONFLICT (key) DO UPDATE SET
-       failures = CASE WHEN login_failures.window_start <= now() - $2::float8 * interval '1 millisecond' THEN 1 ELSE login_failures.failures + 1 END,
-       window_start = CASE WHEN login_failures.window_start <= now() - $2::float8 * interval '1 millisecond' THEN now() ELSE login_failures.window_start END`,
+       failures = CASE WHEN f.window_start <= now() - $2::float8 * interval '1 millisecond' THEN 1 ELSE f.failures + 1 END,
+       window_start = CASE WHEN f.window_start <= now() - $2::float8 * interval '1 millisecond' THEN now() ELSE f.window_start END
+     WHERE f.window_start <= now() - $2::float8 * interval '1 millisecond' OR f.failures < $3
+     RETURNING failures`,
+    [key, windowMs, limit],
+  ).then((r) => r.length > 0);
+
+/** Time left in the window of `key`, in milliseconds (0 when there is none). */
+export const windowLeftMs = (q: Queryable, key: string, windowMs: number) =>
+  q.query<{ ms: number }>(
+    `SELECT GREATEST(0, EXTRACT(EPOCH FROM (window_start + $2::float8 * interval '1 millisecond' - now())) * 1000)::float8 AS ms
+       FROM login_failures WHERE key = $1`,
     [key, windowMs],
-  );
+  ).then((r) => r[0]?.ms ?? 0);
+
+/** Gives back an attempt taken by takeAttempt that did not fail (a success, or no answer at all). */
+export const releaseAttempt = (q: Queryable, key: string) =>
+  q.query('UPDATE login_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0', [key]);
 
 export const clearFailures = (q: Queryable, key: string) => q.query('DELETE FROM login_failures WHERE key = $1', [key]);
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import type { Database } from '../../src/db/database.js';
+import { freshDatabase, request, startTestServer } from '../support/harness.js';
 import { postgresUrlFor } from '../support/templates.js';
 
 // PostgreSQL terminating the adapter's connections (a restart, a failover, an operator's
@@ -108,4 +109,69 @@ describe.skipIf(skip !== undefined)(`pg adapter survives dropped connections${sk
     expect(results.flat()).toHaveLength(5);
     expect(uncaught).toEqual([]);
   });
+});
+
+describe.skipIf(skip !== undefined)(`start-up survives its connections terminated${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  it('a connection cut inside a start-up migration transaction: the server retries and comes up instead of exiting', async () => {
+    const where = await freshDatabase();
+    const dbName = new URL(where.databaseUrl as string).pathname.slice(1);
+    const admin = await connectDatabase({ databaseUrl: base, dataDir: '', applicationName: 'weft_fault_admin' });
+    const holder = await connectDatabase({ databaseUrl: where.databaseUrl, dataDir: '', applicationName: 'weft_fault_holder' });
+    const uncaughtDuringStart: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaughtDuringStart.push(err);
+    process.on('uncaughtException', onUncaught);
+    let releaseLock!: () => void;
+    const gate = new Promise<void>((r) => (releaseLock = r));
+    try {
+      // Hold the migrations' advisory lock, so that the server's first migration transaction waits
+      // inside it (BEGIN and the lock request sent, nothing committed) until its connection is cut.
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holding = holder.tx(async (q) => {
+        await q.query('SELECT pg_advisory_xact_lock(872341)');
+        locked();
+        await gate;
+      });
+      await isLocked;
+      let settled: { t: Awaited<ReturnType<typeof startTestServer>> } | { err: unknown } | undefined;
+      const starting = startTestServer({ reuse: where }).then((t) => ({ t }), (err: unknown) => ({ err }));
+      void starting.then((outcome) => (settled = outcome));
+      let cut = 0;
+      for (let round = 0; round < 3; round++) {
+        // The server's backend waiting on the lock, each round a new one (the retry's fresh transaction).
+        let waiting: { pid: number }[] = [];
+        for (let i = 0; i < 500 && waiting.length === 0 && !settled; i++) {
+          waiting = await admin.query<{ pid: number }>(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'weft' AND wait_event_type = 'Lock'", [dbName]);
+          if (waiting.length === 0) await new Promise((r) => setTimeout(r, 20));
+        }
+        // Without a retry, the first cut ends the start-up with the driver's error.
+        if (settled && 'err' in settled) throw new Error(`start-up failed after ${cut} cut connection(s): ${String(settled.err)}`);
+        expect(waiting.length).toBeGreaterThan(0);
+        for (const { pid } of waiting) {
+          const [row] = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
+          if (row?.ok) cut++;
+        }
+      }
+      expect(cut).toBeGreaterThanOrEqual(3);
+      releaseLock();
+      await holding;
+      const started = await starting;
+      expect('err' in started ? String(started.err) : 'started').toBe('started');
+      const t = (started as { t: Awaited<ReturnType<typeof startTestServer>> }).t;
+      try {
+        expect((await request(`${t.url}/readyz`, 'GET')).status).toBe(200);
+        expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}`)).status).toBe(200);
+      } finally {
+        await t.close();
+      }
+      expect(uncaughtDuringStart).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      releaseLock();
+      await holder.close();
+      await admin.exec(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+      await admin.close();
+    }
+  }, 120_000);
 });

@@ -208,4 +208,122 @@ describe('PostgreSQL connections lost under load', () => {
       await Promise.all([api, ...workers].map((p) => kill(p)));
     }
   }, 300_000);
+
+  it('connections cut at every moment (PostgreSQL-only dispatch): idle pool, the LISTEN client, inside transactions, start-up and its recovery', async () => {
+    const { url, apiKey, workspaceId } = await prepareDatabase(pg, 'weft_moments');
+    const env = {
+      DATABASE_URL: url, REDIS_URL: '', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_LIMITS: 'off', WEFT_ALLOW_PRIVATE_NETWORK: 'true',
+      WEFT_JOB_LEASE_MS: '6000', WEFT_MAX_JOB_INTERRUPTIONS: '50',
+    };
+    const h = { 'x-api-key': apiKey };
+    const api = await spawnRole(env, 'api');
+    let worker = await spawnRole(env, 'worker');
+    const procs = () => [api, worker];
+    const db = await openDb(url);
+    const backends = async (name: string) => (await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()', [name]))[0]?.n ?? 0;
+    const accepted = new Set<string>();
+    /** One async run, submitted until accepted (503s while connections are cut are retried with the same id). */
+    const submit = async (i: number) => {
+      const executionId = randomUUID();
+      for (let attempt = 0; attempt < 120; attempt++) {
+        const r = await request(`${api.url}/api/workflows/${id}/execute`, 'POST', { i, async: true }, { ...h, 'x-execution-id': executionId }).catch(() => undefined);
+        if (r && (r.status === 202 || r.status === 409)) {
+          accepted.add(executionId);
+          return;
+        }
+        if (r) expectCleanFailures([r]);
+        await sleep(250);
+      }
+    };
+    let id = '';
+    try {
+      id = await deployWorkflow(api.url, apiKey, workspaceId, 'moments', twoHitDefinition(upstream.url, 30));
+      await Promise.all(Array.from({ length: 5 }, (_, i) => submit(i)));
+      await expectAllCompleted(db, accepted, id);
+
+      // 1. Idle: every pooled connection and the LISTEN connection cut while nothing runs.
+      await waitFor('the worker LISTEN connection', async () => ((await backends('weft-queue')) > 0 ? true : undefined), 30_000, 100);
+      expect(await pg.terminate('weft')).toBeGreaterThan(0);
+      await Promise.all(Array.from({ length: 5 }, (_, i) => submit(100 + i)));
+      await expectAllCompleted(db, accepted, id);
+      alive(procs());
+
+      // 2. The LISTEN connection alone: the queue listens again by itself, and wake-ups work again.
+      expect(await pg.terminate('weft-queue')).toBe(1);
+      await waitFor('the LISTEN connection back', async () => ((await backends('weft-queue')) > 0 ? true : undefined), 30_000, 100);
+      await Promise.all(Array.from({ length: 5 }, (_, i) => submit(200 + i)));
+      await expectAllCompleted(db, accepted, id);
+      alive(procs());
+
+      // 3. Under load, cut every 100 ms for 6 s: connections die inside transactions (checked out),
+      // between statements, at BEGIN and while idle, in the API and the worker alike.
+      const burst = Array.from({ length: 40 }, (_, i) => sleep(i * 150).then(() => submit(300 + i)));
+      let cut = 0;
+      for (const until = Date.now() + 6_000; Date.now() < until;) {
+        cut += await pg.terminate('weft');
+        await sleep(100);
+      }
+      await Promise.all(burst);
+      console.log(`every moment: ${cut} connections cut under load; accepted ${accepted.size}`);
+      expect(cut).toBeGreaterThan(20);
+      alive(procs());
+      await expectAllCompleted(db, accepted, id);
+
+      // 4. Start-up: the worker killed with runs in flight, runs accepted while none is running, and a
+      // new worker whose first migration transaction has its connection cut (it waits on the
+      // migrations' lock, held here) and whose start-up recovery runs while connections keep being cut.
+      const inFlight = Array.from({ length: 10 }, (_, i) => submit(400 + i));
+      await sleep(300);
+      await kill(worker);
+      await Promise.all(inFlight);
+      await Promise.all(Array.from({ length: 10 }, (_, i) => submit(500 + i)));
+      let releaseLock!: () => void;
+      const gate = new Promise<void>((r) => (releaseLock = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holding = db.tx(async (q) => {
+        await q.query('SELECT pg_advisory_xact_lock(872341)');
+        locked();
+        await gate;
+      });
+      await isLocked;
+      const starting = spawnRole(env, 'worker');
+      let startFailure: unknown;
+      starting.catch((err: unknown) => {
+        startFailure = err;
+      });
+      try {
+        for (let round = 0; round < 2; round++) {
+          const pids = await waitFor('the new worker waiting on the migrations lock', async () => {
+            if (startFailure) return 'exited' as const;
+            const rows = await db.query<{ pid: number }>(
+              "SELECT pid FROM pg_stat_activity WHERE application_name = 'weft' AND wait_event_type = 'Lock' AND datname = current_database()");
+            return rows.length > 0 ? rows : undefined;
+          }, 30_000, 50);
+          // Before the fix, the first cut ended the worker: "weft: terminating connection due to administrator command".
+          if (pids === 'exited') throw startFailure;
+          for (const { pid } of pids) await db.query('SELECT pg_terminate_backend($1)', [pid]);
+        }
+      } finally {
+        releaseLock();
+        await holding;
+      }
+      // Its start-up recovery and first jobs meet cut connections too.
+      const cutting = (async () => {
+        for (let k = 0; k < 10; k++) {
+          await sleep(300);
+          await pg.terminate('weft');
+        }
+      })();
+      worker = await starting;
+      await cutting;
+      alive(procs());
+      await expectAllCompleted(db, accepted, id);
+      alive(procs());
+    } finally {
+      await db.close();
+      await Promise.all(procs().map((p) => kill(p)));
+    }
+  }, 300_000);
 });

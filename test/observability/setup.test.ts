@@ -5,9 +5,10 @@ import { loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
 import type { Database } from '../../src/db/database.js';
 import { createObservability } from '../../src/observability/index.js';
+import { isLoopbackHost } from '../../src/observability/http.js';
 import { runCostUsd } from '../../src/observability/observer.js';
 import { freePort } from '../support/cli.js';
-import { dbMode, request } from '../support/harness.js';
+import { dbMode, request, startTestServer } from '../support/harness.js';
 import { parseMetrics, total } from './metrics-text.js';
 
 describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
@@ -51,4 +52,59 @@ describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
       for (const close of ctx.onClose) await close();
     }
   });
+
+  it('tells loopback listeners from others', () => {
+    for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]', '::ffff:127.0.0.1']) expect({ h, loop: isLoopbackHost(h) }).toEqual({ h, loop: true });
+    for (const h of ['0.0.0.0', '::', '10.0.0.5', '192.168.1.2', 'example.com', '128.0.0.1', '::ffff:10.0.0.1']) expect({ h, loop: isLoopbackHost(h) }).toEqual({ h, loop: false });
+  });
+
+  it('a worker listening beyond loopback without WEFT_METRICS_TOKEN serves no metrics (403) and says so at start-up', async () => {
+    const port = await freePort();
+    const config = loadConfig({ WEFT_METRICS_PORT: String(port), HOST: '0.0.0.0' });
+    const lines: { msg: string; level: number }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const db = { mode: 'postgres', poolStats: () => ({ total: 1, idle: 1, waiting: 0 }) } as unknown as Database;
+    const ctx: AppContext = { config, db, log, role: 'worker', onClose: [] };
+    createObservability(ctx, { queueDepth: async () => 0 });
+    try {
+      const url = `http://127.0.0.1:${port}/metrics`;
+      let r = await request(url, 'GET').catch(() => undefined);
+      for (let i = 0; i < 50 && !r; i++) r = await new Promise((res) => setTimeout(res, 20)).then(() => request(url, 'GET').catch(() => undefined));
+      expect(r?.status).toBe(403);
+      expect(r?.body).toEqual({ error: expect.stringContaining('WEFT_METRICS_TOKEN') });
+      expect(r?.text).not.toContain('weft_');
+      expect((await request(url, 'GET', undefined, { authorization: 'Bearer anything' })).status).toBe(403);
+      const warned = lines.filter((l) => l.level === 40 && l.msg.includes('/metrics is off'));
+      expect(warned).toHaveLength(1);
+      expect(warned[0]!.msg).toContain('Set WEFT_METRICS_TOKEN');
+    } finally {
+      for (const close of ctx.onClose) await close();
+    }
+  });
+
+  it('the API server beyond loopback: /metrics is 403 without a token, behind the token with one; open on loopback', async () => {
+    const wide = await startTestServer({ config: { host: '0.0.0.0' } });
+    try {
+      const r = await request(`${wide.url}/metrics`, 'GET');
+      expect(r.status).toBe(403);
+      expect(r.body).toEqual({ error: expect.stringMatching(/not on loopback, and WEFT_METRICS_TOKEN is not set/) });
+    } finally {
+      await wide.close();
+    }
+    const guarded = await startTestServer({ env: { WEFT_METRICS_TOKEN: 'wide-token' }, config: { host: '0.0.0.0' } });
+    try {
+      expect((await request(`${guarded.url}/metrics`, 'GET')).status).toBe(401);
+      expect((await request(`${guarded.url}/metrics`, 'GET', undefined, { authorization: 'Bearer wide-token' })).status).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+    const local = await startTestServer();
+    try {
+      const r = await request(`${local.url}/metrics`, 'GET');
+      expect(r.status).toBe(200);
+      expect(r.text).toContain('weft_http_request_duration_seconds');
+    } finally {
+      await local.close();
+    }
+  }, 60_000);
 });

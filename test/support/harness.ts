@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
 import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor } from './templates.js';
 
@@ -53,6 +53,8 @@ export interface StartOptions {
   config?: Partial<Config>;
   /** Reuse an existing database (restart tests): a PGlite data directory or a PostgreSQL URL. */
   reuse?: { dataDir?: string; databaseUrl?: string };
+  /** What the server is started with besides its configuration (a clock, a password hasher). */
+  server?: Pick<ServerStartOptions, 'clock' | 'passwords'>;
 }
 
 /** Makes a fresh database for one suite from the template: a PGlite data dir on disk, or a new PostgreSQL database. */
@@ -83,7 +85,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       ...opts.config,
     },
   );
-  const server = await startServer(config);
+  const server = await startServer(config, opts.server);
   const boot = await ensureBootstrap(server.ctx.db, config.defaultPlan);
   const { secret } = await createKey(server.ctx.db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace', name: 'test' });
   const url = server.url;
