@@ -217,11 +217,11 @@ export class PauseService {
   async resume(
     target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
     input: unknown,
-    caller: { apiKeyId: string | null; signal: AbortSignal },
+    caller: { apiKeyId: string | null; signal: AbortSignal; slotToken?: string | null },
   ): Promise<ResumeOutcome> {
     const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
-    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry) };
+    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry, caller.slotToken) };
     const tracked = this.deps.track(entry.new_execution_id, caller.signal);
     const { result, output } = await this.runEntry(entry.id, { signal: tracked.signal }).finally(tracked.end);
     const finished = { ...finishedFrom(result), output };
@@ -236,12 +236,12 @@ export class PauseService {
     return { kind: 'finished', executionId: entry.new_execution_id, result, output };
   }
 
-  /** Creates the durable async job that runs a claimed resume entry and enqueues it. */
-  async enqueueEntryJob(paused: PausedRow, entry: QueueRow): Promise<string> {
+  /** Creates the durable async job that runs a claimed resume entry and enqueues it (with the admission's slot, freed when it ends). */
+  async enqueueEntryJob(paused: PausedRow, entry: QueueRow, slotToken: string | null = null): Promise<string> {
     await store.claimExecution(this.db, {
       id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
       mode: 'async', trigger: 'resume', status: 'queued', billedAccount: paused.billed_account, apiKeyId: null, input: {},
-      resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null,
+      resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null, slotToken,
     });
     await this.deps.queue.enqueue(entry.new_execution_id);
     return entry.new_execution_id;

@@ -252,7 +252,7 @@ export class Scheduler {
       const plan = await this.deps.accounts.workspacePlan(t.workspace_id);
       const run: RunContext = { workspaceId: t.workspace_id, billedAccount: `workspace:${t.workspace_id}`, plan };
       // Limits as for any async run: the account's rate bucket, usage cap and concurrency.
-      const admitted = await runs.admit(workflow, run, 'async');
+      const admitted = await runs.admit(workflow, run, 'async', { executionId });
       const input = { scheduledAt: t.tick_at.toISOString(), missedTicks: t.missed_ticks };
       try {
         await runs.enqueue(admitted, run, input, { executionId, apiKeyId: null, trigger: 'schedule', baseUrl: runs.baseUrl() });
