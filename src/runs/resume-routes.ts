@@ -121,6 +121,8 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
         const status = err instanceof HttpError ? err.status : 500;
         if (status >= 500) request.log.error({ err }, 'resume page failed');
         reply.code(status);
+        // A refusal's Retry-After (rate and concurrency limits) reaches the person's browser too.
+        if (err instanceof HttpError && err.headers['Retry-After']) reply.header('retry-after', err.headers['Retry-After']);
         const message = err instanceof Error ? err.message : String(err);
         return html(reply, status === 401 ? keyPage(workflowId, executionId, message) : resultPage('Could not resume', status >= 500 ? 'Internal error' : message, false));
       });
