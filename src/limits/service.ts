@@ -7,7 +7,7 @@ import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
 import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
-import { releaseCharge, reserveCharge } from './usage-totals.js';
+import { reconcileTotals, releaseCharge, reserveCharge } from './usage-totals.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -233,6 +233,14 @@ export class LimitsService {
       usage: { currentPeriodCost: cost, limit: p.usageLimitUsd, plan, isExceeded: cost >= p.usageLimitUsd },
       storage: { usedBytes, limitBytes: p.storageBytes, percentUsed: p.storageBytes > 0 ? Math.round((usedBytes / p.storageBytes) * 100 * 1e6) / 1e6 : 0 },
     };
+  }
+
+  /**
+   * Rebuilds the usage totals from usage_events (or, with `fix` false, only compares them): the totals
+   * that differed, each with what it held and the events' sum.
+   */
+  reconcileUsage(fix: boolean) {
+    return reconcileTotals(this.db, fix);
   }
 
   async close(): Promise<void> {
