@@ -166,8 +166,14 @@ export class ExecutionService {
   /** Resolves `selectedOutputs` against the version an admitted run will run. */
   async outputSelectors(admitted: Admitted, selected: readonly string[] | undefined): Promise<OutputSelector[]> {
     if (!selected || selected.length === 0) return [];
-    const version = await this.deps.workflows.loadVersion(admitted.versionId);
-    return version ? resolveSelectors(version.definition, selected) : [];
+    try {
+      const version = await this.deps.workflows.loadVersion(admitted.versionId);
+      return version ? resolveSelectors(version.definition, selected) : [];
+    } catch (err) {
+      // A bad selection refuses the request before its run starts: the admission is given back.
+      await admitted.admission.release();
+      throw err;
+    }
   }
 
   /**
