@@ -3,6 +3,7 @@
 import { AccountsService } from './accounts/service.js';
 import { AiGateway } from './ai/gateway.js';
 import type { AppContext } from './context.js';
+import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
 import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
@@ -82,12 +83,18 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
   const webhookRegistry = new WebhookRegistry(db, config.publicBaseUrl ?? config.baseUrl);
   // So do schedules (cron expressions are checked on save by croner, outside the engine).
-  const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock);
+  // The plan's minimum schedule interval, checked on save, on deploy and at each tick (none with limits off).
+  const minScheduleInterval = async (workspaceId: string, q?: Queryable) => {
+    const plan = await accounts.workspacePlan(workspaceId, q);
+    return { plan, seconds: config.limitsEnabled ? limits.plan(plan).minScheduleIntervalSeconds : 0 };
+  };
+  const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock, minScheduleInterval);
   const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig },
     async (q, change) => {
       await webhookRegistry.deploymentChanged(q, change);
       await scheduleRegistry.deploymentChanged(q, change);
-    });
+    },
+    (workspaceId, definition) => scheduleRegistry.checkPlanInterval(workspaceId, definition));
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
@@ -149,7 +156,11 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
-  const scheduler: Scheduler = new Scheduler({ db, log: ctx.log, clock: opts.clock ?? systemClock, workflows, runs, accounts });
+  const scheduler: Scheduler = new Scheduler({
+    db, log: ctx.log, clock: opts.clock ?? systemClock, workflows, runs, accounts,
+    allowedInterval: (workspaceId) => core.scheduleRegistry.allowedInterval(workspaceId),
+    billingPeriod: () => limits.usage.period(),
+  });
   core.scheduleRegistry.onChange(({ workflowId, row }) => scheduler.changed(workflowId, row));
   const webhooks = new WebhookService({
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,

@@ -9,6 +9,7 @@ import { registerBackupCommands } from './cli/backup.js';
 import { fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
 import { registerCreditCommands } from './cli/credits.js';
+import { registerUsageCommands } from './cli/usage.js';
 
 // With --json anywhere on the line, every error is a JSON document on stdout, commander's own
 // (unknown command, missing option) included: it reports them through outputError and exitOverride.
@@ -70,6 +71,7 @@ program
 registerAccountCommands(program);
 registerWorkflowCommands(program);
 registerCreditCommands(program);
+registerUsageCommands(program);
 registerBackupCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

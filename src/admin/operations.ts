@@ -293,6 +293,14 @@ export const operations = {
       };
     },
   }),
+
+  'usage.reconcile': op({
+    args: z.object({ dryRun: z.boolean().default(false) }),
+    async run({ services: s }, a) {
+      const { checked, differences } = await s.limits.reconcileUsage(!a.dryRun);
+      return { checked, fixed: !a.dryRun && differences.length > 0, differences };
+    },
+  }),
 };
 
 export type OperationName = keyof typeof operations;

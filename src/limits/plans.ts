@@ -15,16 +15,18 @@ export interface PlanLimits {
   /** Usage cost cap per billing period (a calendar month, UTC), USD. */
   usageLimitUsd: number;
   storageBytes: number;
+  /** The shortest time between two ticks of a schedule (its interval, or the closest ticks of its cron expression). */
+  minScheduleIntervalSeconds: number;
 }
 
 const GiB = 1024 ** 3;
 
 /** The reference service's plan defaults (sim-api.md section 2). */
 export const defaultPlans: Record<PlanName, PlanLimits> = {
-  free: { syncPerMinute: 50, asyncPerMinute: 200, apiPerMinute: 30, concurrentExecutions: 10, syncTimeoutSeconds: 300, asyncTimeoutSeconds: 5400, usageLimitUsd: 5, storageBytes: 5 * GiB },
-  pro: { syncPerMinute: 150, asyncPerMinute: 1000, apiPerMinute: 100, concurrentExecutions: 50, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 20, storageBytes: 50 * GiB },
-  team: { syncPerMinute: 300, asyncPerMinute: 2500, apiPerMinute: 200, concurrentExecutions: 200, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 40, storageBytes: 500 * GiB },
-  enterprise: { syncPerMinute: 600, asyncPerMinute: 5000, apiPerMinute: 500, concurrentExecutions: 1000, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 200, storageBytes: 500 * GiB },
+  free: { syncPerMinute: 50, asyncPerMinute: 200, apiPerMinute: 30, concurrentExecutions: 10, syncTimeoutSeconds: 300, asyncTimeoutSeconds: 5400, usageLimitUsd: 5, storageBytes: 5 * GiB, minScheduleIntervalSeconds: 60 },
+  pro: { syncPerMinute: 150, asyncPerMinute: 1000, apiPerMinute: 100, concurrentExecutions: 50, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 20, storageBytes: 50 * GiB, minScheduleIntervalSeconds: 10 },
+  team: { syncPerMinute: 300, asyncPerMinute: 2500, apiPerMinute: 200, concurrentExecutions: 200, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 40, storageBytes: 500 * GiB, minScheduleIntervalSeconds: 10 },
+  enterprise: { syncPerMinute: 600, asyncPerMinute: 5000, apiPerMinute: 500, concurrentExecutions: 1000, syncTimeoutSeconds: 3000, asyncTimeoutSeconds: 5400, usageLimitUsd: 200, storageBytes: 500 * GiB, minScheduleIntervalSeconds: 1 },
 };
 
 export const BURST_MULTIPLIER = 2;
@@ -34,7 +36,7 @@ export const BASE_RUN_CHARGE_USD = 0.005;
 const planOverride = z.object({
     syncPerMinute: z.number().int().min(1), asyncPerMinute: z.number().int().min(1), apiPerMinute: z.number().int().min(1),
     concurrentExecutions: z.number().int().min(1), syncTimeoutSeconds: z.number().int().min(1), asyncTimeoutSeconds: z.number().int().min(1),
-    usageLimitUsd: z.number().min(0), storageBytes: z.number().int().min(0),
+    usageLimitUsd: z.number().min(0), storageBytes: z.number().int().min(0), minScheduleIntervalSeconds: z.number().int().min(1),
   }).partial().strict();
 const overrideSchema = z.object({
   free: planOverride.optional(), pro: planOverride.optional(), team: planOverride.optional(), enterprise: planOverride.optional(),

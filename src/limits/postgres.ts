@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { BucketState, Clock } from './token-bucket.js';
@@ -44,17 +43,16 @@ export class PostgresLimits implements RateLimiter, ConcurrencySlots {
     return stateOf(Math.min(burst, rows[0].tokens + intervals * rate), last + intervals * INTERVAL_MS, rate, burst, now);
   }
 
-  async acquire(account: string, limit: number, ttlMs: number): Promise<string | null> {
-    const token = randomUUID();
+  async acquire(account: string, limit: number, ttlMs: number, token: string): Promise<boolean> {
     const now = new Date(this.clock.now());
     return this.db.tx(async (q) => {
       // Serializes acquirers of one account so the count and the insert agree.
       await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [account]);
       await q.query('DELETE FROM execution_slots WHERE account = $1 AND expires_at <= $2', [account, now]);
       const held = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_slots WHERE account = $1', [account]);
-      if (held[0].n >= limit) return null;
+      if (held[0].n >= limit) return false;
       await q.query('INSERT INTO execution_slots (account, token, expires_at) VALUES ($1, $2, $3)', [account, token, new Date(now.getTime() + ttlMs)]);
-      return token;
+      return true;
     });
   }
 

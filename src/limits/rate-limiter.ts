@@ -9,8 +9,8 @@ export interface RateLimiter {
 
 /** Counters of running executions per account, capped. */
 export interface ConcurrencySlots {
-  /** A token to release later, or null when `limit` slots are taken. */
-  acquire(account: string, limit: number, ttlMs: number): Promise<string | null>;
+  /** Takes a slot under `token` (release it with the same), or false when `limit` slots are taken. */
+  acquire(account: string, limit: number, ttlMs: number, token: string): Promise<boolean>;
   release(account: string, token: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -32,10 +32,9 @@ export class MemoryRateLimiter implements RateLimiter {
 
 export class MemorySlots implements ConcurrencySlots {
   private readonly held = new Map<string, Map<string, number>>();
-  private seq = 0;
   constructor(private readonly clock: Clock) {}
 
-  async acquire(account: string, limit: number, ttlMs: number): Promise<string | null> {
+  async acquire(account: string, limit: number, ttlMs: number, token: string): Promise<boolean> {
     const now = this.clock.now();
     let slots = this.held.get(account);
     if (!slots) {
@@ -43,10 +42,9 @@ export class MemorySlots implements ConcurrencySlots {
       this.held.set(account, slots);
     }
     for (const [token, until] of slots) if (until <= now) slots.delete(token);
-    if (slots.size >= limit) return null;
-    const token = `s${++this.seq}`;
+    if (slots.size >= limit) return false;
     slots.set(token, now + ttlMs);
-    return token;
+    return true;
   }
 
   async release(account: string, token: string): Promise<void> {

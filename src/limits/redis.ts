@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { BucketState, Clock } from './token-bucket.js';
@@ -69,11 +68,10 @@ export class RedisLimits implements RateLimiter, ConcurrencySlots {
     return (await this.bucket(key, rate, burst, false)).state;
   }
 
-  async acquire(account: string, limit: number, ttlMs: number): Promise<string | null> {
-    const token = randomUUID();
+  async acquire(account: string, limit: number, ttlMs: number, token: string): Promise<boolean> {
     const run = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<number>>).weftAcquire;
     const ok = await run.call(this.redis, `${this.prefix}slots:${account}`, this.clock.now(), ttlMs, limit, token);
-    return ok === 1 ? token : null;
+    return ok === 1;
   }
 
   async release(account: string, token: string): Promise<void> {

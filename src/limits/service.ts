@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
@@ -6,6 +7,7 @@ import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
 import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
+import { reconcileTotals, releaseCharge, reserveCharge } from './usage-totals.js';
 
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
@@ -17,10 +19,26 @@ export interface ExecutionLimits {
 
 export interface Admission {
   state: BucketState;
-  /** The concurrency slot taken (null when limits are off); any process may free it with `releaseSlot`. */
+  /**
+   * The admission's token (null when limits are off): its concurrency slot and its reserved base charge.
+   * Any process may free both with `releaseSlot` (an async run's worker does, when the run ends).
+   */
   slot: string | null;
-  /** Frees the concurrency slot; call once the run ended. */
+  /** Frees the concurrency slot and gives back the reserved charge unless the run's charge was written; call once the run ended. */
   release: () => Promise<void>;
+}
+
+/** What an admission is for: the rate bucket it draws on, and how the run executes (its slot's lifetime). */
+export interface AdmissionRequest {
+  /** The bucket: `sync` for whatever the caller waits for (MCP tools/call too), `async` for queued work. */
+  bucket: ExecutionMode;
+  /** How the run executes: its plan timeout bounds how long the slot and the reservation are held. */
+  mode: ExecutionMode;
+  /**
+   * The usage event idempotency key that will charge this run (`run:<execution id>`), when known: writing
+   * it consumes the reservation in the same statement. Otherwise the reservation lasts until `release`.
+   */
+  usageKey?: string;
 }
 
 /** A clock tests can move: `now()` is the system time plus an offset. */
@@ -68,64 +86,53 @@ export class LimitsService {
   }
 
   /**
-   * Period cost per account for admission, reused for a second: the cap tolerates that staleness, the hot
-   * path gains a query. Charges noted meanwhile are added to it, so a burst meets the cap promptly; a charge
-   * that lands between the read and its note may be counted twice until the entry expires, which errs on
-   * the side of the cap. Reports (usage-limits, snapshot) read the sum itself.
+   * The one admission of a run, whatever starts it (execute v1/v2, webhooks, schedules, MCP, resumes,
+   * draft runs), in the reference's gate order: usage cap (402), rate bucket (429), concurrency slot
+   * (429, Retry-After). The cap check reserves the run's base charge in the same statement, so the runs
+   * admitted in a period never cost more than the cap allows, however many arrive at once; a later gate
+   * that refuses gives the reservation back.
    */
-  private readonly costs = new Map<string, { period: string; cost: number; until: number }>();
-
-  private async currentCost(account: string): Promise<number> {
-    const now = this.clock.now();
-    const period = billingPeriod(new Date(now));
-    const hit = this.costs.get(account);
-    if (hit && hit.period === period && hit.until > Date.now()) return hit.cost;
-    const noted = this.chargesNoted;
-    const cost = await periodCost(this.db, account, new Date(now));
-    // A charge counted while the sum was read may be missing from it: that sum is not kept.
-    if (noted !== this.chargesNoted) return cost;
-    if (this.costs.size > 10_000) this.costs.clear();
-    this.costs.set(account, { period, cost, until: Date.now() + 1000 });
-    return cost;
-  }
-
-  /** Charges counted into the cached costs so far (see currentCost). */
-  private chargesNoted = 0;
-
-  /**
-   * Admits one execution in the reference's gate order: usage cap (402), rate bucket (429), then a
-   * concurrency slot (429). Throws with Retry-After on 429.
-   */
-  async admitExecution(account: string, plan: string, mode: ExecutionMode): Promise<Admission> {
-    if (!this.enabled) return { state: await this.limiter.peek(...this.bucket(account, plan, mode)), slot: null, release: noop };
+  async admitRun(account: string, plan: string, req: AdmissionRequest): Promise<Admission> {
+    const bucket = this.bucket(account, plan, req.bucket);
+    if (!this.enabled) return { state: await this.limiter.peek(...bucket), slot: null, release: noop };
     const p = this.plans(plan);
-    const cost = await this.currentCost(account);
-    if (cost >= p.usageLimitUsd) {
+    const token = randomUUID();
+    const now = this.clock.now();
+    const ttl = (req.mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
+    const usage = await reserveCharge(this.db, {
+      account, period: billingPeriod(new Date(now)), amountUsd: BASE_RUN_CHARGE_USD, capUsd: p.usageLimitUsd, token,
+      usageKey: req.usageKey ?? null, now: new Date(now), expiresAt: new Date(now + ttl),
+    });
+    if (!usage.admitted) {
       this.observer?.limitRejected({ kind: 'usage' });
-      throw new HttpError(402, `Usage limit exceeded: $${cost.toFixed(2)} used of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
+      const held = usage.reservedUsd > 0 ? ` (including $${usage.reservedUsd.toFixed(3)} reserved by runs in progress)` : '';
+      throw new HttpError(402, `Usage limit exceeded: $${(usage.costUsd + usage.reservedUsd).toFixed(2)} used${held} of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
     }
-    const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, mode));
-    if (!allowed) {
-      this.observer?.limitRejected({ kind: 'rate' });
-      throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+    try {
+      const { allowed, state } = await this.limiter.take(...bucket);
+      if (!allowed) {
+        this.observer?.limitRejected({ kind: 'rate' });
+        throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+      }
+      if (!(await this.slots.acquire(account, p.concurrentExecutions, ttl, token))) {
+        this.observer?.limitRejected({ kind: 'concurrency' });
+        throw new HttpError(429, `Too many concurrent executions: the ${plan} plan runs at most ${p.concurrentExecutions} at a time`,
+          { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
+      }
+      let released = false;
+      return {
+        state,
+        slot: token,
+        release: async () => {
+          if (released) return;
+          released = true;
+          await this.releaseSlot(account, token);
+        },
+      };
+    } catch (err) {
+      await releaseCharge(this.db, token).catch(() => undefined);
+      throw err;
     }
-    const ttl = (mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
-    const token = await this.slots.acquire(account, p.concurrentExecutions, ttl);
-    if (token === null) {
-      this.observer?.limitRejected({ kind: 'concurrency' });
-      throw new HttpError(429, `Too many concurrent executions: the ${plan} plan runs at most ${p.concurrentExecutions} at a time`,
-        { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
-    }
-    let released = false;
-    return {
-      state,
-      slot: token,
-      release: async () => {
-        if (released) return;
-        released = true;
-        await this.slots.release(account, token);
-      },
-    };
   }
 
   /**
@@ -143,9 +150,12 @@ export class LimitsService {
     return state;
   }
 
-  /** Frees a slot taken by another process or before a restart (async runs). */
+  /**
+   * Frees an admission's slot and gives back its reserved charge if the run's charge did not consume it,
+   * from any process (an async run's admission is ended by the worker that ends the run).
+   */
   async releaseSlot(account: string, slot: string): Promise<void> {
-    await this.slots.release(account, slot);
+    await Promise.all([this.slots.release(account, slot), releaseCharge(this.db, slot)]);
   }
 
   /** Takes a token of the `api` bucket for an /api/v1 request. */
@@ -164,22 +174,12 @@ export class LimitsService {
 
   /** Records the base charge of a finished run (once per execution id), in the caller's transaction when given. */
   async chargeRun(account: string, executionId: string, q: Queryable = this.db): Promise<void> {
-    const at = new Date(this.clock.now());
-    if (await recordRunCharge(q, account, executionId, at)) this.noteRunsCharged(billingPeriod(at), [account]);
+    await recordRunCharge(q, account, executionId, new Date(this.clock.now()));
   }
 
   /** How a statement that ends runs records their base charges with them (runs' group commit): now on this clock. */
   runCharge(): { sql: (from: string) => string; period: string; amountUsd: string } {
     return { sql: runChargesSql, period: billingPeriod(new Date(this.clock.now())), amountUsd: BASE_RUN_CHARGE_USD.toFixed(9) };
-  }
-
-  /** Counts base charges recorded through `runCharge()` in the cached period cost of their accounts. */
-  noteRunsCharged(period: string, accounts: readonly string[]): void {
-    this.chargesNoted++;
-    for (const account of accounts) {
-      const hit = this.costs.get(account);
-      if (hit && hit.period === period) hit.cost = Math.round((hit.cost + BASE_RUN_CHARGE_USD) * 1e9) / 1e9;
-    }
   }
 
   /** Base charges (USD) of some runs by execution id; a run never charged is absent. */
@@ -233,6 +233,14 @@ export class LimitsService {
       usage: { currentPeriodCost: cost, limit: p.usageLimitUsd, plan, isExceeded: cost >= p.usageLimitUsd },
       storage: { usedBytes, limitBytes: p.storageBytes, percentUsed: p.storageBytes > 0 ? Math.round((usedBytes / p.storageBytes) * 100 * 1e6) / 1e6 : 0 },
     };
+  }
+
+  /**
+   * Rebuilds the usage totals from usage_events (or, with `fix` false, only compares them): the totals
+   * that differed, each with what it held and the events' sum.
+   */
+  reconcileUsage(fix: boolean) {
+    return reconcileTotals(this.db, fix);
   }
 
   async close(): Promise<void> {

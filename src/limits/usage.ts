@@ -4,6 +4,7 @@ import type { Queryable } from '../db/database.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD } from './plans.js';
+import { totalCost } from './usage-totals.js';
 
 // The one writer of `usage_events` and the one definition of the billing period. Every area that
 // bills (run base charges, the AI gateway's model tokens) writes through the functions here: either
@@ -12,20 +13,18 @@ import { BASE_RUN_CHARGE_USD } from './plans.js';
 //
 // The billing period is decided in JavaScript from the caller's clock (the limits service's clock,
 // which tests move), never by the database's `now()`: `billingPeriod(at)`, stored in the `period`
-// column, and `periodCost` sums by that column.
+// column. Every event is added to its (account, period) running total in the statement that writes it
+// (triggers of migration 0018, see usage-totals.ts), and `periodCost` reads that total: no request sums
+// events.
 
 /** The billing period a moment falls in: its calendar month (UTC), as the month's first day (YYYY-MM-01). */
 export function billingPeriod(at: Date): string {
   return `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, '0')}-01`;
 }
 
-/** Cost of an account in the period of `at`: run base charges plus model tokens, USD. */
-export async function periodCost(q: Queryable, account: string, at: Date): Promise<number> {
-  const rows = await q.query<{ total: number | string }>(
-    'SELECT COALESCE(sum(amount_usd), 0)::float8 AS total FROM usage_events WHERE account = $1 AND period = $2::date',
-    [account, billingPeriod(at)],
-  );
-  return Math.round(Number(rows[0]?.total ?? 0) * 1e9) / 1e9;
+/** Cost of an account in the period of `at`: run base charges plus model tokens, USD (the running total, one row). */
+export function periodCost(q: Queryable, account: string, at: Date): Promise<number> {
+  return totalCost(q, account, billingPeriod(at));
 }
 
 export interface CostEvent {

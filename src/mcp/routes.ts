@@ -107,6 +107,15 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
   return async (app, { ctx }) => {
     // A workspace the key cannot reach is answered like a missing one (404), never 403: the key learns nothing of it.
     const reach = (auth: AuthContext | undefined, workspaceId: string) => accounts.authorize(auth, workspaceId, 'read', { conceal: true });
+    // Inside the API rate limit like /api/v1: a request carrying anything but tools/call (initialize,
+    // tools/list, ...) takes a token of the caller's api bucket (429 with Retry-After when empty).
+    // tools/call runs a workflow and is admitted as a run instead (the sync bucket: its caller waits).
+    const admitRequest = async (auth: AuthContext | undefined, body: unknown) => {
+      const messages = (Array.isArray(body) ? body : [body]) as { method?: string }[];
+      if (!auth || !messages.some((m) => m.method !== undefined && m.method !== 'tools/call' && !m.method.startsWith('notifications/'))) return;
+      const { account, plan } = await accounts.billedAccount(auth);
+      await runs.limits.admitApi(account, plan);
+    };
     app.post('/api/mcp/:workspaceId', {
       config: { auth: 'bearer', errorFamily: 'v1', rateLimitHeaders: false },
       schema: {
@@ -128,6 +137,7 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
       },
     }, async (request, reply) => {
       const access = await reach(request.auth, request.params.workspaceId);
+      await admitRequest(request.auth, request.body);
       const scope = { auth: request.auth, workspaceId: access.workspaceId, baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}` };
       const sdk = await mcpSdk();
       const server = mcpServer(sdk, runs, workflows, scope);

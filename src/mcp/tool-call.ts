@@ -65,7 +65,8 @@ export async function callWorkflowTool(deps: ToolCallDeps, tool: WorkflowTool, c
     // The execute API's gates, in its order: the caller may run the workflow, it is deployed, limits admit it.
     const { access, workflow } = await deps.workflows.forCaller(call.auth, tool.workflow.id, 'read', { forRun: true });
     const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
-    const admitted = await deps.runs.admit(workflow, run, 'async');
+    // The run is queued, but the call answers with its output: it draws on the sync bucket.
+    const admitted = await deps.runs.admit(workflow, run, 'async', { bucket: 'sync' });
     executionId = await deps.runs.enqueue(admitted, run, checked.input, { apiKeyId: access.keyId, trigger: 'mcp', baseUrl: call.baseUrl });
   } catch (err) {
     if (err instanceof HttpError && err.status < 500) return toolError(err.message);

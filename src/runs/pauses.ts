@@ -229,11 +229,11 @@ export class PauseService {
   async resume(
     target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
     input: unknown,
-    caller: { apiKeyId: string | null; signal: AbortSignal },
+    caller: { apiKeyId: string | null; signal: AbortSignal; slotToken?: string | null },
   ): Promise<ResumeOutcome> {
     const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
-    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry) };
+    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry, caller.slotToken) };
     // The claim's lease is renewed while the run lasts: a process that dies here leaves a claim that lapses
     // and is released (resume-claims.ts); a holder that lost its claim stops and records nothing.
     const lease = holdResumeClaim(this.db, this.deps.log, entry.id, this.deps.leaseMs);
@@ -255,14 +255,14 @@ export class PauseService {
     return { kind: 'finished', executionId: entry.new_execution_id, result, output };
   }
 
-  /** Creates the durable async job that runs a claimed resume entry and enqueues it. */
-  async enqueueEntryJob(paused: PausedRow, entry: QueueRow): Promise<string> {
+  /** Creates the durable async job that runs a claimed resume entry and enqueues it (with the admission's slot, freed when it ends). */
+  async enqueueEntryJob(paused: PausedRow, entry: QueueRow, slotToken: string | null = null): Promise<string> {
     // The job and the end of the claim's own lease commit together: from then on the job's lease covers it.
     await this.db.tx(async (q) => {
       await store.claimExecution(q, {
         id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id,
         mode: 'async', trigger: 'resume', status: 'queued', billedAccount: paused.billed_account, apiKeyId: null, input: {},
-        resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null,
+        resumeEntryId: entry.id, linkBase: typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : null, slotToken,
       });
       if (!(await ps.endResumeLease(q, entry.id))) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
     });

@@ -66,7 +66,7 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
       const body = request.body as Record<string, unknown> | undefined;
       const input = body && 'input' in body ? body.input : body ?? {};
       const abort = new AbortController();
-      const outcome = await pauses.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, input, { apiKeyId: access.keyId, signal: abort.signal });
+      const outcome = await runs.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, input, { apiKeyId: access.keyId, signal: abort.signal });
       if (outcome.kind === 'queued') {
         return reply.code(200).send({
           status: 'queued', executionId: outcome.executionId, queuePosition: outcome.queuePosition,
@@ -121,6 +121,8 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
         const status = err instanceof HttpError ? err.status : 500;
         if (status >= 500) request.log.error({ err }, 'resume page failed');
         reply.code(status);
+        // A refusal's Retry-After (rate and concurrency limits) reaches the person's browser too.
+        if (err instanceof HttpError && err.headers['Retry-After']) reply.header('retry-after', err.headers['Retry-After']);
         const message = err instanceof Error ? err.message : String(err);
         return html(reply, status === 401 ? keyPage(workflowId, executionId, message) : resultPage('Could not resume', status >= 500 ? 'Internal error' : message, false));
       });
@@ -140,7 +142,7 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
         const { access } = await formAuth(request, workflowId, executionId, 'write');
         const { apiKey: _k, token: _t, ...input } = request.body as Record<string, string>;
         const submitted = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== ''));
-        const outcome = await pauses.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, submitted,
+        const outcome = await runs.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, submitted,
           { apiKeyId: access.keyId, signal: new AbortController().signal });
         if (outcome.kind === 'queued') return html(reply, resultPage('Answer received', `Queued behind another answer (position ${outcome.queuePosition}).`, true));
         if (outcome.kind === 'job') return html(reply, resultPage('Answer received', 'The run continues in the background.', true));

@@ -151,10 +151,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       // A draft run needs write access and reads the workflow fresh (the saved draft, not a cached row).
       const { access, workflow } = await workflows.forCaller(request.auth, request.params.workflowId, useDraft ? 'write' : 'read', { forRun: !useDraft });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
-      // The draft, checked like a deploy, passes the same limit gates as a deployed run.
-      const admitted = useDraft
-        ? { workflow, versionId: (await workflows.draftVersion(workflow, actorOf(access))).id, admission: await service.limits.admitExecution(run.billedAccount, run.plan, 'sync') }
-        : await service.admit(workflow, run, isAsync ? 'async' : 'sync');
+      // The draft, checked like a deploy, passes the same door as a deployed run.
+      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync', { executionId, draftBy: useDraft ? actorOf(access) : undefined });
       const input = workflowInput(body);
       const links = baseUrl(ctx, request);
 

@@ -22,12 +22,13 @@ export class RunWrites {
   /** A run's final state and base charge, fenced by its lease attempt when it has one; false when taken over. */
   readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
 
-  constructor(db: Database, limits: Pick<LimitsService, 'runCharge' | 'noteRunsCharged'>, leaseMs: number) {
-    /** Writes runs with their charges, then counts the charges in the limits service's cached period cost. */
+  constructor(db: Database, limits: Pick<LimitsService, 'runCharge'>, leaseMs: number) {
+    /**
+     * Writes runs with their charges (the usage totals and the reservations admission made follow in the
+     * same statement, by the usage_events triggers).
+     */
     const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
-      const charge = limits.runCharge();
-      const ended = await write(charge);
-      limits.noteRunsCharged(charge.period, [...ended.values()].filter((r) => r.charged).map((r) => r.account));
+      const ended = await write(limits.runCharge());
       return items.map((item) => ended.has(idOf(item)));
     };
     this.finishedRuns = batched((runs) => ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id));

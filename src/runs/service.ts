@@ -4,7 +4,7 @@
 // pause-store, pauses, cancel, run-resource, and the group-committed writes in run-writes). The lease holder
 // is the next seam to move out.
 import type { Logger } from 'pino';
-import type { AccountsService } from '../accounts/service.js';
+import type { AccountsService, Actor } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
@@ -18,7 +18,7 @@ import type { WorkflowRow } from '../workflows/service.js';
 import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
 import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { findResumeRun } from './pause-store.js';
-import { PauseService } from './pauses.js';
+import { PauseService, type ResumeOutcome } from './pauses.js';
 import { RunWrites } from './run-writes.js';
 import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
@@ -55,6 +55,18 @@ export interface Admitted {
   workflow: WorkflowRow;
   versionId: string;
   admission: Admission;
+  /** The stored id the run gets when its starter names none (its reserved charge is keyed by it). */
+  executionId: string;
+}
+
+/** How a run is admitted (see `ExecutionService.admit`). */
+export interface AdmitOptions {
+  /** The caller-chosen id the run will be started with (X-Execution-Id, a webhook delivery's, a schedule tick's). */
+  executionId?: string;
+  /** The rate bucket, when not the run's mode: MCP tools/call queues a run but its caller waits, so it draws on `sync`. */
+  bucket?: 'sync' | 'async';
+  /** A draft run (dashboard, `useDraftState`): the saved draft, checked like a deploy, by this actor. */
+  draftBy?: Actor;
 }
 
 export interface StartOptions {
@@ -110,19 +122,59 @@ export class ExecutionService {
     this.fallbackBaseUrl = url;
   }
 
-  /** Gates in the reference's order after the workflow is found and authorized: deployed, then limits. */
-  async admit(workflow: WorkflowRow, run: RunContext, mode: 'sync' | 'async'): Promise<Admitted> {
-    const version = await this.deps.workflows.activeVersion(workflow);
-    if (!version) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
-    const admission = await this.limits.admitExecution(run.billedAccount, run.plan, mode);
-    return { workflow, versionId: version.id, admission };
+  /**
+   * The door every new run passes (execute v1 and v2, webhooks, schedules, MCP, draft runs, the CLI):
+   * after the workflow is found and authorized, in the reference's order: deployed (or the draft checked),
+   * then the limits' one admission (usage cap with the base charge reserved, the rate bucket, a
+   * concurrency slot). Resumes pass `admitResume`, which ends in the same admission.
+   */
+  async admit(workflow: WorkflowRow, run: RunContext, mode: 'sync' | 'async', opts: AdmitOptions = {}): Promise<Admitted> {
+    const versionId = opts.draftBy
+      ? (await this.deps.workflows.draftVersion(workflow, opts.draftBy)).id
+      : (await this.deps.workflows.activeVersion(workflow))?.id;
+    if (!versionId) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
+    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
+    const admission = await this.limits.admitRun(run.billedAccount, run.plan, { bucket: opts.bucket ?? mode, mode, usageKey: `run:${executionId}` });
+    return { workflow, versionId, admission, executionId };
+  }
+
+  /**
+   * The door of a resume (the API's and the resume page's): the paused run's account is admitted like a
+   * new run of the paused run's mode (usage cap, that mode's bucket, a concurrency slot), then the resume
+   * runs. A sync resume holds its admission while it runs; an async one hands its slot to its job (freed by
+   * the worker that ends it); one queued behind another resume frees it at once.
+   */
+  async resume(
+    target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
+    input: unknown,
+    caller: { apiKeyId: string | null; signal: AbortSignal },
+  ): Promise<ResumeOutcome> {
+    const paused = await this.pauses.find(target.workspaceId, target.workflowId, target.executionId);
+    if (!paused) throw new HttpError(404, 'Paused execution not found or already resumed');
+    const mode = paused.mode === 'async' ? 'async' : 'sync';
+    const plan = await this.deps.accounts.workspacePlan(paused.workspace_id);
+    const admission = await this.limits.admitRun(paused.billed_account, plan, { bucket: mode, mode });
+    let handedOver = false;
+    try {
+      const outcome = await this.pauses.resume(target, input, { ...caller, slotToken: admission.slot });
+      handedOver = outcome.kind === 'job';
+      return outcome;
+    } finally {
+      if (!handedOver) await admission.release();
+    }
   }
 
   /** Resolves `selectedOutputs` against the version an admitted run will run. */
   async outputSelectors(admitted: Admitted, selected: readonly string[] | undefined): Promise<OutputSelector[]> {
     if (!selected || selected.length === 0) return [];
-    const version = await this.deps.workflows.loadVersion(admitted.versionId);
-    return version ? resolveSelectors(version.definition, selected) : [];
+    try {
+      const version = await this.deps.workflows.loadVersion(admitted.versionId);
+      return version ? resolveSelectors(version.definition, selected) : [];
+    } catch (err) {
+      // A bad selection refuses the request before its run starts: the admission is given back.
+      await admitted.admission.release();
+      throw err;
+    }
   }
 
   /**
@@ -158,7 +210,7 @@ export class ExecutionService {
     input: Record<string, unknown>,
     opts: StartOptions & { signal: AbortSignal; onBlock?: (step: StepRecord) => void },
   ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
-    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
+    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : admitted.executionId;
     const base: NewExecution = {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'sync', trigger: opts.trigger, status: 'processing', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,
@@ -266,7 +318,7 @@ export class ExecutionService {
   }
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
-    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
+    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : admitted.executionId;
     const claimed = await this.writes.claims.submit({
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
       mode: 'async', trigger: opts.trigger, status: 'queued', billedAccount: run.billedAccount, apiKeyId: opts.apiKeyId, input,

@@ -179,7 +179,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
 
       const { access, workflow } = await workflows.forCaller(request.auth, request.params.id, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
-      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync');
+      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync', { executionId: runId });
       const input = body.input ?? {};
       const start = { executionId: runId, apiKeyId: access.keyId, trigger: 'api', baseUrl: base(request) };
       try {
@@ -327,7 +327,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       };
       request.raw.socket?.once('close', onClose);
       try {
-        const outcome = await service.pauses.resume(
+        const outcome = await service.resume(
           { workspaceId: access.workspaceId, workflowId: id, executionId: runId, contextId: request.body.contextId },
           request.body.input ?? {},
           { apiKeyId: access.keyId, signal: abort.signal },

@@ -7,7 +7,7 @@ import { HttpError } from '../http/errors.js';
 import { systemClock, type SchedulerClock } from './clock.js';
 import * as store from './store.js';
 import type { ScheduleRow } from './store.js';
-import { nextTicks, parseCron, tickerFor } from './timing.js';
+import { nextTicks, parseCron, shortestGapSeconds, tickerFor } from './timing.js';
 
 /** The schedule block of a definition (top level; at most one) with its parsed config. */
 export function scheduleBlockOf(definition: WorkflowDefinition): { id: string; config: ScheduleConfig } | undefined {
@@ -43,13 +43,52 @@ export interface ScheduleInfo {
 /** How many upcoming ticks the API shows. */
 const SHOWN_TICKS = 5;
 
+/** The plan of a workspace and the shortest time it allows between two ticks of a schedule (seconds). */
+export type MinScheduleInterval = (workspaceId: string, q?: Queryable) => Promise<{ plan: string; seconds: number }>;
+
+/** Why a schedule config fires too often for a plan (a problem to report), or undefined when it is allowed. */
+export function intervalProblem(config: ScheduleConfig, allowed: { plan: string; seconds: number }, nowMs: number): { field: string; message: string } | undefined {
+  const gap = shortestGapSeconds(config, nowMs);
+  if (gap >= allowed.seconds) return undefined;
+  return {
+    field: config.intervalSeconds !== undefined ? 'intervalSeconds' : 'cron',
+    message: `fires every ${gap} s; the ${allowed.plan} plan allows a schedule to fire at most once every ${allowed.seconds} s`,
+  };
+}
+
 /** Told of every change this process makes (inside its transaction): the local scheduler re-arms at once. */
 export type ScheduleChangeListener = (change: { workflowId: string; row: ScheduleRow | null }) => void;
 
 export class ScheduleRegistry {
   private listener: ScheduleChangeListener = () => undefined;
 
-  constructor(private readonly db: Database, private readonly clock: SchedulerClock = systemClock) {}
+  constructor(
+    private readonly db: Database,
+    private readonly clock: SchedulerClock = systemClock,
+    /** The plan's minimum interval (none unless given: every schedule is allowed). */
+    private readonly minInterval: MinScheduleInterval = async () => ({ plan: 'any', seconds: 0 }),
+  ) {}
+
+  /** The workspace's plan and the shortest interval between ticks it allows (the scheduler checks each tick). */
+  allowedInterval(workspaceId: string): Promise<{ plan: string; seconds: number }> {
+    return this.minInterval(workspaceId);
+  }
+
+  /**
+   * A definition whose schedule fires more often than the workspace's plan allows is refused (400 naming the
+   * block and the minimum): when it is saved and when it is deployed (or rolled back to).
+   */
+  async checkPlanInterval(workspaceId: string, definition: WorkflowDefinition, q: Queryable = this.db): Promise<void> {
+    const block = scheduleBlockOf(definition);
+    if (!block) return;
+    const problem = intervalProblem(block.config, await this.minInterval(workspaceId, q), this.clock.now());
+    if (!problem) return;
+    const index = definition.blocks.findIndex((b) => b.id === block.id);
+    const message = `Schedule block "${block.id}" ${problem.message}`;
+    throw new HttpError(400, `Invalid workflow definition: ${message}`, {
+      details: [{ path: ['definition', 'blocks', index, 'config', problem.field], message, blockId: block.id, field: `config.${problem.field}` }],
+    });
+  }
 
   /** The composition root hands this process's scheduler in here (there is none in the CLI). */
   onChange(listener: ScheduleChangeListener): void {
@@ -70,6 +109,7 @@ export class ScheduleRegistry {
     }
     const problems = checkScheduleConfig('schedule', block.config);
     if (problems.length > 0) throw new HttpError(400, `Invalid schedule: ${problems[0].message}`, { details: problems });
+    await this.checkPlanInterval(change.workspaceId, change.version.definition, q);
     const row = await store.saveDeployed(q, {
       workflowId: change.workflowId, workspaceId: change.workspaceId, versionId: change.version.id, blockId: block.id,
       config: block.config, now: new Date(this.clock.now()),

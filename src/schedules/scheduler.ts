@@ -22,6 +22,7 @@ import type { WorkflowService } from '../workflows/service.js';
 import type { SchedulerClock, TimerHandle } from './clock.js';
 import * as store from './store.js';
 import type { ScheduleRow, TickRow } from './store.js';
+import { intervalProblem } from './registry.js';
 import { decide, tickerFor } from './timing.js';
 
 export interface SchedulerOptions {
@@ -43,6 +44,10 @@ export interface SchedulerDeps {
   workflows: Pick<WorkflowService, 'findInWorkspace'>;
   runs: Pick<ExecutionService, 'admit' | 'enqueue' | 'findRun' | 'baseUrl'>;
   accounts: Pick<AccountsService, 'workspacePlan'>;
+  /** The workspace's plan and its minimum time between ticks (a plan changed since the deploy refuses faster ticks). */
+  allowedInterval: (workspaceId: string) => Promise<{ plan: string; seconds: number }>;
+  /** The current billing period (a refusal over the usage cap is logged once per period). */
+  billingPeriod: () => string;
   options?: SchedulerOptions;
 }
 
@@ -83,6 +88,8 @@ export class Scheduler {
   private again = false;
   /** Outcome counts in flight (awaited by `settled`). */
   private readonly counting = new Set<Promise<void>>();
+  /** Refusals already logged, by workflow, status and window (see `logRefusal`). */
+  private readonly refusalsLogged = new Set<string>();
 
   constructor(private readonly deps: SchedulerDeps) {
     this.resyncMs = deps.options?.resyncMs ?? 10_000;
@@ -244,15 +251,19 @@ export class Scheduler {
 
   /** Admits and enqueues the run of a claimed tick (the claimant's, or a takeover's). */
   private async startRun(t: Pick<TickRow, 'workflow_id' | 'tick_at' | 'workspace_id' | 'version_id' | 'missed_ticks'>): Promise<void> {
-    const { db, log, runs } = this.deps;
+    const { db, runs } = this.deps;
     const executionId = tickExecutionId(t.workflow_id, t.tick_at.getTime());
     try {
       const workflow = await this.deps.workflows.findInWorkspace(t.workspace_id, t.workflow_id);
       if (!workflow?.active_version_id) throw new HttpError(403, 'Workflow is not deployed');
+      // Checked again at each tick: the workspace's plan may have changed since the deploy.
+      const armed = this.schedules.get(t.workflow_id);
+      const tooOften = armed && intervalProblem(armed.row.config, await this.deps.allowedInterval(t.workspace_id), this.deps.clock.now());
+      if (tooOften) throw new HttpError(400, `Schedule block "${armed.row.block_id}" ${tooOften.message}`);
       const plan = await this.deps.accounts.workspacePlan(t.workspace_id);
       const run: RunContext = { workspaceId: t.workspace_id, billedAccount: `workspace:${t.workspace_id}`, plan };
       // Limits as for any async run: the account's rate bucket, usage cap and concurrency.
-      const admitted = await runs.admit(workflow, run, 'async');
+      const admitted = await runs.admit(workflow, run, 'async', { executionId });
       const input = { scheduledAt: t.tick_at.toISOString(), missedTicks: t.missed_ticks };
       try {
         await runs.enqueue(admitted, run, input, { executionId, apiKeyId: null, trigger: 'schedule', baseUrl: runs.baseUrl() });
@@ -264,13 +275,31 @@ export class Scheduler {
     } catch (err) {
       if (err instanceof HttpError) {
         // Refused (rate, usage or concurrency limit; not deployed any more): this tick does not run.
-        log.warn({ workflowId: t.workflow_id, tick: t.tick_at.toISOString(), status: err.status, error: err.message }, 'scheduled run refused');
+        this.logRefusal(t.workflow_id, t.tick_at, err);
         await store.markRefused(db, t.workflow_id, t.tick_at, err.message);
         return;
       }
       // Anything else (the database away): the claim's lease lapses and a resync takes it over.
       throw err;
     }
+  }
+
+  /**
+   * A refused tick is recorded on its claim every time, but logged as a warning once per window: over the
+   * usage cap once per billing period (every tick until the period ends would be refused the same way),
+   * other refusals once an hour per workflow and status. The rest go to the debug level.
+   */
+  private logRefusal(workflowId: string, tick: Date, err: HttpError): void {
+    const window = err.status === 402 ? this.deps.billingPeriod() : String(Math.floor(this.deps.clock.now() / 3_600_000));
+    const key = `${workflowId}\0${err.status}\0${window}`;
+    const fields = { workflowId, tick: tick.toISOString(), status: err.status, error: err.message };
+    if (this.refusalsLogged.has(key)) {
+      this.deps.log.debug(fields, 'scheduled run refused (already logged in this window)');
+      return;
+    }
+    if (this.refusalsLogged.size >= 10_000) this.refusalsLogged.clear();
+    this.refusalsLogged.add(key);
+    this.deps.log.warn({ ...fields, ...(err.status === 402 ? { loggedOncePer: 'billing period' } : { loggedOncePer: 'hour' }) }, 'scheduled run refused');
   }
 
   private async count(workflowId: string, executionId: string, status: string, error: string | null): Promise<void> {

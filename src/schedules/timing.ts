@@ -43,6 +43,18 @@ export function tickerFor(config: Pick<ScheduleConfig, 'cron' | 'timezone' | 'in
   };
 }
 
+/**
+ * The shortest time between two ticks of a schedule, in seconds: its interval, or for a cron expression the
+ * closest pair among its next 200 ticks from `fromMs` (cron fields repeat, so the closest pair shows up early).
+ */
+export function shortestGapSeconds(config: Pick<ScheduleConfig, 'cron' | 'timezone' | 'intervalSeconds'>, fromMs: number): number {
+  if (config.intervalSeconds !== undefined) return config.intervalSeconds;
+  const ticks = nextTicks(tickerFor(config), fromMs, 200);
+  let gap = Infinity;
+  for (let i = 1; i < ticks.length; i++) gap = Math.min(gap, (ticks[i] - ticks[i - 1]) / 1000);
+  return gap;
+}
+
 /** The next `n` ticks after `afterMs`. */
 export function nextTicks(ticker: Ticker, afterMs: number, n: number): number[] {
   const out: number[] = [];

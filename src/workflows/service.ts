@@ -48,6 +48,8 @@ export class WorkflowService {
     private readonly accounts: AccessControlled,
     private readonly definitionOptions: DefinitionChecks = {},
     private readonly onDeploymentChanged: DeploymentListener = async () => undefined,
+    /** Checks of a saved definition that depend on its workspace (the plan's minimum schedule interval). */
+    private readonly checkForWorkspace: (workspaceId: string, definition: WorkflowDefinition) => Promise<void> = async () => undefined,
   ) {}
 
   /**
@@ -104,6 +106,7 @@ export class WorkflowService {
   actor: Actor,
 ): Promise<WorkflowRow> {
   const definition = this.checkDefinition(input.definition);
+  await this.checkForWorkspace(workspaceId, definition);
   const id = newId();
   try {
     await this.db.tx(async (q) => {
@@ -128,6 +131,7 @@ export class WorkflowService {
 ): Promise<WorkflowRow> {
   await this.getWorkflow(workspaceId, id);
   const definition = this.checkDefinition(input.definition);
+  await this.checkForWorkspace(workspaceId, definition);
   try {
     await this.db.tx(async (q) => {
       await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });

@@ -42,23 +42,22 @@ export function limiterConformance(name: string, make: (clock: FakeClock) => Pro
       const clock = fakeClock();
       const l = await make(clock);
       const acct = `a-${Math.random()}`;
-      const a = await l.acquire(acct, 2, 10_000);
-      const b = await l.acquire(acct, 2, 10_000);
-      expect(a && b).toBeTruthy();
-      expect(await l.acquire(acct, 2, 10_000)).toBeNull();
-      await l.release(acct, a!);
-      const c = await l.acquire(acct, 2, 10_000);
-      expect(c).toBeTruthy();
-      expect(await l.acquire(acct, 2, 10_000)).toBeNull();
+      const take = (token: string) => l.acquire(acct, 2, 10_000, token);
+      expect(await take('a')).toBe(true);
+      expect(await take('b')).toBe(true);
+      expect(await take('x')).toBe(false);
+      await l.release(acct, 'a');
+      expect(await take('c')).toBe(true);
+      expect(await take('y')).toBe(false);
       clock.t += 10_001;
-      expect(await l.acquire(acct, 2, 10_000)).toBeTruthy();
+      expect(await take('d')).toBe(true);
       await l.close();
     });
 
     it('admits exactly `limit` of many concurrent acquirers', async () => {
       const l = await make(fakeClock());
       const acct = `c-${Math.random()}`;
-      const got = await Promise.all(Array.from({ length: 20 }, () => l.acquire(acct, 5, 10_000)));
+      const got = await Promise.all(Array.from({ length: 20 }, (_, i) => l.acquire(acct, 5, 10_000, `t${i}`)));
       expect(got.filter(Boolean)).toHaveLength(5);
       await l.close();
     });

@@ -114,22 +114,22 @@ describe('usage', () => {
     expect((await request(`${t.url}/api/users/me/usage-limits`, 'GET')).status).toBe(401);
   });
 
-  it('refuses new runs with 402 once the period cost reaches the limit, and rolls over monthly', async () => {
+  it('refuses a run with 402 when its base charge would take the period cost past the limit, and rolls over monthly', async () => {
     const a = await freshAccount('pro');
     const exec = () => a.call('POST', `/api/workflows/${a.workflowId}/execute`, {});
     expect((await exec()).status).toBe(200);
-    expect((await exec()).status).toBe(200);
-    const third = await exec();
-    expect(third.status).toBe(200);
-    expect(third.body.limits.usage).toMatchObject({ currentPeriodCost: 0.015, limit: 0.012, isExceeded: true });
+    const second = await exec();
+    expect(second.status).toBe(200);
+    expect(second.body.limits.usage).toMatchObject({ currentPeriodCost: 0.01, limit: 0.012, isExceeded: false });
     clock().offsetMs += 60_000; // refill tokens so only the usage cap can refuse
     try {
+      // A third run would cost $0.015 in all, past the $0.012 cap: it is refused before it runs.
       const refused = await exec();
       expect(refused.status).toBe(402);
       expect(refused.body.error).toMatch(/Usage limit exceeded/);
       const async = await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true });
       expect(async.status).toBe(402);
-      expect((await a.call('GET', '/api/users/me/usage-limits')).body.usage.isExceeded).toBe(true);
+      expect((await a.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost).toBe(0.01);
       clock().offsetMs += 40 * 24 * 3600_000; // next billing period
       expect((await exec()).status).toBe(200);
       expect((await a.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost).toBe(0.005);

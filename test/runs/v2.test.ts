@@ -431,7 +431,7 @@ describe('v2 resume', () => {
 describe('v2 rate limits', () => {
   it('per-operation buckets: 429 RATE_LIMITED with integer Retry-After and details.retryAfter; polling does not spend execute quota', async () => {
     const s = await startTestServer({
-      env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { apiPerMinute: 1, syncPerMinute: 100 }, pro: { usageLimitUsd: 0.004 }, team: { syncPerMinute: 1 } }) },
+      env: { WEFT_DEFAULT_PLAN: 'free', WEFT_PLAN_LIMITS: JSON.stringify({ free: { apiPerMinute: 1, syncPerMinute: 100 }, pro: { usageLimitUsd: 0.005 }, team: { syncPerMinute: 1 } }) },
     });
     try {
       const wf = await deploy(s, 'v2-rl', echo);

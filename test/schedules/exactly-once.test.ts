@@ -25,7 +25,10 @@ beforeAll(async () => {
   } else {
     const { services, ctx } = a.server;
     for (let i = 0; i < 2; i++) {
-      extra.push(new Scheduler({ db: ctx.db, log: ctx.log, clock, workflows: services.workflows, runs: services.runs, accounts: services.accounts }));
+      extra.push(new Scheduler({
+        db: ctx.db, log: ctx.log, clock, workflows: services.workflows, runs: services.runs, accounts: services.accounts,
+        allowedInterval: (ws) => services.scheduleRegistry.allowedInterval(ws), billingPeriod: () => services.limits.usage.period(),
+      }));
     }
     schedulers = [services.scheduler, ...extra];
   }
