@@ -15,6 +15,7 @@ import type { JobQueue } from './queue/port.js';
 import { PostgresQueue } from './queue/postgres.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
+import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
 import { SessionService } from './sessions/service.js';
@@ -116,11 +117,14 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const runQueue: JobQueue = { ...jobs.channel(), close: (graceMs) => queue.close(graceMs) };
 
   const embedders = createEmbedders(config.knowledge.embeddings);
+  const kc = config.knowledge;
+  const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb });
   const knowledge = new KnowledgeService({
-    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), storage: limits.storage, usage: limits.usage,
+    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage,
     options: {
-      leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: config.knowledge.maxFileBytes,
-      embeddingCostPerMillionTokens: config.knowledge.embeddings.costPerMillionTokensUsd,
+      leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: kc.maxFileBytes,
+      embeddingCostPerMillionTokens: kc.embeddings.costPerMillionTokensUsd,
+      maxCrashRetries: kc.maxCrashRetries, timeoutMs: kc.ingestTimeoutMs, workerHeapMb: kc.workerHeapMb, bounds: kc.bounds,
     },
   });
   const runs: ExecutionService = new ExecutionService({
@@ -152,6 +156,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   ctx.onClose.push(async () => {
     await scheduler.stop();
     knowledge.close();
+    await ingestPool.close();
     await runs.close();
     await sandbox.dispose?.();
     await embedders.close();
