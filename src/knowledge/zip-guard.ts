@@ -40,12 +40,9 @@ export function guardArchive(bytes: Uint8Array, label: string, bounds: IngestBou
   const read = entries.filter((e) => isXmlPart(e.name));
 
   // Before inflating anything: what the directory declares.
-  let declared = 0;
-  for (const e of read) {
-    declared += e.declaredSize;
-    checkRatio(bounds, e, e.declaredSize, 'declares');
-  }
+  const declared = read.reduce((n, e) => n + e.declaredSize, 0);
   checkBound(bounds, 'maxArchiveBytes', declared, (n) => `its parts declare ${count(n)} bytes`);
+  for (const e of read) checkRatio(bounds, e, e.declaredSize, 'declares');
 
   // While inflating: each part may produce at most what is left of the budget, and at most its ratio allows.
   const parts = new Map<string, Buffer>();
