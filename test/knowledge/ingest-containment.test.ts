@@ -189,7 +189,7 @@ describe('document names', () => {
     const res = await fetch(`${t.url}/api/v1/knowledge/${baseId}/documents`, {
       method: 'POST', body, headers: { 'x-api-key': k.key, 'content-type': `multipart/form-data; boundary=${boundary}` },
     });
-    return { status: res.status, text: await res.clone().text(), body: await res.json() };
+    return { status: res.status, text: await res.clone().text(), body: (await res.json()) as { error: string } };
   }
 
   const count = async () => (await k.call('GET', `/api/v1/knowledge/${baseId}/documents?workspaceId=${k.workspaceId}`)).body.data.pagination.total;
