@@ -17,6 +17,7 @@ import { PostgresQueue } from './queue/postgres.js';
 import { DEFAULT_RETENTION_BATCH, DEFAULT_RETENTION_INTERVAL_MS, RunRetention } from './runs/retention.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
+import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
 import type { PasswordHasher } from './sessions/password.js';
@@ -128,11 +129,14 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const runQueue: JobQueue = { ...jobs.channel(), close: (graceMs) => queue.close(graceMs) };
 
   const embedders = createEmbedders(config.knowledge.embeddings);
+  const kc = config.knowledge;
+  const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb });
   const knowledge = new KnowledgeService({
-    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), storage: limits.storage, usage: limits.usage,
+    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage,
     options: {
-      leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: config.knowledge.maxFileBytes,
-      embeddingCostPerMillionTokens: config.knowledge.embeddings.costPerMillionTokensUsd,
+      leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: kc.maxFileBytes,
+      embeddingCostPerMillionTokens: kc.embeddings.costPerMillionTokensUsd,
+      maxCrashRetries: kc.maxCrashRetries, timeoutMs: kc.ingestTimeoutMs, workerHeapMb: kc.workerHeapMb, bounds: kc.bounds,
     },
   });
   const runs: ExecutionService = new ExecutionService({
@@ -172,6 +176,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
     await retention.stop();
     await scheduler.stop();
     knowledge.close();
+    await ingestPool.close();
     await runs.close();
     await sandbox.dispose?.();
     await embedders.close();

@@ -65,6 +65,17 @@ const envSchema = z.object({
   EMBEDDINGS_DIMENSION: z.coerce.number().int().min(1).max(16_000).optional(),
   EMBEDDINGS_COST_PER_MILLION_TOKENS: z.coerce.number().min(0).max(1_000_000).default(0),
   WEFT_KNOWLEDGE_MAX_FILE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  // Ingest containment: uploaded documents are parsed in worker threads with their own heap, within these bounds.
+  WEFT_KNOWLEDGE_INGEST_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  WEFT_KNOWLEDGE_WORKER_HEAP_MB: z.coerce.number().int().min(32).max(16_384).default(512),
+  WEFT_KNOWLEDGE_MAX_ARCHIVE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  WEFT_KNOWLEDGE_MAX_COMPRESSION_RATIO: z.coerce.number().min(2).max(100_000).default(200),
+  WEFT_KNOWLEDGE_MAX_CHARACTERS: z.coerce.number().int().min(1).max(1_000_000_000).default(20_000_000),
+  WEFT_KNOWLEDGE_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
+  WEFT_KNOWLEDGE_MAX_ROWS: z.coerce.number().int().min(1).max(100_000_000).default(200_000),
+  WEFT_KNOWLEDGE_MAX_CHUNKS: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  WEFT_KNOWLEDGE_INGEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(24 * 3_600_000).default(1_800_000),
+  WEFT_KNOWLEDGE_MAX_CRASH_RETRIES: z.coerce.number().int().min(0).max(100).default(2),
   // Observability: /metrics wants this token when set; without it, /metrics is served only on a loopback listener.
   // Traces only with an OTLP endpoint.
   WEFT_METRICS_TOKEN: optionalText,
@@ -80,6 +91,7 @@ const envSchema = z.object({
   WEFT_TRUST_PROXY: booleanFlag,
 });
 
+import type { IngestBounds } from './knowledge/ingest-bounds.js';
 import type { PlanName } from './limits/plans.js';
 
 export type Plan = PlanName;
@@ -165,11 +177,20 @@ export interface ObservabilityConfig {
   serviceName: string;
 }
 
-/** Knowledge bases: the embedder and the upload size limit. */
+/** Knowledge bases: the embedder, the upload size limit and what one document's ingest may cost. */
 export interface KnowledgeConfig {
   /** A hosted OpenAI-compatible embeddings endpoint; the local model when unset. */
   embeddings: { baseUrl?: string; apiKey?: string; model?: string; dimension?: number; costPerMillionTokensUsd: number };
   maxFileBytes: number;
+  /** Documents parsed at once, each in its own worker thread with a `workerHeapMb` heap. */
+  ingestWorkers: number;
+  workerHeapMb: number;
+  /** Bounds on one document (src/knowledge/ingest-bounds.ts). */
+  bounds: IngestBounds;
+  /** Wall time of one ingest. */
+  ingestTimeoutMs: number;
+  /** Parses that crashed their worker after which a document is failed instead of parsed again. */
+  maxCrashRetries: number;
 }
 
 /** AI gateway settings: provider credentials and endpoints, billing defaults. */
@@ -245,6 +266,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
         dimension: e.EMBEDDINGS_DIMENSION, costPerMillionTokensUsd: e.EMBEDDINGS_COST_PER_MILLION_TOKENS,
       },
       maxFileBytes: e.WEFT_KNOWLEDGE_MAX_FILE_BYTES,
+      ingestWorkers: e.WEFT_KNOWLEDGE_INGEST_WORKERS,
+      workerHeapMb: e.WEFT_KNOWLEDGE_WORKER_HEAP_MB,
+      bounds: {
+        maxArchiveBytes: e.WEFT_KNOWLEDGE_MAX_ARCHIVE_BYTES,
+        maxCompressionRatio: e.WEFT_KNOWLEDGE_MAX_COMPRESSION_RATIO,
+        maxCharacters: e.WEFT_KNOWLEDGE_MAX_CHARACTERS,
+        maxPdfPages: e.WEFT_KNOWLEDGE_MAX_PDF_PAGES,
+        maxRows: e.WEFT_KNOWLEDGE_MAX_ROWS,
+        maxChunks: e.WEFT_KNOWLEDGE_MAX_CHUNKS,
+      },
+      ingestTimeoutMs: e.WEFT_KNOWLEDGE_INGEST_TIMEOUT_MS,
+      maxCrashRetries: e.WEFT_KNOWLEDGE_MAX_CRASH_RETRIES,
     },
     observability: {
       metricsToken: e.WEFT_METRICS_TOKEN,

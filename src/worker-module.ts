@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,12 +10,15 @@ import { pathToFileURL } from 'node:url';
  * (`--no-node-snapshot`, used by `npm start` and the tests, is refused for workers). So a `.ts` worker starts
  * from a one-line script that loads the module through tsx's `tsImport`, which does work in a worker.
  */
-export function startModuleWorker(besideUrl: string, moduleName: string, opts: { name: string; workerData?: unknown }): Worker {
+export function startModuleWorker(
+  besideUrl: string, moduleName: string, opts: { name: string; workerData?: unknown; resourceLimits?: ResourceLimits },
+): Worker {
   const ext = path.extname(new URL(besideUrl).pathname);
   const entry = new URL(`./${moduleName}${ext}`, besideUrl);
-  if (ext === '.js' || ext === '.mjs') return new Worker(entry, { name: opts.name, workerData: opts.workerData });
+  const common = { name: opts.name, workerData: opts.workerData, resourceLimits: opts.resourceLimits };
+  if (ext === '.js' || ext === '.mjs') return new Worker(entry, common);
   const code = `import(${JSON.stringify(tsxEsmApiUrl())}).then((tsx) => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(besideUrl)}))`;
-  return new Worker(code, { eval: true, name: opts.name, workerData: opts.workerData });
+  return new Worker(code, { ...common, eval: true });
 }
 
 /**

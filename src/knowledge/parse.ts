@@ -9,32 +9,36 @@ import mammoth from 'mammoth';
 import readXlsxFile from 'read-excel-file/node';
 import { extractText, getDocumentProxy } from 'unpdf';
 import type { DocumentKind } from './file-types.js';
+import { checkBound, count, type IngestBounds, UNBOUNDED } from './ingest-bounds.js';
 import { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
+import { guardArchive } from './zip-guard.js';
 
 export { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument };
 
 const NO_TEXT = 'The document contains no text';
 
-export async function parseDocument(kind: DocumentKind, bytes: Uint8Array): Promise<ParsedDocument> {
-  const blocks = (await parseBlocks(kind, bytes)).filter((block) => block.text.trim() !== '');
+/** Parses within `bounds` (see ingest-bounds.ts): a document over one is refused with DocumentBoundError. */
+export async function parseDocument(kind: DocumentKind, bytes: Uint8Array, bounds: IngestBounds = UNBOUNDED): Promise<ParsedDocument> {
+  const blocks = (await parseBlocks(kind, bytes, bounds)).filter((block) => block.text.trim() !== '');
   if (blocks.length === 0) throw new DocumentParseError(NO_TEXT);
   let characterCount = 0;
   for (const block of blocks) characterCount += codePointLength(block.text);
+  checkBound(bounds, 'maxCharacters', characterCount, (n) => `it holds ${count(n)}`);
   return { blocks, characterCount };
 }
 
-async function parseBlocks(kind: DocumentKind, bytes: Uint8Array): Promise<ParsedBlock[]> {
+async function parseBlocks(kind: DocumentKind, bytes: Uint8Array, bounds: IngestBounds): Promise<ParsedBlock[]> {
   switch (kind) {
     case 'txt': return paragraphs(decodeText(bytes));
     case 'md': return markdownBlocks(decodeText(bytes));
     case 'html': return htmlBlocks(decodeText(bytes));
-    case 'csv': return csvBlocks(decodeText(bytes));
+    case 'csv': return csvBlocks(decodeText(bytes), bounds);
     case 'json': return jsonBlocks(decodeText(bytes));
     case 'jsonl': return jsonlBlocks(decodeText(bytes));
     case 'yaml': return yamlBlocks(decodeText(bytes));
-    case 'pdf': return pdfBlocks(bytes);
-    case 'docx': return docxBlocks(bytes);
-    case 'xlsx': return xlsxBlocks(bytes);
+    case 'pdf': return pdfBlocks(bytes, bounds);
+    case 'docx': return docxBlocks(bytes, bounds);
+    case 'xlsx': return xlsxBlocks(bytes, bounds);
   }
 }
 
@@ -281,11 +285,13 @@ function htmlBlocks(html: string): ParsedBlock[] {
   return out;
 }
 
-async function docxBlocks(bytes: Uint8Array): Promise<ParsedBlock[]> {
+async function docxBlocks(bytes: Uint8Array, bounds: IngestBounds): Promise<ParsedBlock[]> {
+  // mammoth gets the archive rebuilt within the inflate bounds, never the uploaded one.
+  const { repacked } = guardArchive(bytes, 'DOCX', bounds);
   let html: string;
   try {
     // Images would otherwise be inlined as base64 data URIs only to be dropped again.
-    const result = await mammoth.convertToHtml({ buffer: toBuffer(bytes) }, {
+    const result = await mammoth.convertToHtml({ buffer: repacked }, {
       convertImage: mammoth.images.imgElement(() => Promise.resolve({ src: '' })),
     });
     html = result.value;
@@ -297,7 +303,7 @@ async function docxBlocks(bytes: Uint8Array): Promise<ParsedBlock[]> {
 
 // ---------- CSV ----------
 
-function csvBlocks(text: string): ParsedBlock[] {
+function csvBlocks(text: string, bounds: IngestBounds): ParsedBlock[] {
   let records: string[][];
   try {
     records = parseCsv(text, {
@@ -305,10 +311,13 @@ function csvBlocks(text: string): ParsedBlock[] {
       relax_column_count: true,
       relax_quotes: true,
       skip_empty_lines: true,
+      // The header plus one row past the bound is enough to refuse the file; the rest is never parsed.
+      ...(Number.isFinite(bounds.maxRows) ? { to: bounds.maxRows + 2 } : {}),
     }) as string[][];
   } catch (error) {
     throw new DocumentParseError(`The CSV could not be parsed: ${messageOf(error)}`);
   }
+  checkBound(bounds, 'maxRows', records.length - 1);
   return tableBlocks(records.map((record) => record.map(collapse)));
 }
 
@@ -344,14 +353,29 @@ function tableBlocks(rows: string[][], sheet?: string): ParsedBlock[] {
 
 // ---------- XLSX ----------
 
-async function xlsxBlocks(bytes: Uint8Array): Promise<ParsedBlock[]> {
+async function xlsxBlocks(bytes: Uint8Array, bounds: IngestBounds): Promise<ParsedBlock[]> {
+  const { parts, repacked } = guardArchive(bytes, 'XLSX', bounds);
+  // Rows are counted in the sheets' XML before the parser builds them all in memory.
+  let sheetRows = 0;
+  for (const [name, xml] of parts) if (/^xl\/worksheets\/[^/]+\.xml$/i.test(name)) sheetRows += countRowElements(xml);
+  checkBound(bounds, 'maxRows', sheetRows, (n) => `its sheets have ${count(n)}`);
   let sheets: { sheet: string; data: unknown[][] }[];
   try {
-    sheets = await readXlsxFile(toBuffer(bytes));
+    sheets = await readXlsxFile(repacked);
   } catch (error) {
     throw new DocumentParseError(`The XLSX file could not be read: ${messageOf(error)}`);
   }
   return sheets.flatMap(({ sheet, data }) => tableBlocks(data.map((row) => row.map(cellText)), sheet));
+}
+
+/** Occurrences of a `<row>` element (with or without attributes) in sheet XML. */
+function countRowElements(xml: Buffer): number {
+  let n = 0;
+  for (let i = xml.indexOf('<row'); i >= 0; i = xml.indexOf('<row', i + 4)) {
+    const next = xml[i + 4];
+    if (next === 0x20 || next === 0x3e || next === 0x2f || next === 0x09 || next === 0x0a || next === 0x0d) n++;
+  }
+  return n;
 }
 
 function cellText(value: unknown): string {
@@ -429,12 +453,19 @@ function flattenJson(root: unknown, rootPath: string): string[] {
 
 // ---------- PDF ----------
 
-async function pdfBlocks(bytes: Uint8Array): Promise<ParsedBlock[]> {
+async function pdfBlocks(bytes: Uint8Array, bounds: IngestBounds): Promise<ParsedBlock[]> {
   let pages: string[];
   // pdf.js takes ownership of (detaches) the buffer it is given, so it gets a copy.
   const pdf = await getDocumentProxy(bytes.slice(), { verbosity: 0 }).catch((error: unknown) => {
     throw pdfError(error);
   });
+  try {
+    // The page count comes from the page tree, before any page's text is read.
+    checkBound(bounds, 'maxPdfPages', pdf.numPages, (n) => `it has ${count(n)}`);
+  } catch (error) {
+    await pdf.loadingTask.destroy().catch(() => undefined);
+    throw error;
+  }
   try {
     pages = (await extractText(pdf, { mergePages: false })).text;
   } catch (error) {
@@ -452,10 +483,6 @@ function pdfError(error: unknown): DocumentParseError {
 }
 
 // ---------- helpers ----------
-
-function toBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
 
 function messageOf(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);

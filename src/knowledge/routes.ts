@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
 import {
-  baseDescription, baseName, chunk, chunkingConfig, chunksQuery, documentsQuery, errorResponses, jsonUpload, knowledgeBase, knowledgeDocument,
+  baseDescription, baseName, chunk, chunkingConfig, chunksQuery, documentsQuery, errorResponses, filenameField, jsonUpload, knowledgeBase, knowledgeDocument,
   knowledgeDocumentDetail, ok, pagination, searchBody, searchResultItem, tags, uploadErrors, workspaceId, workspaceQuery, writeErrors,
 } from './schemas.js';
 import type { KnowledgeService, UploadedFile } from './service.js';
@@ -194,7 +194,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       schema: {
         tags: tags_, summary: 'Enable or disable a document (disabled ones are not searched), rename it, or replace its tags',
         params: documentParams,
-        body: z.object({ workspaceId, enabled: z.boolean().optional(), filename: z.string().trim().min(1).max(255).optional(), tags: tags.optional() })
+        body: z.object({ workspaceId, enabled: z.boolean().optional(), filename: filenameField.optional(), tags: tags.optional() })
           .refine((b) => b.enabled !== undefined || b.filename !== undefined || b.tags !== undefined, {
             message: 'At least one of enabled, filename, or tags must be provided',
           }),

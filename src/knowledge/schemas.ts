@@ -112,10 +112,13 @@ export const chunk = z.object({
   metadata: z.record(z.string(), z.unknown()).describe('Where the chunk came from: page, headings, rows, sheet'),
 });
 
+/** Checked by `cleanFilename` (filename.ts), the same check multipart names pass. */
+export const filenameField = z.string().describe('At most 255 characters, no control characters; a directory part is dropped');
+
 /** A document sent as JSON: text in `content`, or any supported file in `contentBase64`. */
 export const jsonUpload = z.object({
   workspaceId,
-  filename: z.string().trim().min(1, 'filename must not be empty').max(255, 'filename must be at most 255 characters'),
+  filename: filenameField,
   content: z.string().optional().describe('The document as text'),
   contentBase64: z.string().optional().describe('The file, base64-encoded'),
   mimeType: z.string().max(255).optional(),

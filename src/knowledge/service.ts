@@ -2,18 +2,18 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { retryWhileUnavailable, type Database, type Queryable, uniqueViolation } from '../db/database.js';
+import { type Database, type Queryable, uniqueViolation } from '../db/database.js';
 import type { KnowledgePort, KnowledgeSearchHit } from '../engine/ports.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { StorageGuard } from '../limits/storage.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { JobChannel } from '../queue/shared.js';
-import { chunkDocument } from './chunker.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
 import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
-import { DocumentParseError } from './parsed-document.js';
-import { fuseByRank, textToEmbed } from './ranking.js';
+import { cleanFilename } from './filename.js';
+import { type DocumentParser, type IngestOptions, IngestJobs } from './ingest-job.js';
+import { fuseByRank } from './ranking.js';
 import * as store from './store.js';
 import {
   type ChunkingConfig, DEFAULT_CHUNKING, type PublicBase, type PublicDocument, type PublicDocumentDetail, publicBase, publicDocument,
@@ -28,11 +28,7 @@ import {
 /** Bytes a workspace's knowledge files take (one of the storage limit's sources). */
 export const knowledgeStorageBytes = (q: Queryable, workspaceId: string): Promise<number> => store.workspaceBytes(q, workspaceId);
 
-export interface KnowledgeOptions {
-  /** How long an ingest owns its document without renewing; a dead worker's ingest is taken over after it. */
-  leaseMs: number;
-  /** Interrupted attempts after which an ingest is failed instead of retried. */
-  maxInterruptions: number;
+export interface KnowledgeOptions extends IngestOptions {
   maxFileBytes: number;
   /** USD per million tokens a hosted embedder bills (0 for the local model). */
   embeddingCostPerMillionTokens: number;
@@ -45,6 +41,8 @@ export interface KnowledgeDeps {
   log: Logger;
   embedders: EmbedderSet;
   jobs: JobChannel;
+  /** Parses and chunks documents off this thread (the ingest worker pool). */
+  parser: DocumentParser;
   storage: StorageGuard;
   usage: UsageRecorder;
   options: KnowledgeOptions;
@@ -67,20 +65,22 @@ export interface SearchRequest {
 
 const baseNotFound = (): HttpError => new HttpError(404, 'Knowledge base not found');
 const documentNotFound = (): HttpError => new HttpError(404, 'Document not found');
-/** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
-const EMBED_BATCH = 32;
 
 export class KnowledgeService {
   private readonly db: Database;
   private readonly shutdown = new AbortController();
-  private sweeper?: NodeJS.Timeout;
   private readonly efSearch: number;
+  private readonly ingests: IngestJobs;
 
   constructor(private readonly deps: KnowledgeDeps) {
     this.db = deps.db;
     // Every ingest in flight (up to the worker concurrency) listens on this one signal.
     setMaxListeners(0, this.shutdown.signal);
     this.efSearch = deps.options.efSearch ?? 100;
+    this.ingests = new IngestJobs({
+      db: deps.db, log: deps.log, embedders: deps.embedders, jobs: deps.jobs, parser: deps.parser, options: deps.options,
+      chargeEmbedding: (account, tokens, key, metadata, q) => this.chargeEmbedding(account, tokens, key, metadata, q),
+    }, this.shutdown.signal);
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -160,6 +160,7 @@ export class KnowledgeService {
   ): Promise<PublicDocument[]> {
     if (files.length === 0) throw new HttpError(400, 'file is required: send at least one file');
     const typed = files.map((f) => {
+      f = { ...f, filename: cleanFilename(f.filename) };
       if (f.bytes.byteLength > this.deps.options.maxFileBytes) {
         throw new HttpError(413, `File size exceeds ${formatMiB(this.deps.options.maxFileBytes)} limit (${formatMiB(f.bytes.byteLength)})`);
       }
@@ -208,6 +209,7 @@ export class KnowledgeService {
     workspaceId: string, baseId: string, documentId: string,
     changes: { enabled?: boolean; filename?: string; tags?: Record<string, unknown> }, actor: Actor = {},
   ): Promise<PublicDocumentDetail> {
+    if (changes.filename !== undefined) changes = { ...changes, filename: cleanFilename(changes.filename) };
     return this.db.tx(async (q) => {
       await this.requireDocument(q, workspaceId, baseId, documentId);
       const row = await store.updateDocument(q, documentId, changes);
@@ -324,100 +326,24 @@ export class KnowledgeService {
   // Ingest
   // ----------------------------------------------------------------------------------------------
 
-  /** Starts taking ingest jobs, and re-dispatches what an earlier process left unfinished. */
+  /** Starts taking ingest jobs (see ingest-job.ts), and re-dispatches what an earlier process left unfinished. */
   startWorkers(): void {
-    const { jobs, log, db, options } = this.deps;
-    jobs.work((id) => this.ingest(id));
-    // Tried again while the database is away (a second dispatch of an ingest is absorbed by its lease).
-    retryWhileUnavailable(() => this.recover(db.mode === 'pglite'), { deadlineMs: options.leaseMs })
-      .then((n) => {
-        if (n > 0) log.info({ documents: n }, 'resuming unfinished document ingests');
-      })
-      .catch((err: unknown) => log.error({ err }, 'recovering unfinished document ingests failed'));
-    if (db.mode === 'postgres') {
-      this.sweeper = setInterval(() => {
-        this.recover(false).catch((err: unknown) => log.warn({ err }, 'ingest sweep failed'));
-      }, Math.min(5_000, options.leaseMs / 2));
-      this.sweeper.unref();
-    }
+    this.ingests.start();
   }
 
   /** Re-enqueues unfinished ingests: all of them at embedded start-up, expired leases otherwise. */
-  async recover(all: boolean): Promise<number> {
-    if (all) await store.releaseDocumentLeases(this.db);
-    const rows = await store.unfinishedDocuments(this.db, all, 10_000);
-    for (const row of rows) await this.deps.jobs.enqueue(row.id, row.attempts);
-    return rows.length;
+  recover(all: boolean): Promise<number> {
+    return this.ingests.recover(all);
   }
 
-  /**
-   * One ingest job: parse, chunk and embed outside any transaction, then write every chunk and mark
-   * the document completed in one transaction that also checks the lease is still ours. A process that
-   * dies midway leaves no chunk behind, and the job is taken over from the start.
-   */
-  async ingest(documentId: string): Promise<void> {
-    if (this.shutdown.signal.aborted || !isUuid(documentId)) return;
-    const { db, options, log } = this.deps;
-    const doc = await store.leaseDocument(db, documentId, options.leaseMs);
-    if (!doc) return; // finished, deleted, or another worker holds it
-    const attempt = doc.attempts;
-    const renew = setInterval(() => {
-      store.renewDocumentLease(db, doc.id, attempt, options.leaseMs).catch((err: unknown) => log.warn({ err, documentId }, 'renewing an ingest lease failed'));
-    }, Math.max(250, Math.floor(options.leaseMs / 3)));
-    renew.unref();
-    try {
-      if (attempt - 1 > options.maxInterruptions) {
-        throw new DocumentParseError(`Processing was interrupted ${attempt - 1} times by a stopped or crashed process; upload the document again`);
-      }
-      const embedder = this.deps.embedders.byModel(doc.embedding_model);
-      if (!embedder) throw new DocumentParseError(`The embedding model "${doc.embedding_model}" is not configured on this server`);
-      const began = performance.now();
-      const bytes = await store.readFile(db, doc.id);
-      if (!bytes) return; // deleted meanwhile
-      const { parseDocument } = await import('./parse.js');
-      const parsed = await parseDocument(doc.file_kind as Parameters<typeof parseDocument>[0], bytes);
-      const chunks = chunkDocument(parsed, { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap });
-      if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
-      const parsedAt = performance.now();
-      const vectors: number[][] = [];
-      let billedTokens = 0;
-      for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-        if (this.shutdown.signal.aborted) return; // taken over after restart
-        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map(textToEmbed), this.shutdown.signal);
-        vectors.push(...out.vectors);
-        billedTokens += out.tokens;
-      }
-      const embeddedAt = performance.now();
-      const completed = await db.tx(async (q) => {
-        const ok = await store.completeDocument(
-          q, { id: doc.id, baseId: doc.knowledge_base_id, attempt, dimension: doc.embedding_dimension },
-          chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[] })),
-          { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
-        );
-        if (ok && doc.billed_account) {
-          await this.chargeEmbedding(doc.billed_account, billedTokens, `knowledge-ingest:${doc.id}:${attempt}`, { documentId: doc.id }, q);
-        }
-        return ok;
-      });
-      if (completed) {
-        const ms = (a: number, b: number) => Math.round(b - a);
-        log.info({
-          documentId, chunks: chunks.length, parseMs: ms(began, parsedAt), embedMs: ms(parsedAt, embeddedAt), writeMs: ms(embeddedAt, performance.now()),
-        }, 'document ingested');
-      }
-    } catch (err) {
-      if (this.shutdown.signal.aborted) return;
-      const reason = err instanceof DocumentParseError ? err.message : `Processing failed: ${err instanceof Error ? err.message : String(err)}`;
-      if (!(err instanceof DocumentParseError)) log.error({ err, documentId }, 'document ingest failed');
-      await store.failDocument(db, doc.id, attempt, reason).catch((e: unknown) => log.error({ err: e, documentId }, 'recording a failed ingest failed'));
-    } finally {
-      clearInterval(renew);
-    }
+  /** One document's ingest job. */
+  ingest(documentId: string): Promise<void> {
+    return this.ingests.ingest(documentId);
   }
 
-  /** Stops taking ingest jobs; those in flight stop at their next batch and resume after a restart. */
+  /** Stops taking ingest jobs; those in flight stop at their next step and resume after a restart. */
   close(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
+    this.ingests.stop();
     this.shutdown.abort();
   }
 }

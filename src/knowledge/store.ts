@@ -317,6 +317,25 @@ export async function completeDocument(
   return true;
 }
 
+/**
+ * Counts (and commits, the caller passing no transaction) a parse about to start, while the ingest holds its
+ * lease; answers how many parses of the document have started without reporting back, this one included.
+ * Undefined when the lease was lost.
+ */
+export async function beginParseAttempt(q: Queryable, id: string, attempt: number): Promise<number | undefined> {
+  const rows = await q.query<{ crashed_attempts: number }>(
+    `UPDATE knowledge_documents SET crashed_attempts = crashed_attempts + 1
+      WHERE id = $1 AND attempts = $2 AND processing_status = 'processing' RETURNING crashed_attempts`,
+    [id, attempt],
+  );
+  return rows[0]?.crashed_attempts;
+}
+
+/** The parse counted by `beginParseAttempt` reported back (with a result or an error): it did not crash. */
+export async function endParseAttempt(q: Queryable, id: string): Promise<void> {
+  await q.query('UPDATE knowledge_documents SET crashed_attempts = GREATEST(crashed_attempts - 1, 0) WHERE id = $1', [id]);
+}
+
 /** Marks an ingest failed (if it still holds its lease) with a reason for the caller. */
 export async function failDocument(q: Queryable, id: string, attempt: number, reason: string): Promise<void> {
   await q.query(

@@ -31,6 +31,8 @@ export function readUploadForm(stream: Readable, headers: Record<string, string 
     try {
       parser = busboy({
         headers: headers as busboy.BusboyConfig['headers'],
+        // Browsers and curl send names as raw UTF-8; busboy would otherwise read them as Latin-1.
+        defParamCharset: 'utf8',
         // One byte over the limit tells a file at the limit from one beyond it.
         limits: { fileSize: maxFileBytes + 1, files: MAX_FILES_PER_UPLOAD, fields: 50, fieldSize: 1024 * 1024, parts: MAX_FILES_PER_UPLOAD + 50 },
       });

@@ -1,0 +1,190 @@
+import type { Logger } from 'pino';
+import { retryWhileUnavailable, type Database, type Queryable } from '../db/database.js';
+import { isUuid } from '../ids.js';
+import type { JobChannel } from '../queue/shared.js';
+import type { EmbedderSet } from './embedder.js';
+import type { DocumentKind } from './file-types.js';
+import { BOUND_VARIABLES, DocumentBoundError, type IngestBounds } from './ingest-bounds.js';
+import { IngestWorkerCrash, type ParsedChunks, type ParseJob } from './ingest-pool.js';
+import { DocumentParseError } from './parsed-document.js';
+import { textToEmbed } from './ranking.js';
+import * as store from './store.js';
+
+/**
+ * The durable ingest job of one document (the document row is the job): parse and chunk in a worker with
+ * its own heap (never on this thread), embed, then write every chunk and mark the document completed in one
+ * transaction that also checks the lease is still ours. A process that dies midway leaves no chunk behind,
+ * and the job is taken over from the start; a document whose parser keeps crashing is failed, not replayed.
+ */
+
+export interface IngestOptions {
+  /** How long an ingest owns its document without renewing; a dead worker's ingest is taken over after it. */
+  leaseMs: number;
+  /** Interrupted attempts after which an ingest is failed instead of retried. */
+  maxInterruptions: number;
+  /** Parses that crashed (worker or process died) after which the document is failed instead of parsed again. */
+  maxCrashRetries: number;
+  /** Wall time of one ingest, from its lease to its last chunk written. */
+  timeoutMs: number;
+  /** Heap of each parsing worker, MB (named in the error of a document that keeps exhausting it). */
+  workerHeapMb: number;
+  bounds: IngestBounds;
+}
+
+/** Where documents are parsed and chunked: the worker pool in production (ingest-pool.ts). */
+export interface DocumentParser {
+  run(job: ParseJob, signal: AbortSignal): Promise<ParsedChunks>;
+}
+
+export interface IngestDeps {
+  db: Database;
+  log: Logger;
+  embedders: EmbedderSet;
+  jobs: JobChannel;
+  parser: DocumentParser;
+  options: IngestOptions;
+  /** Bills a hosted embedder's tokens (inside the completing transaction). */
+  chargeEmbedding(account: string, tokens: number, key: string, metadata: Record<string, unknown>, q: Queryable): Promise<void>;
+}
+
+/** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
+const EMBED_BATCH = 32;
+
+export class IngestJobs {
+  private sweeper?: NodeJS.Timeout;
+
+  constructor(private readonly deps: IngestDeps, private readonly shutdown: AbortSignal) {}
+
+  /** Starts taking ingest jobs, re-dispatches what an earlier process left unfinished, and sweeps expired leases. */
+  start(): void {
+    const { jobs, log, db, options } = this.deps;
+    jobs.work((id) => this.ingest(id));
+    // Tried again while the database is away (a second dispatch of an ingest is absorbed by its lease).
+    retryWhileUnavailable(() => this.recover(db.mode === 'pglite'), { deadlineMs: options.leaseMs })
+      .then((n) => {
+        if (n > 0) log.info({ documents: n }, 'resuming unfinished document ingests');
+      })
+      .catch((err: unknown) => log.error({ err }, 'recovering unfinished document ingests failed'));
+    // On both databases: an ingest that stopped renewing its lease without finishing is dispatched again.
+    this.sweeper = setInterval(() => {
+      this.recover(false).catch((err: unknown) => log.warn({ err }, 'ingest sweep failed'));
+    }, Math.min(5_000, options.leaseMs / 2));
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  /** Re-enqueues unfinished ingests: all of them at embedded start-up, expired leases otherwise. */
+  async recover(all: boolean): Promise<number> {
+    if (all) await store.releaseDocumentLeases(this.deps.db);
+    const rows = await store.unfinishedDocuments(this.deps.db, all, 10_000);
+    for (const row of rows) await this.deps.jobs.enqueue(row.id, row.attempts);
+    return rows.length;
+  }
+
+  async ingest(documentId: string): Promise<void> {
+    if (this.shutdown.aborted || !isUuid(documentId)) return;
+    const { db, options, log } = this.deps;
+    const doc = await store.leaseDocument(db, documentId, options.leaseMs);
+    if (!doc) return; // finished, deleted, or another worker holds it
+    const attempt = doc.attempts;
+    const renew = setInterval(() => {
+      store.renewDocumentLease(db, doc.id, attempt, options.leaseMs).catch((err: unknown) => log.warn({ err, documentId }, 'renewing an ingest lease failed'));
+    }, Math.max(250, Math.floor(options.leaseMs / 3)));
+    renew.unref();
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    const signal = AbortSignal.any([this.shutdown, deadline]);
+    try {
+      if (attempt - 1 > options.maxInterruptions) {
+        throw new DocumentParseError(`Processing was interrupted ${attempt - 1} times by a stopped or crashed process; upload the document again`);
+      }
+      const embedder = this.deps.embedders.byModel(doc.embedding_model);
+      if (!embedder) throw new DocumentParseError(`The embedding model "${doc.embedding_model}" is not configured on this server`);
+      const began = performance.now();
+      const bytes = await store.readFile(db, doc.id);
+      if (!bytes) return; // deleted meanwhile
+      const parsed = await this.parseContained(doc, attempt, bytes, signal);
+      if (!parsed) return; // the lease was lost
+      const { chunks } = parsed;
+      if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
+      const parsedAt = performance.now();
+      const vectors: number[][] = [];
+      let billedTokens = 0;
+      for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
+        signal.throwIfAborted();
+        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map(textToEmbed), signal);
+        vectors.push(...out.vectors);
+        billedTokens += out.tokens;
+      }
+      const embeddedAt = performance.now();
+      const completed = await db.tx(async (q) => {
+        const ok = await store.completeDocument(
+          q, { id: doc.id, baseId: doc.knowledge_base_id, attempt, dimension: doc.embedding_dimension },
+          chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[] })),
+          { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
+        );
+        if (ok && doc.billed_account) {
+          await this.deps.chargeEmbedding(doc.billed_account, billedTokens, `knowledge-ingest:${doc.id}:${attempt}`, { documentId: doc.id }, q);
+        }
+        return ok;
+      });
+      if (completed) {
+        const ms = (a: number, b: number) => Math.round(b - a);
+        log.info({
+          documentId, chunks: chunks.length, parseMs: ms(began, parsedAt), embedMs: ms(parsedAt, embeddedAt), writeMs: ms(embeddedAt, performance.now()),
+        }, 'document ingested');
+      }
+    } catch (err) {
+      if (this.shutdown.aborted) return; // taken over after restart
+      const failure = deadline.aborted ? new DocumentBoundError('ingestTimeoutMs', options.timeoutMs) : err;
+      const reason = failure instanceof DocumentParseError
+        ? failure.message
+        : `Processing failed: ${failure instanceof Error ? failure.message : String(failure)}`;
+      if (!(failure instanceof DocumentParseError)) log.error({ err, documentId }, 'document ingest failed');
+      await store.failDocument(db, doc.id, attempt, reason).catch((e: unknown) => log.error({ err: e, documentId }, 'recording a failed ingest failed'));
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /**
+   * Parses in a worker. Each parse is counted on the row and committed before it starts, and taken back
+   * when the worker answers; one that never answered (the worker, or this whole process, died) stays
+   * counted, and after `maxCrashRetries` of those the document is failed instead of parsed again.
+   */
+  private async parseContained(doc: store.LeasedDocument, attempt: number, bytes: Uint8Array, signal: AbortSignal): Promise<ParsedChunks | undefined> {
+    const { db, options, log, parser } = this.deps;
+    for (;;) {
+      const started = await store.beginParseAttempt(db, doc.id, attempt);
+      if (started === undefined) return undefined;
+      const crashes = started - 1;
+      if (crashes > options.maxCrashRetries) {
+        throw new DocumentParseError(
+          `Processing crashed repeatedly (${crashes} times): the document needs more memory than ${BOUND_VARIABLES.workerHeapMb} `
+          + `(${options.workerHeapMb} MB) allows, or breaks its parser`,
+        );
+      }
+      try {
+        const result = await parser.run({
+          kind: doc.file_kind as DocumentKind,
+          // Each try gets its own copy: the bytes move to the worker.
+          bytes: bytes.slice(),
+          chunking: { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap },
+          bounds: options.bounds,
+        }, signal);
+        await store.endParseAttempt(db, doc.id);
+        return result;
+      } catch (err) {
+        if (err instanceof IngestWorkerCrash) {
+          log.warn({ documentId: doc.id, crash: err.message, crashes: crashes + 1 }, 'a document crashed its ingest worker');
+          continue;
+        }
+        // The worker answered (the document is refused) or the ingest was stopped: no crash.
+        await store.endParseAttempt(db, doc.id).catch(() => undefined);
+        throw err;
+      }
+    }
+  }
+}
