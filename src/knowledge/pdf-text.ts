@@ -38,13 +38,13 @@ function hyphenatedCompounds(pages: readonly string[]): Set<string> {
  * on one line.
  */
 export function joinHyphenatedWords(text: string, compounds: ReadonlySet<string> = new Set()): string {
-  return text.replace(/(\p{L}+)-[ \t]*\n[ \t]*(\p{L}+)[ \t]*(\n|$)?/gu, (match, left: string, right: string, end: string | undefined) => {
+  return text.replace(/(\p{L}+)-[ \t]*\n[ \t]*(\p{L}+)(\S*)[ \t]*(\n|$)?/gu, (match, left: string, right: string, trail: string, end: string | undefined) => {
     const lower = /\p{Ll}$/u.test(left) && /^\p{Ll}/u.test(right);
     const upper = /^\p{Lu}+$/u.test(left) && /^\p{Lu}+$/u.test(right);
     const compound = compounds.has(`${left}-${right}`.toLowerCase());
     if (!lower && !upper && !compound) return match;
     // The word's second half moves up to the first line; the rest of its line stays where it was.
-    return `${left}${compound ? '-' : ''}${right}${end ?? '\n'}`;
+    return `${left}${compound ? '-' : ''}${right}${trail}${end ?? '\n'}`;
   });
 }
 

@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
-import { fuseByRank } from './ranking.js';
+import { fuseByScore } from './ranking.js';
 import * as store from './store.js';
 import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
@@ -96,7 +96,7 @@ export class KnowledgeSearch {
         // As the reference does: a failing full-text leg leaves the vector ranking alone.
         this.deps.log.warn({ err }, 'full-text leg of a hybrid search failed; answering with vector ranking only');
       }
-      hits = fuseByRank([vectorHits, keywordHits]).slice(0, req.topK);
+      hits = fuseByScore(vectorHits, keywordHits).slice(0, req.topK);
     } else {
       hits = await db.tx((q) => store.nearestChunks(q, search));
     }

@@ -13,7 +13,7 @@ import { chunkDocument } from './chunker.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
 import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
 import { DocumentParseError } from './parsed-document.js';
-import { textToEmbed } from './ranking.js';
+import { chunkContext, documentTitle, textToEmbed } from './ranking.js';
 import { KnowledgeSearch, type SearchMode, type SearchRequest } from './search-service.js';
 import * as store from './store.js';
 import { KnowledgeTags } from './tag-definitions.js';
@@ -337,11 +337,12 @@ export class KnowledgeService {
       const chunks = chunkDocument(parsed, { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap });
       if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
       const parsedAt = performance.now();
+      const title = documentTitle(doc.filename);
       const vectors: number[][] = [];
       let billedTokens = 0;
       for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
         if (this.shutdown.signal.aborted) return; // taken over after restart
-        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map(textToEmbed), this.shutdown.signal);
+        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => textToEmbed(c, title)), this.shutdown.signal);
         vectors.push(...out.vectors);
         billedTokens += out.tokens;
       }
@@ -349,7 +350,9 @@ export class KnowledgeService {
       const completed = await db.tx(async (q) => {
         const ok = await store.completeDocument(
           q, { id: doc.id, baseId: doc.knowledge_base_id, attempt, dimension: doc.embedding_dimension },
-          chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[] })),
+          chunks.map((c, i) => ({
+            index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[], context: chunkContext(c, title),
+          })),
           { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
         );
         if (ok && doc.billed_account) {

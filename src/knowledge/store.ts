@@ -285,6 +285,8 @@ export interface IngestedChunk {
   tokenCount: number;
   metadata: Record<string, unknown>;
   embedding: number[];
+  /** Where the chunk stands (document title, heading path): indexed for full text beside the content. */
+  context?: string;
 }
 
 /**
@@ -309,13 +311,14 @@ export async function completeDocument(
   for (let i = 0; i < chunks.length; i += 500) {
     const batch = chunks.slice(i, i + 500);
     await q.query(
-      `INSERT INTO knowledge_chunks (document_id, chunk_index, knowledge_base_id, enabled, content, token_count, metadata, dimension, embedding)
-       SELECT $1, u.idx, $2, $3, u.content, u.tokens, u.meta::jsonb, $4, u.vec::vector
-         FROM unnest($5::int[], $6::text[], $7::int[], $8::text[], $9::text[]) AS u(idx, content, tokens, meta, vec)`,
+      `INSERT INTO knowledge_chunks (document_id, chunk_index, knowledge_base_id, enabled, content, token_count, metadata, dimension, embedding, search_text)
+       SELECT $1, u.idx, $2, $3, u.content, u.tokens, u.meta::jsonb, $4, u.vec::vector,
+              setweight(to_tsvector('english', u.context), 'C') || to_tsvector('english', u.content)
+         FROM unnest($5::int[], $6::text[], $7::int[], $8::text[], $9::text[], $10::text[]) AS u(idx, content, tokens, meta, vec, context)`,
       [
         doc.id, doc.baseId, row.enabled, doc.dimension,
         batch.map((c) => c.index), batch.map((c) => c.content), batch.map((c) => c.tokenCount),
-        batch.map((c) => JSON.stringify(c.metadata)), batch.map((c) => vectorLiteral(c.embedding)),
+        batch.map((c) => JSON.stringify(c.metadata)), batch.map((c) => vectorLiteral(c.embedding)), batch.map((c) => c.context ?? ''),
       ],
     );
   }
@@ -363,6 +366,8 @@ export interface ChunkHit {
   /** The document's tag slot values (typed tags). */
   tag_slots?: Record<string, unknown>;
   distance: number;
+  /** The full-text leg's score (hybrid search only). */
+  text_score?: number;
 }
 
 export const vectorLiteral = (v: readonly number[]): string => `[${v.join(',')}]`;

@@ -17,3 +17,18 @@ CREATE UNIQUE INDEX knowledge_tag_definitions_name_idx ON knowledge_tag_definiti
 
 -- Slot -> value, for the slots the document has a value in (text, number, 'YYYY-MM-DD', boolean).
 ALTER TABLE knowledge_documents ADD COLUMN tag_slots jsonb NOT NULL DEFAULT '{}'::jsonb;
+
+-- Full-text search also weighs where a chunk stands (issue 28): its document's name and the chunk's
+-- heading path, at weight C beside the content's D. The ingest writes search_text itself; a row written
+-- without it still gets its content indexed, as the generated column did.
+ALTER TABLE knowledge_chunks ALTER COLUMN search_text DROP EXPRESSION;
+CREATE FUNCTION knowledge_chunks_default_search_text() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.search_text IS NULL THEN
+    NEW.search_text := to_tsvector('english', NEW.content);
+  END IF;
+  RETURN NEW;
+END;
+$$;
+CREATE TRIGGER knowledge_chunks_search_text BEFORE INSERT ON knowledge_chunks
+  FOR EACH ROW EXECUTE FUNCTION knowledge_chunks_default_search_text();
