@@ -77,3 +77,8 @@ export function fuseByScore(vectorHits: readonly ChunkHit[], textHits: readonly 
   }));
   return scored.sort((a, b) => b.score - a.score || Number(a.hit.distance) - Number(b.hit.distance)).map((e) => e.hit);
 }
+
+/** Cosine distance runs from 0 to 2; the contract's similarity is 1 minus it, kept in [0, 1]. */
+export function similarityFromDistance(distance: number): number {
+  return Math.min(1, Math.max(0, 1 - distance));
+}

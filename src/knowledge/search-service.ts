@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
-import { fuseByScore } from './ranking.js';
+import { fuseByScore, similarityFromDistance } from './ranking.js';
 import * as store from './store.js';
 import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
@@ -100,7 +100,7 @@ export class KnowledgeSearch {
     } else {
       hits = await db.tx((q) => store.nearestChunks(q, search));
     }
-    return { results: await this.shape(hits, (h) => clamp01(1 - Number(h.distance))), mode };
+    return { results: await this.shape(hits, (h) => similarityFromDistance(Number(h.distance))), mode };
   }
 
   /** The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. */
@@ -121,6 +121,4 @@ export class KnowledgeSearch {
   }
 }
 
-/** Cosine distance runs from 0 to 2; the contract's similarity is a number in [0, 1]. */
-const clamp01 = (n: number): number => Math.min(1, Math.max(0, n));
 const round = (n: number): number => Math.round(n * 1e6) / 1e6;
