@@ -7,7 +7,7 @@ import type { DocumentKind } from './file-types.js';
 import { BOUND_VARIABLES, DocumentBoundError, type IngestBounds } from './ingest-bounds.js';
 import { IngestWorkerCrash, type ParsedChunks, type ParseJob } from './ingest-pool.js';
 import { DocumentParseError } from './parsed-document.js';
-import { textToEmbed } from './ranking.js';
+import { chunkContext, documentTitle, textToEmbed } from './ranking.js';
 import * as store from './store.js';
 
 /**
@@ -110,11 +110,13 @@ export class IngestJobs {
       const { chunks } = parsed;
       if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
       const parsedAt = performance.now();
+      // The document's name leads each embedded text and its indexed words (see ranking.ts).
+      const title = documentTitle(doc.filename);
       const vectors: number[][] = [];
       let billedTokens = 0;
       for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
         signal.throwIfAborted();
-        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map(textToEmbed), signal);
+        const out = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => textToEmbed(c, title)), signal);
         vectors.push(...out.vectors);
         billedTokens += out.tokens;
       }
@@ -122,7 +124,9 @@ export class IngestJobs {
       const completed = await db.tx(async (q) => {
         const ok = await store.completeDocument(
           q, { id: doc.id, baseId: doc.knowledge_base_id, attempt, dimension: doc.embedding_dimension },
-          chunks.map((c, i) => ({ index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[] })),
+          chunks.map((c, i) => ({
+            index: c.index, content: c.content, tokenCount: c.tokenCount, metadata: c.metadata, embedding: vectors[i] as number[], context: chunkContext(c, title),
+          })),
           { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
         );
         if (ok && doc.billed_account) {

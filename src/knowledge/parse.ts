@@ -10,7 +10,10 @@ import readXlsxFile from 'read-excel-file/node';
 import { extractText, getDocumentProxy } from 'unpdf';
 import type { DocumentKind } from './file-types.js';
 import { checkBound, count, type IngestBounds, UNBOUNDED } from './ingest-bounds.js';
+import { tableFormatter } from './html-tables.js';
 import { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
+import { repairPdfText } from './pdf-text.js';
+import { rowRecord } from './table-records.js';
 import { guardArchive } from './zip-guard.js';
 
 export { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument };
@@ -251,13 +254,13 @@ const HTML_OPTIONS: HtmlToTextOptions = {
   wordwrap: false,
   // Default truncation of long input is silent; deep nesting is cut instead of overflowing the stack.
   limits: { maxInputLength: Number.MAX_SAFE_INTEGER, maxDepth: 256 },
-  formatters: { weftHeading: headingFormatter, weftCell: cellFormatter },
+  formatters: { weftHeading: headingFormatter, weftCell: cellFormatter, weftTable: tableFormatter },
   selectors: [
     ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, format: 'weftHeading' })),
     { selector: 'a', options: { ignoreHref: true } },
     { selector: 'img', format: 'skip' },
     { selector: 'ul', options: { itemPrefix: '- ' } },
-    { selector: 'table', format: 'block', options: { leadingLineBreaks: 2, trailingLineBreaks: 2 } },
+    { selector: 'table', format: 'weftTable' },
     { selector: 'tr', format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: 1 } },
     { selector: 'td', format: 'weftCell' },
     { selector: 'th', format: 'weftCell' },
@@ -336,7 +339,7 @@ function sniffDelimiter(text: string): string {
   return best;
 }
 
-/** First non-empty row is the header; each later non-empty row one block, numbered from 1 after the header. */
+/** First non-empty row is the header; each later non-empty row one record block, numbered from 1 after the header. */
 function tableBlocks(rows: string[][], sheet?: string): ParsedBlock[] {
   const start = rows.findIndex((row) => row.some((cell) => cell !== ''));
   if (start < 0) return [];
@@ -344,7 +347,7 @@ function tableBlocks(rows: string[][], sheet?: string): ParsedBlock[] {
   const out: ParsedBlock[] = [];
   for (let i = start + 1; i < rows.length; i++) {
     if (!rows[i].some((cell) => cell !== '')) continue;
-    out.push({ kind: 'table-row', text: rows[i].join(' | '), row: i - start, header, ...(sheet === undefined ? {} : { sheet }) });
+    out.push({ kind: 'table-row', text: rowRecord(rows[start], rows[i]), row: i - start, header, ...(sheet === undefined ? {} : { sheet }) });
   }
   // A header without data rows still carries text worth finding.
   if (out.length === 0) out.push({ kind: 'text', text: header, ...(sheet === undefined ? {} : { sheet }) });
@@ -473,7 +476,8 @@ async function pdfBlocks(bytes: Uint8Array, bounds: IngestBounds): Promise<Parse
   } finally {
     await pdf.loadingTask.destroy().catch(() => undefined);
   }
-  return pages.flatMap((text, i) => paragraphs(text.replace(/[ \t]+/g, ' '), { page: i + 1 }));
+  const repaired = repairPdfText(pages.map((text) => text.replace(/[ \t]+/g, ' ')));
+  return repaired.flatMap((text, i) => paragraphs(text, { page: i + 1 }));
 }
 
 function pdfError(error: unknown): DocumentParseError {

@@ -7,8 +7,9 @@ import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
 import {
   baseDescription, baseName, chunk, chunkingConfig, chunksQuery, documentsQuery, errorResponses, filenameField, jsonUpload, knowledgeBase, knowledgeDocument,
-  knowledgeDocumentDetail, ok, pagination, searchBody, searchResultItem, tags, uploadErrors, workspaceId, workspaceQuery, writeErrors,
+  knowledgeDocumentDetail, ok, pagination, searchBody, searchResultItem, tags, tagValues, uploadErrors, workspaceId, workspaceQuery, writeErrors,
 } from './schemas.js';
+import { tagDefinitionRoutes } from './tag-routes.js';
 import type { KnowledgeService, UploadedFile } from './service.js';
 import { readUploadForm } from './upload-body.js';
 
@@ -107,15 +108,20 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
     }, async (request) => {
       const body = request.body;
       const access = await accounts.authorize(request.auth, body.workspaceId, 'read');
-      const results = await service.search(
+      const { results, mode } = await service.search(
         { workspaceId: access.workspaceId, billedAccount: access.billedAccount },
-        { knowledgeBaseIds: body.knowledgeBaseIds, query: body.query, topK: body.topK, filters: body.filters, mode: body.mode },
+        {
+          knowledgeBaseIds: body.knowledgeBaseIds, query: body.query, topK: body.topK, filters: body.filters, tagFilters: body.tagFilters,
+          mode: body.searchMode ?? body.mode,
+        },
       );
       return {
         success: true as const,
-        data: { results, query: body.query, knowledgeBaseIds: body.knowledgeBaseIds, topK: body.topK, totalResults: results.length, mode: body.mode },
+        data: { results, query: body.query ?? '', knowledgeBaseIds: body.knowledgeBaseIds, topK: body.topK, totalResults: results.length, mode },
       };
     });
+
+    tagDefinitionRoutes(app, service, accounts);
 
     app.get('/api/v1/knowledge/:id/documents', {
       schema: {
@@ -150,7 +156,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       const body: unknown = request.body;
       let ws: string;
       let files: UploadedFile[];
-      let extra: { tags?: Record<string, unknown>; sourceUrl?: string | null } = {};
+      let extra: { tags?: Record<string, unknown>; tagValues?: Record<string, unknown>; sourceUrl?: string | null } = {};
       if (body instanceof Readable) {
         const form = await readUploadForm(body, request.headers, maxFileBytes);
         const given = form.fields.workspaceId;
@@ -158,13 +164,16 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
         if (form.files.length === 0) throw new HttpError(400, 'file form field is required');
         ws = given;
         files = form.files.map((f) => ({ filename: f.filename, mimeType: f.mimeType, bytes: f.bytes }));
-        extra = { tags: parseTagsField(form.fields.tags), sourceUrl: parseSourceUrlField(form.fields.sourceUrl) };
+        extra = {
+          tags: parseJsonField(form.fields.tags, 'tags', tags), tagValues: parseJsonField(form.fields.tagValues, 'tagValues', tagValues),
+          sourceUrl: parseSourceUrlField(form.fields.sourceUrl),
+        };
       } else {
         const b = body as z.infer<typeof jsonUpload>;
         ws = b.workspaceId;
         const bytes = b.content !== undefined ? Buffer.from(b.content, 'utf8') : decodeBase64(b.contentBase64 ?? '');
         files = [{ filename: b.filename, mimeType: b.mimeType ?? (b.content !== undefined ? 'text/plain' : undefined), bytes }];
-        extra = { tags: b.tags, sourceUrl: b.sourceUrl ?? null };
+        extra = { tags: b.tags, tagValues: b.tagValues, sourceUrl: b.sourceUrl ?? null };
       }
       const access = await accounts.authorize(request.auth, ws, 'write');
       const documents = await service.upload(
@@ -194,10 +203,11 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       schema: {
         tags: tags_, summary: 'Enable or disable a document (disabled ones are not searched), rename it, or replace its tags',
         params: documentParams,
-        body: z.object({ workspaceId, enabled: z.boolean().optional(), filename: filenameField.optional(), tags: tags.optional() })
-          .refine((b) => b.enabled !== undefined || b.filename !== undefined || b.tags !== undefined, {
-            message: 'At least one of enabled, filename, or tags must be provided',
-          }),
+        body: z.object({
+          workspaceId, enabled: z.boolean().optional(), filename: filenameField.optional(), tags: tags.optional(), tagValues: tagValues.optional(),
+        }).refine((b) => b.enabled !== undefined || b.filename !== undefined || b.tags !== undefined || b.tagValues !== undefined, {
+          message: 'At least one of enabled, filename, tags, or tagValues must be provided',
+        }),
         response: { 200: ok(z.object({ document: knowledgeDocumentDetail, message: z.string() })), ...errorResponses },
       },
     }, async (request) => {
@@ -232,16 +242,16 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
   };
 }
 
-function parseTagsField(text: string | undefined): Record<string, unknown> | undefined {
+function parseJsonField(text: string | undefined, name: string, schema: z.ZodType<Record<string, unknown>>): Record<string, unknown> | undefined {
   if (text === undefined || text === '') return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'tags must be a JSON object');
+    throw new HttpError(400, `${name} must be a JSON object`);
   }
-  const parsed = tags.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, `tags: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new HttpError(400, `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   return parsed.data;
 }
 

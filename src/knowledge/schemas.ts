@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorSchema, errorResponses } from '../http/schemas.js';
 import { DOCUMENT_SORT_COLUMNS } from './store.js';
+import { TAG_SLOTS } from './tag-filter-sql.js';
 import { CHUNKING_BOUNDS } from './wire-format.js';
 
 /** Zod schemas of the knowledge routes: they validate requests and document the API. */
@@ -57,6 +58,7 @@ export const knowledgeDocument = z.object({
   characterCount: z.number().int(),
   enabled: z.boolean(),
   tags: z.record(z.string(), z.unknown()),
+  tagValues: z.record(z.string(), z.unknown()).describe('Typed tags by display name'),
   createdAt: z.string(),
   updatedAt: z.string(),
 }).describe('Knowledge document');
@@ -72,6 +74,22 @@ export const tags = z.record(z.string().max(100), z.union([z.string().max(1000),
   .refine((t) => Object.keys(t).length <= 50, 'at most 50 tags')
   .describe('Tags: searches can filter on them');
 
+export const tagFieldType = z.enum(['text', 'number', 'date', 'boolean']);
+const searchModeSchema = z.enum(['vector', 'hybrid']);
+
+export const tagValues = z.record(z.string().min(1).max(100), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
+  .refine((t) => Object.keys(t).length <= 17, 'at most 17 tag values')
+  .describe('Typed tags by display name (defined with /tag-definitions); null clears one');
+
+export const tagFilter = z.object({
+  tagName: z.string({ error: 'tagName is required' }).min(1).max(100),
+  fieldType: tagFieldType.optional().describe('Ignored: the definition decides the type'),
+  operator: z.enum(['eq', 'neq', 'contains', 'not_contains', 'starts_with', 'ends_with', 'gt', 'gte', 'lt', 'lte', 'between']).default('eq')
+    .describe('text: eq neq contains not_contains starts_with ends_with (case-insensitive); number and date: eq neq gt gte lt lte between; boolean: eq neq'),
+  value: z.union([z.string(), z.number(), z.boolean()]),
+  valueTo: z.union([z.string(), z.number()]).optional().describe('Upper bound of between (inclusive)'),
+});
+
 export const searchResultItem = z.object({
   documentId: z.string(),
   documentName: z.string(),
@@ -79,8 +97,8 @@ export const searchResultItem = z.object({
   sourceUrl: z.string().nullable(),
   content: z.string(),
   chunkIndex: z.number().int(),
-  similarity: z.number().describe('1 minus the cosine distance: higher is closer'),
-  metadata: z.record(z.string(), z.unknown()),
+  similarity: z.number().min(0).max(1).describe('1 minus the cosine distance, clamped to [0, 1] (exactly 1 for tag-only searches): higher is closer'),
+  metadata: z.record(z.string(), z.unknown()).describe("The chunk's metadata (page, headings, rows, sheet) and its document's typed tags by display name"),
 }).describe('Search result item');
 
 export const pagination = z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() });
@@ -123,6 +141,7 @@ export const jsonUpload = z.object({
   contentBase64: z.string().optional().describe('The file, base64-encoded'),
   mimeType: z.string().max(255).optional(),
   tags: tags.optional(),
+  tagValues: tagValues.optional(),
   sourceUrl: z.string().url().max(2048).optional(),
 }).refine((b) => (b.content === undefined) !== (b.contentBase64 === undefined), {
   message: 'Send exactly one of content (text) or contentBase64',
@@ -133,11 +152,34 @@ export const searchBody = z.object({
   workspaceId,
   knowledgeBaseIds: z.union([z.string().min(1), z.array(z.string().min(1)).min(1, 'knowledgeBaseIds must not be empty').max(20, 'at most 20 knowledge bases')])
     .transform((v) => (Array.isArray(v) ? v : [v])),
-  query: z.string({ error: 'query is required' }).min(1, 'query must not be empty').max(10_000, 'query must be at most 10000 characters'),
+  query: z.string({ error: 'query must be a string' }).max(10_000, 'query must be at most 10000 characters').optional(),
   topK: z.number({ error: 'topK must be an integer' }).int('topK must be an integer').min(1, 'topK must be at least 1').max(100, 'topK must be at most 100').default(10),
   filters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional()
     .describe('Keep chunks whose document tags or chunk metadata equal every given value'),
-  mode: z.enum(['vector', 'hybrid']).default('vector').describe('hybrid fuses vector and full-text ranks'),
+  tagFilters: z.array(tagFilter).max(17, 'at most 17 tag filters').optional()
+    .describe('Typed tag conditions, all of which must hold (one knowledge base only)'),
+  searchMode: searchModeSchema.nullable().optional()
+    .describe('hybrid (default): vector similarity fused with a BM25-like full-text rank; vector: similarity only (the reference default)'),
+  mode: searchModeSchema.optional().describe('Earlier name of searchMode; searchMode wins when both are given'),
+}).refine((b) => (b.query !== undefined && b.query.trim() !== '') || (b.tagFilters?.length ?? 0) > 0, {
+  message: 'Either query or tagFilters must be provided',
+  path: ['query'],
+});
+
+export const tagDefinition = z.object({
+  id: z.string(),
+  tagSlot: z.string().describe('tag1..tag7 (text), number1..number5, date1..date2, boolean1..boolean3'),
+  displayName: z.string(),
+  fieldType: tagFieldType,
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).describe('Tag definition: names one typed slot of a knowledge base');
+
+export const tagDefinitionBody = z.object({
+  workspaceId,
+  displayName: z.string().trim().min(1, 'displayName must not be empty').max(100, 'displayName must be at most 100 characters'),
+  fieldType: tagFieldType.default('text'),
+  tagSlot: z.enum(Object.values(TAG_SLOTS).flat() as [string, ...string[]]).optional().describe('Defaults to the first free slot of the type'),
 });
 
 export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });

@@ -13,8 +13,10 @@ import type { Embedder, EmbedderSet } from './embedder.js';
 import { detectDocumentType, SUPPORTED_EXTENSIONS } from './file-types.js';
 import { cleanFilename } from './filename.js';
 import { type DocumentParser, type IngestOptions, IngestJobs } from './ingest-job.js';
-import { fuseByRank } from './ranking.js';
+import { KnowledgeSearch, type SearchMode, type SearchRequest } from './search-service.js';
 import * as store from './store.js';
+import { KnowledgeTags } from './tag-definitions.js';
+import { updateDocumentTagSlots } from './tag-store.js';
 import {
   type ChunkingConfig, DEFAULT_CHUNKING, type PublicBase, type PublicDocument, type PublicDocumentDetail, publicBase, publicDocument,
   publicDocumentDetail, type SearchResultItem,
@@ -55,13 +57,6 @@ export interface UploadedFile {
   bytes: Uint8Array;
 }
 
-export interface SearchRequest {
-  knowledgeBaseIds: string[];
-  query: string;
-  topK: number;
-  filters?: Record<string, unknown>;
-  mode?: 'vector' | 'hybrid';
-}
 
 const baseNotFound = (): HttpError => new HttpError(404, 'Knowledge base not found');
 const documentNotFound = (): HttpError => new HttpError(404, 'Document not found');
@@ -69,18 +64,24 @@ const documentNotFound = (): HttpError => new HttpError(404, 'Document not found
 export class KnowledgeService {
   private readonly db: Database;
   private readonly shutdown = new AbortController();
-  private readonly efSearch: number;
   private readonly ingests: IngestJobs;
+  /** Typed tag definitions of the bases and the checks of tag values and filters. */
+  readonly tags: KnowledgeTags;
+  private readonly searcher: KnowledgeSearch;
 
   constructor(private readonly deps: KnowledgeDeps) {
     this.db = deps.db;
     // Every ingest in flight (up to the worker concurrency) listens on this one signal.
     setMaxListeners(0, this.shutdown.signal);
-    this.efSearch = deps.options.efSearch ?? 100;
     this.ingests = new IngestJobs({
       db: deps.db, log: deps.log, embedders: deps.embedders, jobs: deps.jobs, parser: deps.parser, options: deps.options,
       chargeEmbedding: (account, tokens, key, metadata, q) => this.chargeEmbedding(account, tokens, key, metadata, q),
     }, this.shutdown.signal);
+    this.tags = new KnowledgeTags(deps.db, (q, workspaceId, baseId) => this.requireBase(q, workspaceId, baseId));
+    this.searcher = new KnowledgeSearch({
+      db: deps.db, log: deps.log, embedders: deps.embedders, tags: this.tags, efSearch: deps.options.efSearch ?? 100,
+      charge: (account, tokens, key, metadata) => this.chargeEmbedding(account, tokens, key, metadata),
+    });
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ export class KnowledgeService {
    */
   async upload(
     scope: { workspaceId: string; billedAccount: string }, baseId: string, files: UploadedFile[],
-    extra: { tags?: Record<string, unknown>; sourceUrl?: string | null } = {}, actor: Actor = {},
+    extra: { tags?: Record<string, unknown>; tagValues?: Record<string, unknown>; sourceUrl?: string | null } = {}, actor: Actor = {},
   ): Promise<PublicDocument[]> {
     if (files.length === 0) throw new HttpError(400, 'file is required: send at least one file');
     const typed = files.map((f) => {
@@ -172,11 +173,12 @@ export class KnowledgeService {
     });
     const docs = await this.db.tx(async (q) => {
       await this.requireBase(q, scope.workspaceId, baseId, true);
+      const tagSlots = extra.tagValues ? withoutNulls(await this.tags.slotValues(q, baseId, extra.tagValues)) : {};
       const rows: store.DocumentRow[] = [];
       for (const f of typed) {
         rows.push(await store.insertDocument(q, {
           id: newId(), knowledgeBaseId: baseId, workspaceId: scope.workspaceId, filename: f.filename, mimeType: f.mimeType, fileKind: f.kind,
-          content: f.bytes, tags: extra.tags ?? {}, sourceUrl: extra.sourceUrl ?? null, billedAccount: scope.billedAccount,
+          content: f.bytes, tags: extra.tags ?? {}, tagSlots, sourceUrl: extra.sourceUrl ?? null, billedAccount: scope.billedAccount,
         }));
       }
       const added = typed.reduce((n, f) => n + f.bytes.byteLength, 0);
@@ -188,34 +190,39 @@ export class KnowledgeService {
     });
     // Committed first: a lost enqueue is found again by the recovery sweep.
     for (const d of docs) await this.deps.jobs.enqueue(d.id);
-    return docs.map(publicDocument);
+    const defs = await this.tags.definitions(this.db, baseId);
+    return docs.map((d) => publicDocument(d, defs));
   }
 
   async listDocuments(workspaceId: string, query: Omit<store.DocumentQuery, 'baseId'> & { baseId: string }) {
     await this.requireBase(this.db, workspaceId, query.baseId);
     const { rows, total } = await store.listDocuments(this.db, query);
+    const defs = await this.tags.definitions(this.db, query.baseId);
     return {
-      documents: rows.map(publicDocument),
+      documents: rows.map((d) => publicDocument(d, defs)),
       pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total },
     };
   }
 
   async getDocument(workspaceId: string, baseId: string, documentId: string): Promise<PublicDocumentDetail> {
-    return publicDocumentDetail(await this.requireDocument(this.db, workspaceId, baseId, documentId));
+    const doc = await this.requireDocument(this.db, workspaceId, baseId, documentId);
+    return publicDocumentDetail(doc, await this.tags.definitions(this.db, baseId));
   }
 
   /** Enables or disables a document (disabled ones never appear in searches), renames it or replaces its tags. */
   async updateDocument(
     workspaceId: string, baseId: string, documentId: string,
-    changes: { enabled?: boolean; filename?: string; tags?: Record<string, unknown> }, actor: Actor = {},
+    changes: { enabled?: boolean; filename?: string; tags?: Record<string, unknown>; tagValues?: Record<string, unknown> }, actor: Actor = {},
   ): Promise<PublicDocumentDetail> {
     if (changes.filename !== undefined) changes = { ...changes, filename: cleanFilename(changes.filename) };
     return this.db.tx(async (q) => {
       await this.requireDocument(q, workspaceId, baseId, documentId);
-      const row = await store.updateDocument(q, documentId, changes);
+      const { tagValues, ...plain } = changes;
+      if (tagValues) await updateDocumentTagSlots(q, documentId, await this.tags.slotValues(q, baseId, tagValues));
+      const row = await store.updateDocument(q, documentId, plain);
       if (!row) throw documentNotFound();
       await audit(q, workspaceId, actor, 'knowledge_document.updated', documentId, row.filename, { ...changes, knowledgeBaseId: baseId });
-      return publicDocumentDetail(row);
+      return publicDocumentDetail(row, await this.tags.definitions(q, baseId));
     });
   }
 
@@ -249,58 +256,9 @@ export class KnowledgeService {
   // Search
   // ----------------------------------------------------------------------------------------------
 
-  /** The best `topK` chunks of the given bases for `query`, most similar first. */
-  async search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<SearchResultItem[]> {
-    const ids = [...new Set(req.knowledgeBaseIds)];
-    const found = await store.findBases(this.db, scope.workspaceId, ids.filter(isUuid));
-    const missing = ids.filter((id) => !found.some((b) => b.id === id));
-    if (missing.length > 0) {
-      throw new HttpError(404, `Knowledge base${missing.length > 1 ? 's' : ''} not found: ${missing.join(', ')}`);
-    }
-    const models = new Set(found.map((b) => `${b.embedding_model}/${b.embedding_dimension}`));
-    if (models.size > 1) {
-      throw new HttpError(400, `These knowledge bases use different embedding models (${[...models].join(', ')}) and cannot be searched together`);
-    }
-    const base = found[0] as store.BaseRow;
-    const embedder = this.deps.embedders.byModel(base.embedding_model);
-    if (!embedder) {
-      throw new HttpError(503, `The embedding model "${base.embedding_model}" of knowledge base ${base.id} is not configured on this server (see EMBEDDINGS_MODEL)`);
-    }
-    let embedded: Awaited<ReturnType<Embedder['embed']>>;
-    try {
-      embedded = await embedder.embed([req.query]);
-    } catch (err) {
-      // The embedder (a hosted provider, or the local model's worker) failed: the caller may retry.
-      throw new HttpError(503, `Embedding the query failed: ${err instanceof Error ? err.message : String(err)}`, {}, { 'Retry-After': '2' });
-    }
-    const vector = embedded.vectors[0] as number[];
-    await this.chargeEmbedding(scope.billedAccount, embedded.tokens, `knowledge-query:${newId()}`, { knowledgeBaseIds: ids });
-
-    const search: store.ChunkSearch = {
-      baseIds: ids, dimension: base.embedding_dimension, embedding: vector, limit: req.topK, filters: req.filters, efSearch: Math.max(this.efSearch, req.topK),
-    };
-    let hits: store.ChunkHit[];
-    if (req.mode === 'hybrid') {
-      // Each leg brings more candidates than asked for, so that fusion can promote a chunk both rank well.
-      const wide = { ...search, limit: Math.min(200, Math.max(req.topK * 3, 30)) };
-      const [vectorHits, keywordHits] = await this.db.tx(async (q) => [
-        await store.nearestChunks(q, wide),
-        await store.keywordChunks(q, { ...wide, query: req.query }),
-      ] as const);
-      hits = fuseByRank([vectorHits, keywordHits]).slice(0, req.topK);
-    } else {
-      hits = await this.db.tx((q) => store.nearestChunks(q, search));
-    }
-    return hits.map((h) => ({
-      documentId: h.document_id,
-      documentName: h.filename,
-      knowledgeBaseId: h.knowledge_base_id,
-      sourceUrl: h.source_url,
-      content: h.content,
-      chunkIndex: h.chunk_index,
-      similarity: round(1 - Number(h.distance)),
-      metadata: h.metadata,
-    }));
+  /** The best `topK` chunks of the given bases for `query` (or the tag filters alone), best first. */
+  search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+    return this.searcher.search(scope, req);
   }
 
   /** The knowledge port of a run: searches the run's workspace, billed to its account. */
@@ -308,7 +266,7 @@ export class KnowledgeService {
     return {
       search: async (args): Promise<KnowledgeSearchHit[]> => {
         try {
-          return await this.search({ workspaceId, billedAccount }, { ...args, mode: 'vector' });
+          return (await this.search({ workspaceId, billedAccount }, args)).results;
         } catch (err) {
           throw new Error(err instanceof Error ? err.message : String(err));
         }
@@ -363,7 +321,10 @@ function nameTaken(err: unknown, name: string): unknown {
 }
 
 const formatMiB = (bytes: number): string => `${(bytes / (1024 * 1024)).toFixed(2).replace(/\.00$/, '')}MB`;
-const round = (n: number): number => Math.round(n * 1e6) / 1e6;
+
+function withoutNulls<T>(o: Record<string, T | null>): Record<string, T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null)) as Record<string, T>;
+}
 
 function audit(q: Queryable, workspaceId: string, actor: Actor, action: string, id: string, name: string, metadata: Record<string, unknown> = {}) {
   return recordAudit(q, {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import { type TagFilterSql, tagFilterSql } from './tag-filter-sql.js';
 
 /** SQL of the knowledge area. Every lookup is scoped by workspace; documents also by their base. */
 
@@ -38,6 +39,8 @@ export interface DocumentRow {
   character_count: number;
   enabled: boolean;
   tags: Record<string, unknown>;
+  /** Typed tags: slot (tag1, number2, ...) -> value. */
+  tag_slots: Record<string, unknown>;
   source_url: string | null;
   billed_account: string | null;
   created_at: Date;
@@ -58,7 +61,7 @@ const BASE_COLUMNS = `b.id, b.workspace_id, b.name, b.description, b.embedding_m
   (SELECT COALESCE(sum(d.token_count), 0)::int FROM knowledge_documents d WHERE d.knowledge_base_id = b.id) AS token_count`;
 const DOCUMENT_COLUMNS = `id, knowledge_base_id, workspace_id, filename, mime_type, file_kind, file_size, processing_status,
   processing_error, processing_started_at, processing_completed_at, attempts, chunk_count, token_count, character_count,
-  enabled, tags, source_url, billed_account, created_at, updated_at`;
+  enabled, tags, tag_slots, source_url, billed_account, created_at, updated_at`;
 
 // ------------------------------------------------------------------------------------------------
 // Knowledge bases
@@ -140,15 +143,17 @@ export interface NewDocument {
   fileKind: string;
   content: Uint8Array;
   tags: Record<string, unknown>;
+  tagSlots?: Record<string, unknown>;
   sourceUrl: string | null;
   billedAccount: string;
 }
 
 export async function insertDocument(q: Queryable, d: NewDocument): Promise<DocumentRow> {
   const rows = await q.query<DocumentRow>(
-    `INSERT INTO knowledge_documents (id, knowledge_base_id, workspace_id, filename, mime_type, file_kind, file_size, tags, source_url, billed_account)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10) RETURNING ${DOCUMENT_COLUMNS}`,
-    [d.id, d.knowledgeBaseId, d.workspaceId, d.filename, d.mimeType, d.fileKind, d.content.byteLength, JSON.stringify(d.tags), d.sourceUrl, d.billedAccount],
+    `INSERT INTO knowledge_documents (id, knowledge_base_id, workspace_id, filename, mime_type, file_kind, file_size, tags, source_url, billed_account, tag_slots)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb) RETURNING ${DOCUMENT_COLUMNS}`,
+    [d.id, d.knowledgeBaseId, d.workspaceId, d.filename, d.mimeType, d.fileKind, d.content.byteLength, JSON.stringify(d.tags), d.sourceUrl, d.billedAccount,
+      JSON.stringify(d.tagSlots ?? {})],
   );
   await q.query('INSERT INTO knowledge_files (document_id, content) VALUES ($1, $2)', [d.id, d.content]);
   return rows[0] as DocumentRow;
@@ -280,6 +285,8 @@ export interface IngestedChunk {
   tokenCount: number;
   metadata: Record<string, unknown>;
   embedding: number[];
+  /** Where the chunk stands (document title, heading path): indexed for full text beside the content. */
+  context?: string;
 }
 
 /**
@@ -304,13 +311,14 @@ export async function completeDocument(
   for (let i = 0; i < chunks.length; i += 500) {
     const batch = chunks.slice(i, i + 500);
     await q.query(
-      `INSERT INTO knowledge_chunks (document_id, chunk_index, knowledge_base_id, enabled, content, token_count, metadata, dimension, embedding)
-       SELECT $1, u.idx, $2, $3, u.content, u.tokens, u.meta::jsonb, $4, u.vec::vector
-         FROM unnest($5::int[], $6::text[], $7::int[], $8::text[], $9::text[]) AS u(idx, content, tokens, meta, vec)`,
+      `INSERT INTO knowledge_chunks (document_id, chunk_index, knowledge_base_id, enabled, content, token_count, metadata, dimension, embedding, search_text)
+       SELECT $1, u.idx, $2, $3, u.content, u.tokens, u.meta::jsonb, $4, u.vec::vector,
+              setweight(to_tsvector('english', u.context), 'C') || to_tsvector('english', u.content)
+         FROM unnest($5::int[], $6::text[], $7::int[], $8::text[], $9::text[], $10::text[]) AS u(idx, content, tokens, meta, vec, context)`,
       [
         doc.id, doc.baseId, row.enabled, doc.dimension,
         batch.map((c) => c.index), batch.map((c) => c.content), batch.map((c) => c.tokenCount),
-        batch.map((c) => JSON.stringify(c.metadata)), batch.map((c) => vectorLiteral(c.embedding)),
+        batch.map((c) => JSON.stringify(c.metadata)), batch.map((c) => vectorLiteral(c.embedding)), batch.map((c) => c.context ?? ''),
       ],
     );
   }
@@ -374,7 +382,11 @@ export interface ChunkHit {
   source_url: string | null;
   content: string;
   metadata: Record<string, unknown>;
+  /** The document's tag slot values (typed tags). */
+  tag_slots?: Record<string, unknown>;
   distance: number;
+  /** The full-text leg's score (hybrid search only). */
+  text_score?: number;
 }
 
 export const vectorLiteral = (v: readonly number[]): string => `[${v.join(',')}]`;
@@ -386,13 +398,9 @@ export interface ChunkSearch {
   limit: number;
   /** Every key must equal the chunk's metadata or its document's tags (jsonb containment). */
   filters?: Record<string, unknown>;
+  /** Typed conditions on the document's tag slots, already checked against the base's definitions. */
+  tagFilters?: TagFilterSql;
   efSearch: number;
-}
-
-function filterSql(params: unknown[], filters: Record<string, unknown> | undefined): string {
-  if (!filters || Object.keys(filters).length === 0) return '';
-  params.push(JSON.stringify(filters));
-  return ` AND (d.tags || c.metadata) @> $${params.length}::jsonb`;
 }
 
 /**
@@ -403,12 +411,12 @@ function filterSql(params: unknown[], filters: Record<string, unknown> | undefin
 export async function nearestChunks(q: Queryable, s: ChunkSearch): Promise<ChunkHit[]> {
   if (!Number.isSafeInteger(s.dimension) || s.dimension < 1) throw new Error(`invalid dimension ${s.dimension}`);
   const params: unknown[] = [vectorLiteral(s.embedding), s.baseIds, s.limit];
-  const filter = filterSql(params, s.filters);
+  const filter = tagFilterSql(params, s.filters, s.tagFilters);
   const distance = `(c.embedding::vector(${s.dimension})) <=> $1::vector(${s.dimension})`;
   await q.query(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`, [String(s.efSearch)]);
   return q.query<ChunkHit>(
     `WITH nearest AS MATERIALIZED (
-       SELECT c.document_id, c.chunk_index, c.knowledge_base_id, c.content, c.metadata, d.filename, d.source_url, ${distance} AS distance
+       SELECT c.document_id, c.chunk_index, c.knowledge_base_id, c.content, c.metadata, d.filename, d.source_url, d.tag_slots, ${distance} AS distance
          FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
         WHERE c.dimension = ${s.dimension} AND c.knowledge_base_id = ANY($2::uuid[]) AND c.enabled${filter}
         ORDER BY ${distance} LIMIT $3)
@@ -417,18 +425,15 @@ export async function nearestChunks(q: Queryable, s: ChunkSearch): Promise<Chunk
   );
 }
 
-/** Chunks matching the query's words (PostgreSQL full text), best rank first, with their vector distance. */
-export async function keywordChunks(q: Queryable, s: ChunkSearch & { query: string }): Promise<ChunkHit[]> {
-  const params: unknown[] = [vectorLiteral(s.embedding), s.baseIds, s.limit, s.query];
-  const filter = filterSql(params, s.filters);
+/** Chunks of documents that pass the filters, without a query (tag-only search): in document and chunk order. */
+export async function filteredChunks(q: Queryable, s: Omit<ChunkSearch, 'embedding' | 'efSearch'>): Promise<ChunkHit[]> {
+  const params: unknown[] = [s.baseIds, s.limit];
+  const filter = tagFilterSql(params, s.filters, s.tagFilters);
   return q.query<ChunkHit>(
-    `SELECT c.document_id, c.chunk_index, c.knowledge_base_id, c.content, c.metadata, d.filename, d.source_url,
-            (c.embedding::vector(${s.dimension})) <=> $1::vector(${s.dimension}) AS distance
-       FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id,
-            websearch_to_tsquery('english', $4) query
-      WHERE c.dimension = ${s.dimension} AND c.knowledge_base_id = ANY($2::uuid[]) AND c.enabled
-        AND c.search_text @@ query${filter}
-      ORDER BY ts_rank_cd(c.search_text, query) DESC, c.document_id, c.chunk_index LIMIT $3`,
+    `SELECT c.document_id, c.chunk_index, c.knowledge_base_id, c.content, c.metadata, d.filename, d.source_url, d.tag_slots, 0::float8 AS distance
+       FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+      WHERE c.knowledge_base_id = ANY($1::uuid[]) AND c.enabled${filter}
+      ORDER BY d.created_at, c.document_id, c.chunk_index LIMIT $2`,
     params,
   );
 }

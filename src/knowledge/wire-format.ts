@@ -61,6 +61,8 @@ export interface PublicDocument {
   characterCount: number;
   enabled: boolean;
   tags: Record<string, unknown>;
+  /** Typed tags by display name (slot name where no definition names the slot). */
+  tagValues: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
 }
@@ -74,7 +76,20 @@ export interface PublicDocumentDetail extends PublicDocument {
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export const publicDocument = (d: DocumentRow): PublicDocument => ({
+/** The names of a base's tag slots, as far as the wire format needs them. */
+export interface TagNames { tag_slot: string; display_name: string }
+
+/** Display name -> value of the slots a document has values in (the slot's name where no definition names it). */
+export function namedTagValues(defs: readonly TagNames[], slots: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [slot, value] of Object.entries(slots ?? {})) {
+    if (value === null || value === undefined) continue;
+    out[defs.find((d) => d.tag_slot === slot)?.display_name ?? slot] = value;
+  }
+  return out;
+}
+
+export const publicDocument = (d: DocumentRow, defs: readonly TagNames[] = []): PublicDocument => ({
   id: d.id,
   knowledgeBaseId: d.knowledge_base_id,
   filename: d.filename,
@@ -86,12 +101,13 @@ export const publicDocument = (d: DocumentRow): PublicDocument => ({
   characterCount: d.character_count,
   enabled: d.enabled,
   tags: d.tags,
+  tagValues: namedTagValues(defs, d.tag_slots),
   createdAt: d.created_at.toISOString(),
   updatedAt: d.updated_at.toISOString(),
 });
 
-export const publicDocumentDetail = (d: DocumentRow): PublicDocumentDetail => ({
-  ...publicDocument(d),
+export const publicDocumentDetail = (d: DocumentRow, defs: readonly TagNames[] = []): PublicDocumentDetail => ({
+  ...publicDocument(d, defs),
   processingError: d.processing_error,
   processingStartedAt: iso(d.processing_started_at),
   processingCompletedAt: iso(d.processing_completed_at),

@@ -77,20 +77,20 @@ describe('parseDocument', () => {
     ]).toBuffer();
     const parsed = await parseDocument('xlsx', bytes);
     expect(parsed.blocks).toEqual([
-      { kind: 'table-row', text: 'Alice | 30 | 2024-01-02', row: 1, header: 'Name | Age | Joined', sheet: 'People' },
-      { kind: 'table-row', text: 'Bob |  | true', row: 3, header: 'Name | Age | Joined', sheet: 'People' },
-      { kind: 'table-row', text: 'Paris', row: 1, header: 'City', sheet: 'Cities' },
+      { kind: 'table-row', text: 'Name: Alice; Age: 30; Joined: 2024-01-02', row: 1, header: 'Name | Age | Joined', sheet: 'People' },
+      { kind: 'table-row', text: 'Name: Bob; Joined: true', row: 3, header: 'Name | Age | Joined', sheet: 'People' },
+      { kind: 'table-row', text: 'City: Paris', row: 1, header: 'City', sheet: 'Cities' },
     ]);
   });
 
   it('reads CSV rows under their header, sniffing the delimiter', async () => {
     const parsed = await parseDocument('csv', utf8('\uFEFFname;city;note\n"Smith; J";Paris;"two\nlines"\n\nBob;Rome;\n'));
     expect(parsed.blocks).toEqual([
-      { kind: 'table-row', text: 'Smith; J | Paris | two lines', row: 1, header: 'name | city | note' },
-      { kind: 'table-row', text: 'Bob | Rome | ', row: 2, header: 'name | city | note' },
+      { kind: 'table-row', text: 'name: Smith; J; city: Paris; note: two lines', row: 1, header: 'name | city | note' },
+      { kind: 'table-row', text: 'name: Bob; city: Rome', row: 2, header: 'name | city | note' },
     ]);
     const commas = await parseDocument('csv', utf8('a,b\n1,2\n3,4'));
-    expect(texts(commas.blocks)).toEqual(['1 | 2', '3 | 4']);
+    expect(texts(commas.blocks)).toEqual(['a: 1; b: 2', 'a: 3; b: 4']);
     const headerOnly = await parseDocument('csv', utf8('a,b\n'));
     expect(headerOnly.blocks).toEqual([{ kind: 'text', text: 'a | b' }]);
   });
@@ -146,7 +146,7 @@ describe('parseDocument', () => {
       { kind: 'text', text: 'Intro with a link.' },
       { kind: 'heading', text: 'Part two', level: 3 },
       { kind: 'text', text: '- apple\n- pear' },
-      { kind: 'text', text: 'Key | Value\nk1 | v1' },
+      { kind: 'text', text: 'Key | Value\nKey: k1; Value: v1' },
     ]);
     const all = texts(parsed.blocks).join(' ');
     for (const hidden of ['secret', 'nope', 'color', 'Ignored', 'enable js']) expect(all).not.toContain(hidden);

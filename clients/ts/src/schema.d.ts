@@ -7890,16 +7890,26 @@ export interface paths {
                     "application/json": {
                         workspaceId: string;
                         knowledgeBaseIds: string | string[];
-                        query: string;
+                        query?: string;
                         /** @default 10 */
                         topK?: number;
                         filters?: {
                             [key: string]: string | number | boolean;
                         };
-                        /**
-                         * @default vector
-                         * @enum {string}
-                         */
+                        tagFilters?: {
+                            tagName: string;
+                            /** @enum {string} */
+                            fieldType?: "text" | "number" | "date" | "boolean";
+                            /**
+                             * @default eq
+                             * @enum {string}
+                             */
+                            operator?: "eq" | "neq" | "contains" | "not_contains" | "starts_with" | "ends_with" | "gt" | "gte" | "lt" | "lte" | "between";
+                            value: string | number | boolean;
+                            valueTo?: string | number;
+                        }[];
+                        searchMode?: ("vector" | "hybrid") | null;
+                        /** @enum {string} */
                         mode?: "vector" | "hybrid";
                     };
                 };
@@ -7998,6 +8008,330 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/knowledge/{id}/tag-definitions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the typed tag slots a knowledge base has named */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                tagDefinitions: {
+                                    id: string;
+                                    tagSlot: string;
+                                    displayName: string;
+                                    /** @enum {string} */
+                                    fieldType: "text" | "number" | "date" | "boolean";
+                                    createdAt: string;
+                                    updatedAt: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Name a typed tag slot (text, number, date or boolean) that documents can carry and searches can filter on */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        displayName: string;
+                        /**
+                         * @default text
+                         * @enum {string}
+                         */
+                        fieldType?: "text" | "number" | "date" | "boolean";
+                        /** @enum {string} */
+                        tagSlot?: "tag1" | "tag2" | "tag3" | "tag4" | "tag5" | "tag6" | "tag7" | "number1" | "number2" | "number3" | "number4" | "number5" | "date1" | "date2" | "boolean1" | "boolean2" | "boolean3";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                tagDefinition: {
+                                    id: string;
+                                    tagSlot: string;
+                                    displayName: string;
+                                    /** @enum {string} */
+                                    fieldType: "text" | "number" | "date" | "boolean";
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                                message: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/knowledge/{id}/tag-definitions/{tagId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a tag definition and clear its slot on the base's documents */
+        delete: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    tagId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                message: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/knowledge/{id}/documents": {
         parameters: {
             query?: never;
@@ -8048,6 +8382,9 @@ export interface paths {
                                     characterCount: number;
                                     enabled: boolean;
                                     tags: {
+                                        [key: string]: unknown;
+                                    };
+                                    tagValues: {
                                         [key: string]: unknown;
                                     };
                                     createdAt: string;
@@ -8143,6 +8480,9 @@ export interface paths {
                         tags?: {
                             [key: string]: string | number | boolean;
                         };
+                        tagValues?: {
+                            [key: string]: string | number | boolean | null;
+                        };
                         /** Format: uri */
                         sourceUrl?: string;
                     };
@@ -8174,6 +8514,9 @@ export interface paths {
                                     tags: {
                                         [key: string]: unknown;
                                     };
+                                    tagValues: {
+                                        [key: string]: unknown;
+                                    };
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -8190,6 +8533,9 @@ export interface paths {
                                     characterCount: number;
                                     enabled: boolean;
                                     tags: {
+                                        [key: string]: unknown;
+                                    };
+                                    tagValues: {
                                         [key: string]: unknown;
                                     };
                                     createdAt: string;
@@ -8332,6 +8678,9 @@ export interface paths {
                                     characterCount: number;
                                     enabled: boolean;
                                     tags: {
+                                        [key: string]: unknown;
+                                    };
+                                    tagValues: {
                                         [key: string]: unknown;
                                     };
                                     createdAt: string;
@@ -8509,6 +8858,9 @@ export interface paths {
                         tags?: {
                             [key: string]: string | number | boolean;
                         };
+                        tagValues?: {
+                            [key: string]: string | number | boolean | null;
+                        };
                     };
                 };
             };
@@ -8536,6 +8888,9 @@ export interface paths {
                                     characterCount: number;
                                     enabled: boolean;
                                     tags: {
+                                        [key: string]: unknown;
+                                    };
+                                    tagValues: {
                                         [key: string]: unknown;
                                     };
                                     createdAt: string;

@@ -1,0 +1,124 @@
+// Search over knowledge bases: the query embedded by the bases' model, then the vector leg alone
+// (`vector`, the reference's behaviour) or fused with the BM25-like full-text leg (`hybrid`, Weft's
+// default: it wins on bench/knowledge-quality.ts); or, without a query, the chunks that pass the tag filters.
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.js';
+import { HttpError } from '../http/errors.js';
+import { isUuid, newId } from '../ids.js';
+import type { Embedder, EmbedderSet } from './embedder.js';
+import { fuseByScore, similarityFromDistance } from './ranking.js';
+import * as store from './store.js';
+import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
+import { listTagDefinitions } from './tag-store.js';
+import { keywordChunks } from './text-search-store.js';
+import { namedTagValues, type SearchResultItem } from './wire-format.js';
+
+export type SearchMode = 'vector' | 'hybrid';
+export const DEFAULT_SEARCH_MODE: SearchMode = 'hybrid';
+
+export interface SearchRequest {
+  knowledgeBaseIds: string[];
+  /** Absent or blank: a tag-only search (needs tagFilters). */
+  query?: string;
+  topK: number;
+  filters?: Record<string, unknown>;
+  tagFilters?: TagFilterInput[];
+  mode?: SearchMode;
+}
+
+export interface SearchDeps {
+  db: Database;
+  log: Logger;
+  embedders: EmbedderSet;
+  tags: KnowledgeTags;
+  efSearch: number;
+  charge: (account: string, tokens: number, key: string, metadata: Record<string, unknown>) => Promise<void>;
+}
+
+/** Candidates each leg of a hybrid search brings: more than asked for, so fusion can promote a chunk both legs rank well. */
+const hybridWidth = (topK: number): number => Math.min(200, Math.max(topK * 3, 30));
+
+export class KnowledgeSearch {
+  constructor(private readonly deps: SearchDeps) {}
+
+  /** The best `topK` chunks of the given bases, best first, and the mode that ranked them. */
+  async search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+    const { db } = this.deps;
+    const ids = [...new Set(req.knowledgeBaseIds)];
+    const found = await store.findBases(db, scope.workspaceId, ids.filter(isUuid));
+    const missing = ids.filter((id) => !found.some((b) => b.id === id));
+    if (missing.length > 0) {
+      throw new HttpError(404, `Knowledge base${missing.length > 1 ? 's' : ''} not found: ${missing.join(', ')}`);
+    }
+    const query = req.query?.trim() ? req.query : undefined;
+    const tagFilters = req.tagFilters ?? [];
+    if (!query && tagFilters.length === 0) throw new HttpError(400, 'Either query or tagFilters must be provided');
+    if (tagFilters.length > 0 && ids.length > 1) throw new HttpError(400, 'Tag filters are only supported when searching a single knowledge base');
+    const base = found[0] as store.BaseRow;
+    const resolved = tagFilters.length > 0 ? await this.deps.tags.resolveFilters(base.id, tagFilters) : undefined;
+    const mode = req.mode ?? DEFAULT_SEARCH_MODE;
+
+    if (!query) {
+      // Tag-only: nothing to rank by, nothing to embed or bill; every hit matches fully.
+      const hits = await store.filteredChunks(db, { baseIds: ids, dimension: base.embedding_dimension, limit: req.topK, filters: req.filters, tagFilters: resolved });
+      return { results: await this.shape(hits, () => 1), mode };
+    }
+
+    const models = new Set(found.map((b) => `${b.embedding_model}/${b.embedding_dimension}`));
+    if (models.size > 1) {
+      throw new HttpError(400, `These knowledge bases use different embedding models (${[...models].join(', ')}) and cannot be searched together`);
+    }
+    const embedder = this.deps.embedders.byModel(base.embedding_model);
+    if (!embedder) {
+      throw new HttpError(503, `The embedding model "${base.embedding_model}" of knowledge base ${base.id} is not configured on this server (see EMBEDDINGS_MODEL)`);
+    }
+    let embedded: Awaited<ReturnType<Embedder['embed']>>;
+    try {
+      embedded = await embedder.embed([query]);
+    } catch (err) {
+      // The embedder (a hosted provider, or the local model's worker) failed: the caller may retry.
+      throw new HttpError(503, `Embedding the query failed: ${err instanceof Error ? err.message : String(err)}`, {}, { 'Retry-After': '2' });
+    }
+    await this.deps.charge(scope.billedAccount, embedded.tokens, `knowledge-query:${newId()}`, { knowledgeBaseIds: ids });
+
+    const search: store.ChunkSearch = {
+      baseIds: ids, dimension: base.embedding_dimension, embedding: embedded.vectors[0] as number[], limit: req.topK,
+      filters: req.filters, tagFilters: resolved, efSearch: Math.max(this.deps.efSearch, req.topK),
+    };
+    let hits: store.ChunkHit[];
+    if (mode === 'hybrid') {
+      const wide = { ...search, limit: hybridWidth(req.topK), efSearch: Math.max(this.deps.efSearch, hybridWidth(req.topK)) };
+      const vectorHits = await db.tx((q) => store.nearestChunks(q, wide));
+      let keywordHits: store.ChunkHit[] = [];
+      try {
+        keywordHits = await keywordChunks(db, { ...wide, query });
+      } catch (err) {
+        // As the reference does: a failing full-text leg leaves the vector ranking alone.
+        this.deps.log.warn({ err }, 'full-text leg of a hybrid search failed; answering with vector ranking only');
+      }
+      hits = fuseByScore(vectorHits, keywordHits).slice(0, req.topK);
+    } else {
+      hits = await db.tx((q) => store.nearestChunks(q, search));
+    }
+    return { results: await this.shape(hits, (h) => similarityFromDistance(Number(h.distance))), mode };
+  }
+
+  /** The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. */
+  private async shape(hits: store.ChunkHit[], similarity: (h: store.ChunkHit) => number): Promise<SearchResultItem[]> {
+    const tagged = hits.filter((h) => h.tag_slots && Object.keys(h.tag_slots).length > 0);
+    const defsByBase = new Map<string, Awaited<ReturnType<typeof listTagDefinitions>>>();
+    for (const baseId of new Set(tagged.map((h) => h.knowledge_base_id))) defsByBase.set(baseId, await listTagDefinitions(this.deps.db, baseId));
+    return hits.map((h) => ({
+      documentId: h.document_id,
+      documentName: h.filename,
+      knowledgeBaseId: h.knowledge_base_id,
+      sourceUrl: h.source_url,
+      content: h.content,
+      chunkIndex: h.chunk_index,
+      similarity: round(similarity(h)),
+      metadata: { ...namedTagValues(defsByBase.get(h.knowledge_base_id) ?? [], h.tag_slots), ...h.metadata },
+    }));
+  }
+}
+
+const round = (n: number): number => Math.round(n * 1e6) / 1e6;
