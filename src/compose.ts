@@ -17,6 +17,7 @@ import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
+import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
@@ -40,6 +41,8 @@ export interface CoreServices {
   scheduleRegistry: ScheduleRegistry;
   /** The dashboard's sign-in: passwords and browser sessions. */
   sessions: SessionService;
+  /** Workspace secrets, encrypted at rest; resolved for runs through the engine's secrets port. */
+  secrets: SecretsService;
 }
 
 export interface Services extends CoreServices {
@@ -78,7 +81,16 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const webhookRegistry = new WebhookRegistry(db, config.baseUrl);
   // So do schedules (cron expressions are checked on save by croner, outside the engine).
   const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock);
-  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig },
+  // A deleted secret answers with the deployed workflows that referenced it; saves check references against the names.
+  const secrets: SecretsService = new SecretsService({
+    db, log: ctx.log,
+    keys: { key: config.encryption.key, previousKeys: config.encryption.previousKeys, databaseUrl: config.databaseUrl, dataDir: config.dataDir },
+    usedBy: (workspaceId, name) => workflows.deployedUsingSecret(workspaceId, name),
+  });
+  const workflows: WorkflowService = new WorkflowService(db, accounts, {
+    maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
+    secretNames: (workspaceId) => secrets.names(workspaceId),
+  },
     async (q, change) => {
       await webhookRegistry.deploymentChanged(q, change);
       await scheduleRegistry.deploymentChanged(q, change);
@@ -86,7 +98,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -141,6 +153,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       tables: tables.portFor(run.workspaceId, run.plan),
       ai: ai.portFor(run.billedAccount, run.workspaceId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
+      secrets: core.secrets.portFor(run.workspaceId),
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });

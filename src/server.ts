@@ -46,6 +46,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   try {
     services = composeServices(ctx, { clock: opts.clock });
+    // The secrets' key before anything runs: a PostgreSQL deployment without WEFT_ENCRYPTION_KEY stops here.
+    services.secrets.keys();
     const boot = await services.accounts.ensureBootstrap();
     if (opts.announce) {
       // An admin without a password (just created, or from before the dashboard) gets a one-time one.
