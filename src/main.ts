@@ -9,6 +9,7 @@ import { registerBackupCommands } from './cli/backup.js';
 import { fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
 import { registerCreditCommands } from './cli/credits.js';
+import { registerSecretCommands } from './cli/secrets.js';
 
 // With --json anywhere on the line, every error is a JSON document on stdout, commander's own
 // (unknown command, missing option) included: it reports them through outputError and exitOverride.
@@ -71,6 +72,7 @@ registerAccountCommands(program);
 registerWorkflowCommands(program);
 registerCreditCommands(program);
 registerBackupCommands(program);
+registerSecretCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) {

@@ -12,9 +12,10 @@ const nodeArgs = ['--no-node-snapshot', path.join(root, 'dist/main.js')];
 export const TEST_ENCRYPTION_KEY = 'dGVzdC1vbmx5LWtleS0zMi1ieXRlcy1sb25nLXh4eHg=';
 
 /** Runs the built CLI in a child process; resolves with its exit code and output. */
-export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...process.env, LOG_LEVEL: 'warn', ...env } });
+    if (stdin !== undefined) child.stdin.end(stdin);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
