@@ -85,6 +85,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const secrets: SecretsService = new SecretsService({
     db, log: ctx.log,
     keys: { key: config.encryption.key, previousKeys: config.encryption.previousKeys, databaseUrl: config.databaseUrl, dataDir: config.dataDir },
+    providerKeyCacheMs: config.keyCacheMs,
     usedBy: (workspaceId, name) => workflows.deployedUsingSecret(workspaceId, name),
   });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
@@ -97,7 +98,10 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
     });
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
-  const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
+  // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
+  const ai = new AiGateway(db, config.ai, {
+    usage: limits.usage, log: ctx.log, observer, workspaceKey: (workspaceId, provider) => secrets.providerKey(workspaceId, provider),
+  });
   return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets };
 }
 

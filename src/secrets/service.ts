@@ -15,6 +15,9 @@ export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 export const SECRET_NAME_RULE =
   'Secret names must match ^[A-Z][A-Z0-9_]{0,63}$ (an upper-case letter, then up to 63 upper-case letters, digits or underscores)';
 export const MAX_SECRET_BYTES = 64 * 1024;
+/** Secrets that make a workspace's AI requests use its own provider key, by provider. */
+export const PROVIDER_KEY_SECRETS = { openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY' } as const;
+export type KeyedProvider = keyof typeof PROVIDER_KEY_SECRETS;
 /** `lastUsedAt` is written at most this often per secret and process: runs do not each write a row. */
 const LAST_USED_EVERY_MS = 60_000;
 
@@ -29,6 +32,8 @@ export interface SecretsDeps {
   db: Database;
   log: Logger;
   keys: KeySettings;
+  /** How long a workspace's provider keys are reused per process (a change elsewhere bites within it). */
+  providerKeyCacheMs: number;
   /** Deployed workflows of the workspace that reference a secret (the workflows service's). */
   usedBy: (workspaceId: string, name: string) => Promise<{ id: string; name: string }[]>;
 }
@@ -54,6 +59,7 @@ const publicSecret = (r: store.SecretInfo): PublicSecret => ({
 export class SecretsService {
   private loaded?: LoadedKeys;
   private readonly lastMarked = new Map<string, number>();
+  private readonly providerKeys = new Map<string, { keys: Partial<Record<KeyedProvider, string>>; until: number }>();
 
   constructor(private readonly deps: SecretsDeps) {}
 
@@ -90,6 +96,7 @@ export class SecretsService {
     checkSecretName(name);
     checkSecretValue(value);
     const sealed = this.ring.seal(workspaceId, name, value);
+    this.providerKeys.delete(workspaceId);
     return this.deps.db.tx(async (q) => {
       const result = await store.upsertSecret(q, workspaceId, name, sealed, actor.userId ?? null);
       await recordAudit(q, {
@@ -116,6 +123,7 @@ export class SecretsService {
       }
       return gone;
     });
+    this.providerKeys.delete(workspaceId);
     if (!deleted) throw new HttpError(404, 'Secret not found');
     this.lastMarked.delete(`${workspaceId}\u0000${name}`);
     return { usedBy: await this.deps.usedBy(workspaceId, name) };
@@ -133,6 +141,31 @@ export class SecretsService {
     for (const r of rows) values[r.name] = this.ring.open(workspaceId, r.name, { keyId: r.key_id, nonce: r.nonce, ciphertext: r.ciphertext });
     this.markUsed(workspaceId, names);
     return values;
+  }
+
+  /**
+   * The workspace's own key for an AI provider (its secret named for the provider), kept for a few
+   * seconds per workspace so that the gateway's hot path does not read the table on every request.
+   */
+  async providerKey(workspaceId: string, provider: string): Promise<string | undefined> {
+    if (!(provider in PROVIDER_KEY_SECRETS)) return undefined;
+    const now = Date.now();
+    let hit = this.providerKeys.get(workspaceId);
+    if (!hit || hit.until <= now) {
+      const names = Object.values(PROVIDER_KEY_SECRETS);
+      const rows = await store.findSecrets(this.deps.db, workspaceId, names);
+      const keys: Partial<Record<KeyedProvider, string>> = {};
+      for (const [p, name] of Object.entries(PROVIDER_KEY_SECRETS) as [KeyedProvider, string][]) {
+        const row = rows.find((r) => r.name === name);
+        if (row) keys[p] = this.ring.open(workspaceId, name, { keyId: row.key_id, nonce: row.nonce, ciphertext: row.ciphertext });
+      }
+      if (this.providerKeys.size > 10_000) this.providerKeys.clear();
+      hit = { keys, until: now + this.deps.providerKeyCacheMs };
+      this.providerKeys.set(workspaceId, hit);
+    }
+    const key = hit.keys[provider as KeyedProvider];
+    if (key !== undefined) this.markUsed(workspaceId, [PROVIDER_KEY_SECRETS[provider as KeyedProvider]]);
+    return key;
   }
 
   /** The engine's secrets port for runs of one workspace. */

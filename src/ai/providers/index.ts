@@ -14,3 +14,15 @@ export function buildProviders(ai: AiConfig): Map<ProviderName, Provider> {
   if (ai.openaiCompatible.baseUrl) m.set('openai-compatible', createOpenAiCompatibleProvider(ai.openaiCompatible.baseUrl, ai.openaiCompatible.apiKey));
   return m;
 }
+
+/** A provider of the operator's configuration (base URL) called with another key: a workspace's own. */
+export function providerWithKey(ai: AiConfig, name: Exclude<ProviderName, 'openai-compatible'>, apiKey: string): Provider {
+  switch (name) {
+    case 'openai':
+      return createOpenAiProvider(ai.openai.baseUrl, apiKey);
+    case 'anthropic':
+      return new AnthropicProvider(ai.anthropic.baseUrl, apiKey);
+    case 'gemini':
+      return new GeminiProvider(ai.gemini.baseUrl, apiKey);
+  }
+}
