@@ -27,6 +27,7 @@ import { workflowRoutes } from './workflows/routes.js';
 import { schemaRoutes } from './workflows/schema-routes.js';
 import { registerLanding } from './http/landing.js';
 import { registerWebApp } from './http/web-app.js';
+import { secretRoutes } from './secrets/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { metricsAccess, registerObservability } from './observability/http.js';
 
@@ -139,6 +140,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(aiRoutes(ai, accounts), { ctx });
   await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl()));
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
+  await app.register(secretRoutes(services.secrets, accounts));
   await app.register(mcpRoutes(runs, workflows, accounts), { ctx });
   return app;
 }

@@ -21,6 +21,7 @@ import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
 import type { PasswordHasher } from './sessions/password.js';
+import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
@@ -44,6 +45,8 @@ export interface CoreServices {
   scheduleRegistry: ScheduleRegistry;
   /** The dashboard's sign-in: passwords and browser sessions. */
   sessions: SessionService;
+  /** Workspace secrets, encrypted at rest; resolved for runs through the engine's secrets port. */
+  secrets: SecretsService;
 }
 
 export interface Services extends CoreServices {
@@ -90,7 +93,17 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
     return { plan, seconds: config.limitsEnabled ? limits.plan(plan).minScheduleIntervalSeconds : 0 };
   };
   const scheduleRegistry = new ScheduleRegistry(db, opts.clock ?? systemClock, minScheduleInterval);
-  const workflows = new WorkflowService(db, accounts, { maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig },
+  // A deleted secret answers with the deployed workflows that referenced it; saves check references against the names.
+  const secrets: SecretsService = new SecretsService({
+    db, log: ctx.log,
+    keys: { key: config.encryption.key, previousKeys: config.encryption.previousKeys, databaseUrl: config.databaseUrl, dataDir: config.dataDir },
+    providerKeyCacheMs: config.keyCacheMs,
+    usedBy: (workspaceId, name) => workflows.deployedUsingSecret(workspaceId, name),
+  });
+  const workflows: WorkflowService = new WorkflowService(db, accounts, {
+    maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
+    secretNames: (workspaceId) => secrets.names(workspaceId),
+  },
     async (q, change) => {
       await webhookRegistry.deploymentChanged(q, change);
       await scheduleRegistry.deploymentChanged(q, change);
@@ -98,8 +111,11 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
     (workspaceId, definition) => scheduleRegistry.checkPlanInterval(workspaceId, definition));
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
-  const ai = new AiGateway(db, config.ai, { usage: limits.usage, log: ctx.log, observer });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions };
+  // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
+  const ai = new AiGateway(db, config.ai, {
+    usage: limits.usage, log: ctx.log, observer, workspaceKey: (workspaceId, provider) => secrets.providerKey(workspaceId, provider),
+  });
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -157,6 +173,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       tables: tables.portFor(run.workspaceId, run.plan),
       ai: ai.portFor(run.billedAccount, run.workspaceId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
+      secrets: core.secrets.portFor(run.workspaceId),
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });

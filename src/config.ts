@@ -89,6 +89,11 @@ const envSchema = z.object({
   WEFT_SESSION_IDLE_HOURS: z.coerce.number().min(0.01).max(24 * 90).default(24),
   WEFT_SESSION_MAX_DAYS: z.coerce.number().min(0.01).max(365).default(14),
   WEFT_TRUST_PROXY: booleanFlag,
+  // Workspace secrets: the AES-256-GCM key (32 bytes, base64). Unset: a key file in the data directory
+  // (embedded only; PostgreSQL refuses to start without it). Previous keys still decrypt during a rotation.
+  WEFT_ENCRYPTION_KEY: optionalText.refine((v) => v === undefined || Buffer.from(v.trim(), 'base64').length === 32,
+    'must be 32 random bytes in base64 (openssl rand -base64 32)'),
+  WEFT_ENCRYPTION_KEY_PREVIOUS: optionalText,
 });
 
 import type { IngestBounds } from './knowledge/ingest-bounds.js';
@@ -150,6 +155,15 @@ export interface Config {
   knowledge: KnowledgeConfig;
   observability: ObservabilityConfig;
   dashboard: DashboardConfig;
+  encryption: EncryptionConfig;
+}
+
+/** The key of the workspace secrets (src/secrets/). */
+export interface EncryptionConfig {
+  /** WEFT_ENCRYPTION_KEY (base64 of 32 bytes); unset: the embedded key file. */
+  key?: string;
+  /** WEFT_ENCRYPTION_KEY_PREVIOUS, comma-separated: keys that still decrypt rows not yet rotated. */
+  previousKeys: string[];
 }
 
 /** The web dashboard and its sign-in (src/sessions/, src/http/web-app.ts). */
@@ -293,6 +307,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       sessionIdleMs: Math.round(e.WEFT_SESSION_IDLE_HOURS * 3_600_000),
       sessionMaxMs: Math.round(e.WEFT_SESSION_MAX_DAYS * 86_400_000),
       trustProxy: e.WEFT_TRUST_PROXY,
+    },
+    encryption: {
+      key: e.WEFT_ENCRYPTION_KEY?.trim(),
+      previousKeys: (e.WEFT_ENCRYPTION_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     },
     ...overrides,
   };

@@ -10,6 +10,7 @@ import { fail } from './cli/output.js';
 import { registerWorkflowCommands } from './cli/workflows.js';
 import { registerCreditCommands } from './cli/credits.js';
 import { registerUsageCommands } from './cli/usage.js';
+import { registerSecretCommands } from './cli/secrets.js';
 
 // With --json anywhere on the line, every error is a JSON document on stdout, commander's own
 // (unknown command, missing option) included: it reports them through outputError and exitOverride.
@@ -73,6 +74,7 @@ registerWorkflowCommands(program);
 registerCreditCommands(program);
 registerUsageCommands(program);
 registerBackupCommands(program);
+registerSecretCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) {

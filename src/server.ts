@@ -50,6 +50,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   try {
     services = composeServices(ctx, { clock: opts.clock, passwords: opts.passwords });
     const { accounts, sessions } = services;
+    // The secrets' key before anything runs: a PostgreSQL deployment without WEFT_ENCRYPTION_KEY stops here.
+    services.secrets.keys();
     // Each step is tried again while the database is away (a PostgreSQL restarting, connections cut).
     const boot = await startupStep(log, 'creating the first admin and workspace', () => accounts.ensureBootstrap());
     if (opts.announce) {

@@ -179,6 +179,42 @@ export const operations = {
     },
   }),
 
+  /** Creates or replaces a secret (the value arrives on the CLI's standard input, never as an argument). */
+  'secrets.set': op({
+    args: z.object({ workspace: z.string().min(1), name: z.string().min(1), value: z.string() }),
+    async run({ services: s }, a) {
+      const ws = await workspace(s, a.workspace);
+      const boot = await s.accounts.ensureBootstrap();
+      const { created } = await s.secrets.set(ws.id, a.name, a.value, { userId: boot.userId, type: 'cli' });
+      return { name: a.name, workspaceId: ws.id, created };
+    },
+  }),
+
+  'secrets.list': op({
+    args: z.object({ workspace: z.string().min(1) }),
+    async run({ services: s }, a) {
+      return s.secrets.list((await workspace(s, a.workspace)).id);
+    },
+  }),
+
+  'secrets.delete': op({
+    args: z.object({ workspace: z.string().min(1), name: z.string().min(1) }),
+    async run({ services: s }, a) {
+      const ws = await workspace(s, a.workspace);
+      const boot = await s.accounts.ensureBootstrap();
+      const { usedBy } = await s.secrets.delete(ws.id, a.name, { userId: boot.userId, type: 'cli' });
+      return { name: a.name, deleted: true, usedBy };
+    },
+  }),
+
+  /** Re-encrypts every secret of every workspace in one transaction (see SecretsService.rotateKey). */
+  'secrets.rotate-key': op({
+    args: z.object({}),
+    async run({ services: s }) {
+      return s.secrets.rotateKey();
+    },
+  }),
+
   'workflows.deploy': op({
     args: z.object({ workspace: z.string().min(1), name: z.string().min(1), description: z.string().optional(), definition: z.record(z.string(), z.unknown()) }),
     async run({ services: s }, a) {

@@ -138,6 +138,8 @@ export function costNano(model: Pick<ModelEntry, 'inputPerMillion' | 'outputPerM
  */
 export class ModelCatalog {
   private readonly byId = new Map<string, ModelEntry>();
+  /** Every built-in and configured entry, its provider configured or not (a workspace may bring the key). */
+  private readonly everyEntry = new Map<string, ModelEntry>();
   private compatCache: { ids: string[]; until: number } | undefined;
   private compatLoading: Promise<string[]> | undefined;
 
@@ -147,9 +149,15 @@ export class ModelCatalog {
     private readonly compatTtlMs = 60_000,
   ) {
     for (const m of [...BUILT_IN_MODELS, ...parseExtraModels(ai.extraModels)]) {
+      this.everyEntry.set(m.id, m);
       if (!providerConfigured(ai, m.provider)) continue;
       this.byId.set(m.id, m);
     }
+  }
+
+  /** A built-in or WEFT_AI_MODELS entry whether or not its provider is configured here. */
+  builtIn(id: string): ModelEntry | undefined {
+    return this.everyEntry.get(id);
   }
 
   /** The entry for a slug, or undefined when no configured provider offers it. */

@@ -11,7 +11,7 @@ import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
 import { getBalance, listLedger, requestLedger, type LedgerRow, type RequestLedger } from './credit-ledger.js';
 import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
-import { buildProviders } from './providers/index.js';
+import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
 import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
@@ -25,8 +25,12 @@ export interface Billing {
   apiKeyId?: string | null;
 }
 
+/** Whose provider key paid for a request: the workspace's own (a workspace secret) or the operator's. */
+export type KeySource = 'workspace' | 'operator';
+
 export interface CompletionResult {
   completion: ChatCompletion;
+  keySource: KeySource;
   /** What was charged: the cost, at most the deposit. */
   costNano: number;
   /** Cost beyond the deposit, not charged (recorded as an overage ledger entry). */
@@ -47,6 +51,7 @@ export interface SettledStream {
 /** A streaming completion whose deposit is reserved and whose first chunk has arrived. */
 export interface StreamSession {
   id: string;
+  keySource: KeySource;
   model: ModelEntry;
   depositNano: number;
   balanceAfterReserveNano: number;
@@ -65,6 +70,11 @@ export interface AiGatewayDeps {
   observer?: AiObserver;
   /** Default: the providers configured in `config` (tests may hand in others). */
   providers?: Map<ProviderName, Provider>;
+  /**
+   * A workspace's own key for a provider (its secret OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY):
+   * its requests then go out with that key and are not billed model-token credits.
+   */
+  workspaceKey?: (workspaceId: string, provider: ProviderName) => Promise<string | undefined>;
 }
 
 export const newCompletionId = (): string => `chatcmpl-${randomBytes(15).toString('base64url')}`;
@@ -93,6 +103,25 @@ export class AiGateway {
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
     this.observer = deps.observer;
+    this.workspaceKey = deps.workspaceKey;
+  }
+
+  private readonly workspaceKey?: AiGatewayDeps['workspaceKey'];
+
+  /**
+   * The model and the provider a request goes to: with the workspace's own key for the model's provider
+   * when the workspace has one (also for a provider the operator did not configure), else the operator's.
+   */
+  async route(billing: Billing, request: ChatRequest): Promise<Awaited<ReturnType<AiGateway['resolve']>> & { keySource: KeySource }> {
+    if (billing.workspaceId && this.workspaceKey) {
+      const entry = (await this.catalog.resolve(request.model)) ?? this.catalog.builtIn(request.model);
+      const name = entry?.provider;
+      if (entry && name && name !== 'openai-compatible') {
+        const key = await this.workspaceKey(billing.workspaceId, name);
+        if (key) return { ...(await this.resolve(request, { model: entry, provider: providerWithKey(this.ai, name, key) })), keySource: 'workspace' };
+      }
+    }
+    return { ...(await this.resolve(request)), keySource: 'operator' };
   }
 
   /** The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'). */
@@ -128,9 +157,9 @@ export class AiGateway {
   }
 
   /** Finds the model (404) and checks the request's features against it (400). */
-  async resolve(request: ChatRequest): Promise<{ model: ModelEntry; provider: Provider; maxTokens: number; clientSetMaxTokens: boolean }> {
-    const model = await this.catalog.resolve(request.model);
-    const provider = model && this.providers.get(model.provider);
+  async resolve(request: ChatRequest, chosen?: { model: ModelEntry; provider: Provider }): Promise<{ model: ModelEntry; provider: Provider; maxTokens: number; clientSetMaxTokens: boolean }> {
+    const model = chosen?.model ?? await this.catalog.resolve(request.model);
+    const provider = chosen?.provider ?? (model && this.providers.get(model.provider));
     if (!model || !provider) {
       throw new HttpError(404, await this.catalog.explainUnknown(request.model), { code: 'model_not_found', param: 'model' });
     }
@@ -183,9 +212,10 @@ export class AiGateway {
 
   /** A whole (non-streaming) completion, billed. */
   async complete(billing: Billing, request: ChatRequest, signal?: AbortSignal): Promise<CompletionResult> {
-    const { model, provider, maxTokens, clientSetMaxTokens } = await this.resolve(request);
+    const { model, provider, maxTokens, clientSetMaxTokens, keySource } = await this.route(billing, request);
     const id = newCompletionId();
-    const deposit = this.depositNano(request, model, maxTokens);
+    // The workspace's own key pays the provider: no deposit, nothing charged (the ledger still records the request).
+    const deposit = keySource === 'workspace' ? 0 : this.depositNano(request, model, maxTokens);
     await this.reserve(billing, id, model, deposit, false);
     let completion: ChatCompletion;
     try {
@@ -203,7 +233,7 @@ export class AiGateway {
       estimated = true;
     }
     const settled = await this.ledger.settle(id, {
-      costNano: costNano(model, usage.prompt_tokens, usage.completion_tokens),
+      costNano: keySource === 'workspace' ? 0 : costNano(model, usage.prompt_tokens, usage.completion_tokens),
       promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
     });
     this.observer?.aiUsage({ model: model.id, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, costUsd: nanoToUsd(settled?.chargedNano ?? 0) });
@@ -217,6 +247,7 @@ export class AiGateway {
     };
     return {
       completion: out,
+      keySource,
       costNano: settled?.chargedNano ?? 0,
       overageNano: settled?.overageNano ?? 0,
       balanceAfterNano: settled?.balanceAfterNano ?? (await this.balance(billing.account))?.balanceNano ?? 0,
@@ -229,9 +260,9 @@ export class AiGateway {
    * provider refusing the request still becomes an ordinary HTTP error (deposit released).
    */
   async startStream(billing: Billing, request: ChatRequest, signal: AbortSignal): Promise<StreamSession> {
-    const { model, provider, maxTokens, clientSetMaxTokens } = await this.resolve(request);
+    const { model, provider, maxTokens, clientSetMaxTokens, keySource } = await this.route(billing, request);
     const id = newCompletionId();
-    const deposit = this.depositNano(request, model, maxTokens);
+    const deposit = keySource === 'workspace' ? 0 : this.depositNano(request, model, maxTokens);
     const balanceAfterReserve = await this.reserve(billing, id, model, deposit, true);
     const created = Math.floor(Date.now() / 1000);
     let generated = '';
@@ -284,7 +315,7 @@ export class AiGateway {
           estimated = true;
         }
         const s = await this.ledger.settle(id, {
-          costNano: costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
+          costNano: keySource === 'workspace' ? 0 : costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
         });
         this.observer?.aiUsage({ model: model.id, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, costUsd: nanoToUsd(s?.chargedNano ?? 0) });
         // Undefined: no longer reserved (the abandoned-deposit sweep returned it); nothing charged here.
@@ -298,7 +329,7 @@ export class AiGateway {
       })();
       return finished;
     };
-    return { id, model, depositNano: deposit, balanceAfterReserveNano: balanceAfterReserve, chunks: chunks(), finish };
+    return { id, keySource, model, depositNano: deposit, balanceAfterReserveNano: balanceAfterReserve, chunks: chunks(), finish };
   }
 
   private async releaseQuietly(id: string, err: unknown): Promise<void> {

@@ -231,7 +231,8 @@ export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyP
       const body = normalize(request.body);
       if (!body.stream) {
         const r = await gateway.complete(billing, body);
-        reply.header('X-Credits-Used', formatUsd(r.costNano)).header('X-Credits-Remaining', formatUsd(r.balanceAfterNano));
+        reply.header('X-Credits-Used', formatUsd(r.costNano)).header('X-Credits-Remaining', formatUsd(r.balanceAfterNano))
+          .header('X-Weft-Key-Source', r.keySource);
         return r.completion as z.infer<typeof completionSchema>;
       }
 
@@ -260,6 +261,8 @@ export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyP
         // follow as HTTP trailers of the same names.
         'x-credits-used': formatUsd(session.depositNano),
         'x-credits-remaining': formatUsd(session.balanceAfterReserveNano),
+        // Whose provider key pays: the workspace's own (a secret named for the provider) or the operator's.
+        'x-weft-key-source': session.keySource,
         trailer: 'X-Credits-Used, X-Credits-Remaining',
       });
       let outcome: 'completed' | 'aborted' | 'failed' = 'completed';

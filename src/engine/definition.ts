@@ -7,6 +7,7 @@ import { bindCode, sourcePosition } from './code.js';
 import { countBlocks, formatPath, jsonPath, label, schemaIssues, workflowDefinitionSchema } from './definition-schema.js';
 import { getOrThrow } from './lookup.js';
 import { collectTokens, ENTRY_HEADS, normalizeName, RESERVED_HEADS, type HeadPredicate, type RefToken } from './references.js';
+import { unknownSecretIssues } from './secret-refs.js';
 import type { BlockDefinition, DefinitionIssue, EdgeDefinition, WorkflowDefinition } from './types.js';
 
 export { blockDefinitionSchema, edgeDefinitionSchema, retryPolicySchema, workflowDefinitionSchema } from './definition-schema.js';
@@ -32,6 +33,8 @@ export interface ValidateOptions {
   checkCode?: CodeChecker;
   /** The host's checks of block configs the engine cannot check itself (cron expressions); on save only. */
   checkConfig?: ConfigChecker;
+  /** The workspace's secret names: a `{{NAME}}` not among them is reported; on save only. */
+  knownSecrets?: ReadonlySet<string>;
 }
 
 /** Problems of one block's parsed config: `field` is the config key (e.g. "cron"). */
@@ -393,6 +396,7 @@ export function analyzeDefinition(
   checkReferences(all, { byId, nameToId, entryIds, isKnownHead, checkFields: save }, issues);
   if (save && opts.checkCode) checkCodeSyntax(all, isKnownHead, opts.checkCode, issues);
   if (save && opts.checkConfig) checkHostConfigs(all, opts.checkConfig, issues);
+  if (save && opts.knownSecrets) issues.push(...unknownSecretIssues(definition, opts.knownSecrets));
 
   if (issues.length > 0 || !hasTypes(byId)) return { issues, definition };
   return { issues, definition, analysis: { definition, blocks: byId, nameToId, startId, entryIds, edges, isKnownHead } };

@@ -34,6 +34,7 @@ export type {
   KnowledgePort,
   KnowledgeSearchArgs,
   KnowledgeSearchHit,
+  SecretsPort,
 } from './ports.js';
 export { realClock } from './ports.js';
 export { workflowDefinitionSchema, validateDefinition, DEFINITION_DEFAULTS } from './definition.js';
@@ -57,3 +58,5 @@ export type {
   ScopeOutcome,
 } from './block-type.js';
 export { normalizeName } from './references.js';
+export { secretReferences } from './secret-refs.js';
+export { SecretMask, MASK } from './secret-mask.js';

@@ -127,6 +127,7 @@ async function runLeaf(scope: ScopeRun, b: CompiledBlock, key: string): Promise<
   const exec = newExecution(scope);
   const maxAttempts = b.type.retryable === false ? 1 : b.retry?.maxAttempts ?? 1;
   try {
+    if (b.secretNames.length > 0) await run.loadSecrets(b.secretNames);
     exec.config = scope.resolveConfig(b);
     const ctx = makeContext(scope, b, key, exec);
     for (;;) {
@@ -189,6 +190,7 @@ async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind
     stopped: () => halt.halted || scope.isHalted(),
   };
   try {
+    if (b.secretNames.length > 0) await run.loadSecrets(b.secretNames);
     exec.config = scope.resolveConfig(b);
     exec.result = await b.type.run(makeContext(scope, b, key, exec, control), exec.config as never);
   } catch (err) {
@@ -227,7 +229,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   const base = {
     key, blockId: b.id, name: b.name, type: b.typeName,
     startedAt: isoTime(exec.startedAt), durationMs: run.clock.now() - exec.startedAt,
-    ...(exec.config !== undefined ? { input: summarizeInput(masked(exec.config, b.type.maskedFields), b.secretNames, (n) => run.secret(n)) } : {}),
+    ...(exec.config !== undefined ? { input: summarizeInput(masked(exec.config, b.type.maskedFields), run.mask) } : {}),
     ...(exec.logs.length ? { logs: exec.logs } : {}),
     ...(exec.attempts > 1 ? { attempts: exec.attempts } : {}),
   };
@@ -258,12 +260,12 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   return { kind: 'success', output };
 }
 
-/** Awaits onStep; a failure to record fails the block. Returns null when recorded. */
+/** Awaits onStep with the step's secret values masked; a failure to record fails the block. Returns null when recorded. */
 async function record(scope: ScopeRun, b: CompiledBlock, step: StepRecord): Promise<NodeResult | null> {
   const onStep = scope.run.opts.onStep;
   if (!onStep) return null;
   try {
-    await onStep(step);
+    await onStep(scope.run.mask.value(step));
     return null;
   } catch (err) {
     return { kind: 'failed', error: blockFailure(b, new Error(`could not record the step: ${errorMessage(err)}`)) };

@@ -203,6 +203,18 @@ export interface KnowledgePort {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Secrets (`{{NAME}}` references; the secrets area supplies the adapter, scoped to the workspace)
+// ---------------------------------------------------------------------------------------------
+
+export interface SecretsPort {
+  /**
+   * The values of the named secrets, asked for when a block that references them is about to run.
+   * Rejects with an Error naming every one that is not set.
+   */
+  resolve(names: readonly string[]): Promise<Record<string, string>>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // All ports of a run
 // ---------------------------------------------------------------------------------------------
 
@@ -215,6 +227,8 @@ export interface EnginePorts {
   tables?: TablesPort;
   ai?: AiPort;
   knowledge?: KnowledgePort;
+  /** Without it, only the run's `secrets` option resolves `{{NAME}}`. */
+  secrets?: SecretsPort;
 }
 
 // ---------------------------------------------------------------------------------------------

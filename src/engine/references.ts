@@ -38,7 +38,9 @@ export type TemplatePart = string | Token;
 const NAME = '[\\p{L}_][\\p{L}\\p{N}_\\-]*';
 const SEG = '[\\p{L}\\p{N}_\\-$]+';
 const REF_SOURCE = `<(${NAME})((?:\\.${SEG}|\\[\\d+\\])*)>`;
-const SECRET_SOURCE = '\\{\\{\\s*([A-Za-z_][A-Za-z0-9_\\-.]*)\\s*\\}\\}';
+// A secret's name follows the secrets' naming rule (upper case), so `{{ name }}` in a prompt or a
+// template stays text.
+const SECRET_SOURCE = '\\{\\{\\s*([A-Z][A-Z0-9_]{0,63})\\s*\\}\\}';
 const TOKEN_RE = new RegExp(`${REF_SOURCE}|${SECRET_SOURCE}`, 'gu');
 const PATH_RE = new RegExp(`\\.(${SEG})|\\[(\\d+)\\]`, 'gu');
 

@@ -3,6 +3,7 @@
 import type { BlockContext } from './block-type.js';
 import type { CompiledGraph } from './compile.js';
 import type { ClockPort } from './ports.js';
+import { NO_SECRETS, SecretMask } from './secret-mask.js';
 import { TraceLog } from './trace.js';
 import type { PausePoint, RunOptions, RunResult } from './types.js';
 
@@ -69,9 +70,13 @@ export class RunState {
   readonly limits: BlockContext['limits'];
   readonly maxSteps: number;
   readonly maxBlockOutputBytes: number;
-  readonly secrets: Record<string, string>;
-  readonly secretNames: ReadonlySet<string>;
-  readonly secretsKey: string;
+  /** Secret values this run has resolved so far (given up front, or fetched through the secrets port). */
+  private readonly secretValues = new Map<string, string>();
+  secretNames: ReadonlySet<string> = new Set();
+  /** The resolved names, sorted and joined: the code-binding cache's key. */
+  secretsKey = '';
+  /** Masks every value resolved so far; applied to everything the run reports. */
+  mask: SecretMask = NO_SECRETS;
   readonly depth: number;
   readonly deadline: number;
   readonly startedAt: number;
@@ -110,10 +115,7 @@ export class RunState {
     this.maxSteps = opts.maxSteps ?? RUN_DEFAULTS.maxSteps;
     this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
     this.trace = new TraceLog(Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries));
-    this.secrets = opts.secrets ?? {};
-    const names = Object.keys(this.secrets).sort();
-    this.secretNames = new Set(names);
-    this.secretsKey = names.join(',');
+    if (opts.secrets) this.addSecrets(opts.secrets);
     this.depth = opts.depth ?? 0;
     this.deadline = opts.timeoutMs !== undefined ? this.startedAt + opts.timeoutMs : Infinity;
 
@@ -136,7 +138,27 @@ export class RunState {
   }
 
   secret(name: string): string | undefined {
-    return Object.prototype.hasOwnProperty.call(this.secrets, name) ? this.secrets[name] : undefined;
+    return this.secretValues.get(name);
+  }
+
+  /**
+   * Fetches the named secrets this run has not resolved yet through the secrets port, right before the
+   * block that references them runs. Rejects (failing that block) when one is not set.
+   */
+  async loadSecrets(names: readonly string[]): Promise<void> {
+    const port = this.opts.ports.secrets;
+    if (!port) return;
+    const wanted = names.filter((n) => !this.secretValues.has(n));
+    if (wanted.length === 0) return;
+    this.addSecrets(await port.resolve(wanted));
+  }
+
+  private addSecrets(values: Record<string, string>): void {
+    for (const [name, value] of Object.entries(values)) this.secretValues.set(name, value);
+    const names = [...this.secretValues.keys()].sort();
+    this.secretNames = new Set(names);
+    this.secretsKey = names.join(',');
+    this.mask = new SecretMask(this.secretValues.values());
   }
 
   setVariables(values: Record<string, unknown>): void {

@@ -9,6 +9,13 @@ import { isoTime } from './trace.js';
 import type { RunOptions, RunResult } from './types.js';
 
 export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Promise<RunResult> {
+  const ended = await runToEnd(compiled, opts);
+  const result = shape(ended.state, ended.outcome, ended.endedAt, ended.trace, ended.pausePoints);
+  // Everything the run reports leaves through here: every secret value it resolved is masked.
+  return ended.state.mask.value(result);
+}
+
+async function runToEnd(compiled: CompiledGraph, opts: RunOptions) {
   const entry = opts.entry ?? recordedEntry(compiled, opts);
   const graph = entry !== undefined ? compiled.forEntry(entry) : compiled;
   const run = new RunState(graph, opts);
@@ -21,7 +28,12 @@ export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Pr
   const trace = run.trace.close();
   const pausePoints = run.pausePoints.slice();
   run.dispose();
+  return { state: run, outcome, endedAt, trace, pausePoints };
+}
 
+function shape(
+  run: RunState, outcome: ScopeOutcome | null, endedAt: number, trace: ReturnType<RunState['trace']['close']>, pausePoints: RunResult['pausePoints'],
+): RunResult {
   const base = {
     trace: trace.entries,
     ...(trace.dropped > 0 ? { traceTruncated: trace.dropped } : {}),

@@ -2,6 +2,7 @@
 // kept), with each block's resolved config summarised and its secrets masked.
 import type { SandboxLogEntry } from './ports.js';
 import { formatInterpolated } from './references.js';
+import type { SecretMask } from './secret-mask.js';
 import type { BlockTrace } from './types.js';
 
 /** Resolved config shown in a trace entry is cut to about this many characters of JSON. */
@@ -59,12 +60,8 @@ export function errorLogs(err: unknown): SandboxLogEntry[] | undefined {
   return undefined;
 }
 
-/** The resolved config for a trace entry: secret values masked, cut to about 2 KB. */
-export function summarizeInput(
-  config: Record<string, unknown>,
-  secretNames: readonly string[],
-  secret: (name: string) => string | undefined,
-): unknown {
+/** The resolved config for a trace entry: secret values masked (before it is cut), cut to about 2 KB. */
+export function summarizeInput(config: Record<string, unknown>, mask: SecretMask): unknown {
   let json: string | undefined;
   try {
     json = JSON.stringify(config);
@@ -72,22 +69,9 @@ export function summarizeInput(
     return '[unserializable]';
   }
   if (json === undefined) return undefined;
-  let masked = false;
-  for (const name of secretNames) {
-    const value = secret(name);
-    if (value !== undefined && value.length > 0) {
-      const escaped = JSON.stringify(value).slice(1, -1);
-      if (json.includes(escaped)) {
-        json = json.split(escaped).join('***');
-        masked = true;
-      }
-    }
+  if (json.length > TRACE_INPUT_LIMIT) {
+    const masked = mask.text(json);
+    return masked.length > TRACE_INPUT_LIMIT ? `${masked.slice(0, TRACE_INPUT_LIMIT)}…` : masked;
   }
-  if (json.length > TRACE_INPUT_LIMIT) return `${json.slice(0, TRACE_INPUT_LIMIT)}…`;
-  if (!masked) return config;
-  try {
-    return JSON.parse(json) as unknown;
-  } catch {
-    return json;
-  }
+  return mask.value(config);
 }

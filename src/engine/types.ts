@@ -24,6 +24,7 @@ export type {
   SandboxPort,
   SandboxRequest,
   SandboxResult,
+  SecretsPort,
   TableRowValue,
   TablesPort,
 } from './ports.js';
@@ -134,6 +135,10 @@ export interface RunOptions {
   maxParallelBranches?: number;
   /** Nesting depth of child workflows (0 for a top-level run). */
   depth?: number;
+  /**
+   * Secret values known up front (tests, tools). Runs of the service get theirs through
+   * `ports.secrets`, block by block; either way every value resolved is masked in what the run reports.
+   */
   secrets?: Record<string, string>;
   /** Overrides definition.variables initial values. */
   variables?: Record<string, unknown>;

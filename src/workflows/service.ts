@@ -4,7 +4,7 @@ import type { AuthContext } from '../http/auth.js';
 import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { compile, validateDefinition, type CompiledGraph, type WorkflowDefinition } from '../engine/index.js';
+import { compile, secretReferences, validateDefinition, type CompiledGraph, type WorkflowDefinition } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import * as store from './store.js';
@@ -39,7 +39,10 @@ export const publicWorkflow = (w: WorkflowRow): PublicWorkflow => ({
 export type DeploymentListener = (q: Queryable, change: { workspaceId: string; workflowId: string; version: VersionRow | null }) => Promise<void>;
 
 /** Options of definition checks: the blocks cap and the code syntax checker (from the sandbox). */
-export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>[1]>;
+export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>[1]> & {
+  /** The names of a workspace's secrets (the secrets service's): `{{NAME}}` references are checked on save. */
+  secretNames?: (workspaceId: string) => Promise<ReadonlySet<string>>;
+};
 
 /** Workflows: definitions, immutable deployed versions, and the cached lookups of the execute path. */
 export class WorkflowService {
@@ -78,8 +81,8 @@ export class WorkflowService {
   }
 
 /** Validates a definition; a 400 whose details name the block and field of each problem. */
-  checkDefinition(input: unknown): WorkflowDefinition {
-  const result = validateDefinition(input, this.definitionOptions);
+  checkDefinition(input: unknown, knownSecrets?: ReadonlySet<string>): WorkflowDefinition {
+  const result = validateDefinition(input, { ...this.definitionOptions, knownSecrets });
   if (!result.ok) {
     const first = result.errors[0];
     throw new HttpError(400, `Invalid workflow definition: ${first?.message ?? 'invalid'}`, {
@@ -94,6 +97,24 @@ export class WorkflowService {
   return result.definition;
 }
 
+  /** The workspace's secret names when the definition may reference one (it holds `{{`); undefined otherwise. */
+  private async knownSecrets(workspaceId: string, input: unknown): Promise<ReadonlySet<string> | undefined> {
+    const names = this.definitionOptions.secretNames;
+    if (!names || !JSON.stringify(input ?? null).includes('{{')) return undefined;
+    return names(workspaceId);
+  }
+
+  /** Saved-definition check: the definition's own checks plus its secret references against the workspace's secrets. */
+  private async checkSaved(workspaceId: string, input: unknown): Promise<WorkflowDefinition> {
+    return this.checkDefinition(input, await this.knownSecrets(workspaceId, input));
+  }
+
+  /** Deployed workflows of a workspace whose active version references the secret `name`. */
+  async deployedUsingSecret(workspaceId: string, name: string): Promise<{ id: string; name: string }[]> {
+    const rows = await store.activeDefinitionsMentioning(this.db, workspaceId, name);
+    return rows.filter((r) => secretReferences(r.definition).has(name)).map((r) => ({ id: r.id, name: r.name }));
+  }
+
   async getWorkflow(workspaceId: string, id: string): Promise<WorkflowRow> {
   const w = isUuid(id) ? await store.findWorkflow(this.db, workspaceId, id) : undefined;
   if (!w) throw new HttpError(404, 'Workflow not found');
@@ -105,7 +126,7 @@ export class WorkflowService {
   input: { name: string; description?: string; definition: unknown },
   actor: Actor,
 ): Promise<WorkflowRow> {
-  const definition = this.checkDefinition(input.definition);
+  const definition = await this.checkSaved(workspaceId, input.definition);
   await this.checkForWorkspace(workspaceId, definition);
   const id = newId();
   try {
@@ -130,7 +151,7 @@ export class WorkflowService {
   actor: Actor,
 ): Promise<WorkflowRow> {
   await this.getWorkflow(workspaceId, id);
-  const definition = this.checkDefinition(input.definition);
+  const definition = await this.checkSaved(workspaceId, input.definition);
   await this.checkForWorkspace(workspaceId, definition);
   try {
     await this.db.tx(async (q) => {
@@ -167,7 +188,7 @@ export class WorkflowService {
 /** Snapshots the draft as a new immutable version and activates it. */
   async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
   const w = await this.getWorkflow(workspaceId, id);
-  this.checkDefinition(w.definition);
+  await this.checkSaved(workspaceId, w.definition);
   await this.db.tx(async (q) => {
     const locked = await store.lockWorkflow(q, workspaceId, id);
     if (!locked) throw new HttpError(404, 'Workflow not found');

@@ -125,3 +125,11 @@ export const insertDraftSnapshot = (
      ON CONFLICT (id) DO NOTHING`,
     [s.id, s.workflowId, s.workspaceId, JSON.stringify(s.definition), s.createdBy],
   );
+
+/** Deployed workflows whose active version's definition text mentions `name` (callers confirm the reference). */
+export const activeDefinitionsMentioning = (q: Queryable, workspaceId: string, name: string) =>
+  q.query<{ id: string; name: string; definition: WorkflowDefinition }>(
+    `SELECT w.id, w.name, v.definition FROM workflows w JOIN workflow_versions v ON v.id = w.active_version_id
+      WHERE w.workspace_id = $1 AND strpos(v.definition::text, $2) > 0 ORDER BY w.name`,
+    [workspaceId, name],
+  );

@@ -260,6 +260,19 @@ describe('usage limits and keys', () => {
   });
 });
 
+describe('secrets', () => {
+  it('sets, lists (names only), deletes; a workflow references the secret', async () => {
+    const name = unique('CLIENT_TOKEN').toUpperCase();
+    const set = await unwrap(weft.api.PUT('/api/v1/secrets/{name}', { params: { path: { name } }, body: { workspaceId: t.workspaceId, value: 'client-secret-value' } }));
+    expect(set.data).toEqual({ name, created: true });
+    const list = await unwrap(weft.api.GET('/api/v1/secrets', { params: { query: { workspaceId: t.workspaceId } } }));
+    expect(list.data.secrets.map((x) => x.name)).toContain(name);
+    expect(JSON.stringify(list)).not.toContain('client-secret-value');
+    const deleted = await unwrap(weft.api.DELETE('/api/v1/secrets/{name}', { params: { path: { name }, query: { workspaceId: t.workspaceId } } }));
+    expect(deleted.data.usedBy).toEqual([]);
+  });
+});
+
 describe('typed errors', () => {
   it('404 with its code and the request id', async () => {
     const err = await weft.getJob('job-that-does-not-exist').catch((e: unknown) => e);

@@ -31,11 +31,16 @@ describe('references in config fields', () => {
     expect(r.output).toEqual({ s: 'a < b, x<3, <b>bold</b>, <nope> 7' });
   });
 
-  it('resolves secrets: whole value, interpolated, unknown left as is; masked in the trace', async () => {
-    const r = await run(assign({ key: '{{API_KEY}}', header: 'Bearer {{API_KEY}}', other: '{{UNKNOWN}} and {{ API_KEY }}' }), { input, secrets: { API_KEY: 's3cr3t-value' } });
-    expect(r.output).toEqual({ key: 's3cr3t-value', header: 'Bearer s3cr3t-value', other: '{{UNKNOWN}} and s3cr3t-value' });
+  it('resolves secrets: whole value, interpolated, unknown left as is; masked in the output and the trace', async () => {
+    const d = assign({ key: '{{API_KEY}}', header: 'Bearer {{API_KEY}}', other: '{{UNKNOWN}} and {{ API_KEY }}', lower: '{{api_key}}' });
+    d.blocks.push(fn('f', 'return [<set.key>.length, <set.header>.slice(0, 9) === "Bearer s3", <set.other>.length]'));
+    d.edges.push({ from: 'set', to: 'f' });
+    const r = await run(d, { input, secrets: { API_KEY: 's3cr3t-value' } });
+    // Later blocks see the values (lengths of 's3cr3t-value' and of '{{UNKNOWN}} and s3cr3t-value').
+    expect(r.output).toEqual([12, true, 28]);
+    expect(r.trace[1].output).toEqual({ key: '***', header: 'Bearer ***', other: '{{UNKNOWN}} and ***', lower: '{{api_key}}' });
     expect(JSON.stringify(r.trace[1].input)).not.toContain('s3cr3t-value');
-    expect(r.trace[1].input).toEqual({ assignments: { key: '***', header: 'Bearer ***', other: '{{UNKNOWN}} and ***' } });
+    expect(r.trace[1].input).toEqual({ assignments: { key: '***', header: 'Bearer ***', other: '{{UNKNOWN}} and ***', lower: '{{api_key}}' } });
   });
 
   it('a reference to a block on an untaken branch is null (empty string when interpolated)', async () => {
@@ -89,11 +94,11 @@ describe('references in code', () => {
 
   it('inside string and template literals they read as text', async () => {
     const d = workflow(
-      [start(inputs), fn('f', "return ['Hi <start.name>!', \"<start.n>\", `n=<start.n> obj=<start.obj.a> ${1 + <start.n>}`, 'x'.length, \"{{TOKEN}}\", 'Bearer {{TOKEN}}', '{{NOPE}}']")],
+      [start(inputs), fn('f', "return ['Hi <start.name>!', \"<start.n>\", `n=<start.n> obj=<start.obj.a> ${1 + <start.n>}`, 'x'.length, \"{{TOKEN}}\".toUpperCase(), 'Bearer {{TOKEN}}'.length, '{{NOPE}}']")],
       chain('start', 'f'),
     );
     const r = await run(d, { input, secrets: { TOKEN: 'tok' } });
-    expect(r.output).toEqual(['Hi Ada!', '7', 'n=7 obj={"b":[10,20]} 8', 1, 'tok', 'Bearer tok', '{{NOPE}}']);
+    expect(r.output).toEqual(['Hi Ada!', '7', 'n=7 obj={"b":[10,20]} 8', 1, 'TOK', 10, '{{NOPE}}']);
   });
 
   it('keeps comparisons, comments and regex literals intact', async () => {

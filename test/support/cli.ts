@@ -5,10 +5,17 @@ const root = path.resolve(import.meta.dirname, '../..');
 // The build, kept current by the suites' global setup (build-setup.ts).
 const nodeArgs = ['--no-node-snapshot', path.join(root, 'dist/main.js')];
 
+/**
+ * The secrets' key of spawned processes and PostgreSQL-backed test servers (with DATABASE_URL a server
+ * refuses to start without one). Embedded in-process test servers use the key file of their data directory.
+ */
+export const TEST_ENCRYPTION_KEY = 'dGVzdC1vbmx5LWtleS0zMi1ieXRlcy1sb25nLXh4eHg=';
+
 /** Runs the built CLI in a child process; resolves with its exit code and output. */
-export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...process.env, LOG_LEVEL: 'warn', ...env } });
+    if (stdin !== undefined) child.stdin.end(stdin);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -27,7 +34,7 @@ export async function spawnServer(
   const child = spawn(process.execPath, [...nodeArgs, command], {
     cwd: root,
     // A worker has no /healthz: its start-up log line tells it is ready.
-    env: { ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
   });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
+import { TEST_ENCRYPTION_KEY } from './cli.js';
 import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor } from './templates.js';
 
 export type DbMode = 'pglite' | 'postgres';
@@ -76,7 +77,7 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
   const where = opts.reuse ?? (await freshDatabase());
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...opts.env },
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0,
       host: '127.0.0.1',
@@ -110,7 +111,7 @@ export async function bootstrappedDatabase(plan = 'enterprise'): Promise<{
   workspaceId: string;
   userId: string;
   apiKey: string;
-  env: { WEFT_DATA_DIR: string | undefined; DATABASE_URL: string | undefined; WEFT_DEFAULT_PLAN: string };
+  env: { WEFT_DATA_DIR: string | undefined; DATABASE_URL: string | undefined; WEFT_DEFAULT_PLAN: string; WEFT_ENCRYPTION_KEY: string };
 }> {
   const where = await freshDatabase();
   const db = await connectDatabase({ dataDir: where.dataDir ?? '', databaseUrl: where.databaseUrl });
@@ -119,7 +120,7 @@ export async function bootstrappedDatabase(plan = 'enterprise'): Promise<{
     const { secret } = await createKey(db, { workspaceId: boot.workspaceId, userId: boot.userId, type: 'workspace' });
     return {
       where, workspaceId: boot.workspaceId, userId: boot.userId, apiKey: secret,
-      env: { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_DEFAULT_PLAN: plan },
+      env: { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_DEFAULT_PLAN: plan, WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY },
     };
   } finally {
     await db.close();

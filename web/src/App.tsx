@@ -26,6 +26,7 @@ const TablesPage = page(() => import('./pages/TablesPage'));
 const KnowledgePage = page(() => import('./pages/KnowledgePage'));
 const UsagePage = page(() => import('./pages/UsagePage'));
 const ApiKeysPage = page(() => import('./pages/ApiKeysPage'));
+const SecretsPage = page(() => import('./pages/SecretsPage'));
 const NotFoundPage = page(() => import('./pages/NotFoundPage'));
 
 /** Everything but /sign-in needs a session; without one the user goes to sign-in and comes back after. */
@@ -61,6 +62,7 @@ export function App() {
           <Route path="usage" element={<UsagePage />} />
           <Route path="settings" element={<Navigate to="/settings/api-keys" replace />} />
           <Route path="settings/api-keys" element={<ApiKeysPage />} />
+          <Route path="settings/secrets" element={<SecretsPage />} />
           <Route path="*" element={<NotFoundPage />} />
         </Route>
       </Routes>

@@ -15,6 +15,7 @@ const NAV = [
   { to: '/knowledge', label: 'Knowledge' },
   { to: '/usage', label: 'Usage' },
   { to: '/settings/api-keys', label: 'API keys' },
+  { to: '/settings/secrets', label: 'Secrets' },
 ];
 
 function WorkspaceSwitcher() {

@@ -46,3 +46,15 @@ export function withScrubbedErrors(provider: Provider, scrubber: SecretScrubber)
       : {}),
   };
 }
+
+/** A provider of the operator's configuration (base URL) called with another key: a workspace's own. */
+export function providerWithKey(ai: AiConfig, name: Exclude<ProviderName, 'openai-compatible'>, apiKey: string): Provider {
+  switch (name) {
+    case 'openai':
+      return createOpenAiProvider(ai.openai.baseUrl, apiKey);
+    case 'anthropic':
+      return new AnthropicProvider(ai.anthropic.baseUrl, apiKey);
+    case 'gemini':
+      return new GeminiProvider(ai.gemini.baseUrl, apiKey);
+  }
+}

@@ -1,10 +1,13 @@
 // The side panel for the selected block: name, config form from its schema, retries, connections (a
 // keyboard way to join blocks), delete. With nothing selected: the workflow's own settings and blocks.
 import { useId, useMemo, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { listSecrets } from '../api/secrets';
+import { useSession } from '../session';
 import type { BlockDef, Definition, DefinitionIssue, EdgeDef } from '../api/workflows';
 import { Button, ConfirmDialog, InputField, TextAreaField } from '../ui';
 import { branchHandles, edgeKey, ENTRY_TYPES, indexBlocks, normalizeName, updateBlock } from './graph';
-import { suggestionsFor } from './references';
+import { secretSuggestions, suggestionsFor } from './references';
 import { ObjectFields } from './SchemaForm';
 import type { BlockTypeInfo } from './schema';
 
@@ -115,7 +118,13 @@ function WorkflowSettings({ definition, onChange, readOnly, onSelect }: Pick<Ins
 export function Inspector({ definition, onChange, blockId, types, issues, readOnly, onSelect, onDelete }: InspectorProps) {
   const index = useMemo(() => indexBlocks(definition.blocks), [definition.blocks]);
   const block = blockId ? index.get(blockId)?.block : undefined;
-  const suggestions = useMemo(() => (block ? suggestionsFor(definition, block.id) : []), [definition, block]);
+  const { workspaceId } = useSession();
+  // Names only, for `{{` completion; a failure leaves just the block references.
+  const secrets = useQuery({ queryKey: ['secrets', workspaceId], queryFn: () => listSecrets(workspaceId), staleTime: 10_000 });
+  const suggestions = useMemo(
+    () => (block ? [...suggestionsFor(definition, block.id), ...secretSuggestions((secrets.data ?? []).map((s) => s.name))] : []),
+    [definition, block, secrets.data],
+  );
   const [confirmDelete, setConfirmDelete] = useState(false);
   if (!block) return <WorkflowSettings definition={definition} onChange={onChange} readOnly={readOnly} onSelect={onSelect} />;
 

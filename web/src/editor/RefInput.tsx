@@ -1,5 +1,6 @@
 // A text field (input or textarea) that completes references: typing `<` lists what upstream blocks,
-// the start block, containers and variables offer; arrows choose, Enter or Tab inserts, Escape closes.
+// the start block, containers and variables offer, and `{{` the workspace's secrets; arrows choose,
+// Enter or Tab inserts, Escape closes.
 import { useId, useMemo, useRef, useState, type ChangeEvent, type KeyboardEvent } from 'react';
 import { partialAt, type RefSuggestion } from './references';
 
@@ -28,8 +29,10 @@ export function RefInput({ id, value, onChange, suggestions, multiline, rows, pl
   const matches = useMemo(() => {
     if (!partial) return [];
     const t = partial.typed.toLowerCase();
-    const starts = suggestions.filter((s) => s.ref.toLowerCase().startsWith(t));
-    const inner = t.length > 1 ? suggestions.filter((s) => !starts.includes(s) && s.ref.toLowerCase().includes(t.slice(1))) : [];
+    // `<` offers block references, `{{` secrets
+    const pool = suggestions.filter((s) => s.ref[0] === t[0]);
+    const starts = pool.filter((s) => s.ref.toLowerCase().startsWith(t));
+    const inner = t.length > 1 ? pool.filter((s) => !starts.includes(s) && s.ref.toLowerCase().includes(t.slice(t[0] === '{' ? 2 : 1))) : [];
     return [...starts, ...inner].slice(0, MAX_SHOWN);
   }, [partial, suggestions]);
   const open = matches.length > 0;
@@ -44,8 +47,8 @@ export function RefInput({ id, value, onChange, suggestions, multiline, rows, pl
   const accept = (s: RefSuggestion) => {
     if (!partial) return;
     const after = value.slice(partial.caret);
-    // a `>` already typed after the caret belongs to the reference being completed
-    const rest = after.startsWith('>') ? after.slice(1) : after;
+    // a `>` (or `}}`) already typed after the caret belongs to the reference being completed
+    const rest = after.startsWith('>') ? after.slice(1) : after.startsWith('}}') && s.ref.startsWith('{{') ? after.slice(2) : after;
     const next = value.slice(0, partial.start) + s.ref + rest;
     onChange(next);
     setPartial(null);

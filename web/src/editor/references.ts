@@ -105,12 +105,21 @@ export function suggestionsFor(def: Definition, blockId: string): RefSuggestion[
   return out;
 }
 
+/** `{{NAME}}` for each secret of the workspace (the names only; values never reach the dashboard). */
+export function secretSuggestions(names: readonly string[]): RefSuggestion[] {
+  return names.map((name) => ({ ref: `{{${name}}}`, detail: 'Workspace secret' }));
+}
+
 /**
- * The reference being typed at `caret`: the text from the last `<` up to the caret, when it has no
- * space or `>` (so `a < b` is not taken for one).
+ * The reference being typed at `caret`: the text from the last `<` (or `{{`, a secret) up to the caret,
+ * when it has no space or `>` (so `a < b` is not taken for one).
  */
 export function partialAt(text: string, caret: number): { start: number; typed: string } | null {
   const before = text.slice(0, caret);
+  const braces = before.lastIndexOf('{{');
+  if (braces >= 0 && braces > before.lastIndexOf('<') && /^\{\{[A-Za-z0-9_]*$/.test(before.slice(braces))) {
+    return { start: braces, typed: before.slice(braces) };
+  }
   const lt = before.lastIndexOf('<');
   if (lt < 0) return null;
   const typed = before.slice(lt);
