@@ -8299,6 +8299,7 @@ export interface paths {
             parameters: {
                 query: {
                     workspaceId: string;
+                    wait?: number;
                 };
                 header?: never;
                 path: {
