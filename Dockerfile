@@ -1,5 +1,5 @@
 # Weft as a container image. Not built in CI here (the build machine has no container registry access);
-# see "Deployment" in the README.
+# see "Running in production" (its "Docker and Compose" part) in the README.
 #
 #   docker build -t weft .
 #   docker run -p 3000:3000 -v weft-data:/data weft             # embedded database in /data

@@ -126,7 +126,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const core = composeCore(ctx, observer, opts);
   const { accounts, limits, workflows, tables, ai } = core;
 
-  // One V8 context per run on a warm isolate (DESIGN section 10); slots shared fairly between workspaces.
+  // One V8 context per run on a warm isolate (docs/architecture.md, Performance targets); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL

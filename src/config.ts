@@ -32,7 +32,7 @@ const envSchema = z.object({
   WEFT_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
-  // Limits that keep one run or request from hurting the others (DESIGN section 5).
+  // Limits that keep one run or request from hurting the others (docs/architecture.md, Where limits are enforced).
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_RUN_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),

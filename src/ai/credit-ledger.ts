@@ -183,7 +183,8 @@ export interface RequestLedger {
 
 /**
  * The ledger for the database's mode: deposits held in memory when this process alone writes the database
- * (embedded), in the database when several processes share it (PostgreSQL).
+ * (embedded), in the database when several processes share it (PostgreSQL). See docs/architecture.md,
+ * Credit ledgers.
  */
 export function requestLedger(db: Database, opts: CreditLedgerOptions = {}): RequestLedger {
   const inDatabase = new CreditLedger(db, opts);

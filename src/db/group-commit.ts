@@ -3,7 +3,8 @@
  * N concurrent requests cost one transaction instead of N. There is no timer: a write that arrives when
  * nothing is in flight starts a batch at once (alone, at low load), so batching adds no latency; it only
  * forms under load, while the previous commit is under way. Each submitter still waits for the commit of
- * the batch that holds its write, so "committed before the answer" holds.
+ * the batch that holds its write, so "committed before the answer" holds. Where it is used:
+ * docs/architecture.md, Embedded database.
  */
 export interface GroupCommitOptions<T, R> {
   /** Writes a whole batch in one transaction; returns one result per item, in order. */

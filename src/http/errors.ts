@@ -9,6 +9,7 @@ import type { ZodIssue } from './zod-issue.js';
  * - `coded`: `{error, code}` (jobs, usage-limits), code = message upper-cased with underscores;
  * - `ai`: `{error: {message, type, code}}` (the OpenAI-compatible gateway);
  * - `v2`: `{error: {code, message, details?}}` (Sim's v2 run API, `/api/v2`), code from the status.
+ * Why they differ, and which routes use which: docs/architecture.md, Error envelopes.
  */
 export type ErrorFamily = 'v1' | 'execute' | 'coded' | 'ai' | 'v2';
 

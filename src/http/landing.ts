@@ -1,6 +1,7 @@
 // GET /: browsers (Accept: text/html) get the dashboard when it is built (web-app.ts), else a small HTML
-// page of links; programs get JSON: where to go from here (the API reference, the OpenAPI document, the
-// definition schema, health).
+// page of links; programs get JSON: where to go from here (the dashboard when built, the API reference, the
+// OpenAPI document, the definition schema, health) and how to get in (a key, the admin's sign-in, a lost
+// password): what the start banner (start-banner.ts) prints, for a newcomer who only has the URL.
 import type { FastifyInstance } from 'fastify';
 import type { WebApp } from './web-app.js';
 
@@ -13,6 +14,9 @@ const LINKS = [
 ] as const;
 
 const AUTH = 'Send an API key as the X-API-Key header (the AI gateway also takes Authorization: Bearer). The first key is printed when the server first starts; `weft keys create --workspace default` makes another.';
+
+const SIGN_IN = 'Sign in to the dashboard with the admin email (WEFT_ADMIN_EMAIL, default admin@localhost) and the one-time password printed at first start.';
+const LOST_PASSWORD = '`npx weft users reset-password --email <email>` prints a new one-time password; `npx weft setup --json` makes a new workspace key.';
 
 const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Weft</title>
@@ -29,11 +33,15 @@ export function registerLanding(app: FastifyInstance, webApp?: WebApp): void {
     if (/\btext\/html\b/.test(request.headers.accept ?? '')) {
       return webApp ? webApp.sendIndex(reply) : reply.type('text/html; charset=utf-8').send(html);
     }
+    // The dashboard link only when a build is served: without one, a browser at / gets the page above.
+    const links = { ...(webApp ? { dashboard: '/' } : {}), ...Object.fromEntries(LINKS.map(([key, href]) => [key, href])) };
     return {
       name: 'Weft',
       description: 'Workflow automation service: workflows, tables, knowledge bases and an AI gateway over HTTP',
-      links: Object.fromEntries(LINKS.map(([key, href]) => [key, href])),
+      links,
       auth: AUTH,
+      signIn: webApp ? SIGN_IN : 'The dashboard is not built here (`npm run build` builds it into web/dist).',
+      lostPassword: LOST_PASSWORD,
     };
   });
 }

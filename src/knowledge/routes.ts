@@ -11,6 +11,7 @@ import {
 } from './schemas.js';
 import { tagDefinitionRoutes } from './tag-routes.js';
 import type { KnowledgeService, UploadedFile } from './service.js';
+import { MAX_DOCUMENT_WAIT_SECONDS, readWhenProcessed } from './document-wait.js';
 import { readUploadForm } from './upload-body.js';
 
 /** HTTP surface of knowledge bases: parse, authorize, shape. Logic lives in the KnowledgeService. */
@@ -188,14 +189,27 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       };
     });
 
+    // Long-polls (`wait`) end when the server closes rather than holding its shutdown.
+    const closing = new AbortController();
+    app.addHook('preClose', async () => closing.abort());
     app.get('/api/v1/knowledge/:id/documents/:documentId', {
       schema: {
-        tags: tags_, summary: 'Get a document and its processing state', params: documentParams, querystring: workspaceQuery,
+        tags: tags_, summary: 'Get a document and its processing state', params: documentParams,
+        querystring: workspaceQuery.extend({
+          wait: z.coerce.number().int().min(0).max(MAX_DOCUMENT_WAIT_SECONDS).optional().describe(
+            `Seconds (0 to ${MAX_DOCUMENT_WAIT_SECONDS}) to wait while the document is pending or processing: the answer comes once it is completed or failed, or when the time is up`,
+          ),
+        }),
         response: { 200: ok(z.object({ document: knowledgeDocumentDetail })), ...errorResponses },
       },
-    }, async (request) => {
+    }, async (request, reply) => {
       const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
-      const document = await service.getDocument(access.workspaceId, request.params.id, request.params.documentId);
+      const read = () => service.getDocument(access.workspaceId, request.params.id, request.params.documentId);
+      const waitSeconds = request.query.wait ?? 0;
+      if (waitSeconds === 0) return { success: true as const, data: { document: await read() } };
+      const gone = new AbortController();
+      reply.raw.once('close', () => gone.abort());
+      const document = await readWhenProcessed(read, waitSeconds * 1000, AbortSignal.any([gone.signal, closing.signal]));
       return { success: true as const, data: { document } };
     });
 

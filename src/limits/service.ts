@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError, type ErrorExtra } from '../http/errors.js';
 import { BASE_RUN_CHARGE_USD, BURST_MULTIPLIER, type PlanLimits, type PlanTable } from './plans.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
@@ -112,7 +112,7 @@ export class LimitsService {
       const { allowed, state } = await this.limiter.take(...bucket);
       if (!allowed) {
         this.observer?.limitRejected({ kind: 'rate' });
-        throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+        throw rateRefusal('Rate limit exceeded. Please try again later.', state);
       }
       if (!(await this.slots.acquire(account, p.concurrentExecutions, ttl, token))) {
         this.observer?.limitRejected({ kind: 'concurrency' });
@@ -145,7 +145,7 @@ export class LimitsService {
     const { allowed, state } = await this.limiter.take(`${key}:${mode}`, rate, burst);
     if (!allowed) {
       this.observer?.limitRejected({ kind: 'rate' });
-      throw new HttpError(429, 'Rate limit exceeded. Please try again later.', { retryAfter: state.resetAt.getTime() }, rateHeaders(state, true));
+      throw rateRefusal('Rate limit exceeded. Please try again later.', state);
     }
     return state;
   }
@@ -164,10 +164,7 @@ export class LimitsService {
     const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, 'api'));
     if (!allowed) {
       this.observer?.limitRejected({ kind: 'api' });
-      throw new HttpError(429, 'Rate limit exceeded', {
-        message: `API rate limit exceeded. Please retry after ${state.resetAt.toISOString()}`,
-        retryAfter: state.resetAt.getTime(),
-      }, rateHeaders(state, true));
+      throw rateRefusal('Rate limit exceeded', state, { message: `API rate limit exceeded. Please retry after ${state.resetAt.toISOString()}` });
     }
     return state;
   }
@@ -255,6 +252,20 @@ export function rateHeaders(state: BucketState, refused = false): Record<string,
     'X-RateLimit-Limit': String(state.limit),
     'X-RateLimit-Remaining': String(Math.max(0, state.remaining)),
     'X-RateLimit-Reset': state.resetAt.toISOString(),
-    ...(refused ? { 'Retry-After': String(Math.max(1, Math.ceil(state.retryAfterMs / 1000))) } : {}),
+    ...(refused ? { 'Retry-After': String(retryAfterSeconds(state)) } : {}),
   };
+}
+
+/** Whole seconds until an empty bucket refills, at least 1: the Retry-After header and the body's retryAfterSeconds. */
+function retryAfterSeconds(state: BucketState): number {
+  return Math.max(1, Math.ceil(state.retryAfterMs / 1000));
+}
+
+/**
+ * The 429 of an empty rate bucket. The body's `retryAfter` is the refill time in epoch milliseconds (what
+ * the reference service sends, the same instant as X-RateLimit-Reset); `retryAfterSeconds` is the
+ * Retry-After header's figure, so a client reading either body field or the header waits the same time.
+ */
+function rateRefusal(message: string, state: BucketState, extra: ErrorExtra = {}): HttpError {
+  return new HttpError(429, message, { ...extra, retryAfter: state.resetAt.getTime(), retryAfterSeconds: retryAfterSeconds(state) }, rateHeaders(state, true));
 }

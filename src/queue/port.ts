@@ -2,6 +2,7 @@
  * Dispatches durable jobs (their state lives in the database) to a worker handler. The queue is a
  * wake-up mechanism, not the record: a job it loses is found again by recovery (start-up) or the
  * sweeper (scaled mode), and a duplicate delivery is harmless because the worker leases the row.
+ * Which adapter runs where: docs/architecture.md, Run dispatch.
  */
 export interface JobQueue {
   /**

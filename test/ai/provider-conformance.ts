@@ -1,4 +1,4 @@
-// One suite every AI provider adapter passes (DESIGN section 8), each against the local server
+// One suite every AI provider adapter passes (docs/architecture.md, Testing), each against the local server
 // speaking its provider's wire format (test/support/fake-providers.ts). What differs between
 // providers is only how a request looks on the wire: each adapter under test says where its wire
 // format keeps the model, the completion cap, the tools and a tool's result. Answers, streams,

@@ -71,3 +71,18 @@ describe('pollUntil', () => {
     }, () => true)).rejects.toMatchObject({ status: 404 });
   });
 });
+
+describe('WeftApiError.from', () => {
+  const answer = (headers: Record<string, string>) => ({ status: 429, statusText: 'Too Many Requests', headers: new Headers(headers) });
+
+  it('reads the wait from Retry-After, else the body\'s retryAfterSeconds, never an epoch time as seconds', () => {
+    const refill = Date.now() + 30_000;
+    const body = { error: 'Rate limit exceeded', retryAfter: refill, retryAfterSeconds: 30 };
+    expect(WeftApiError.from(answer({ 'retry-after': '29' }), body).retryAfter).toBe(29);
+    expect(WeftApiError.from(answer({}), body).retryAfter).toBe(30);
+    // A body with only the refill time (epoch ms): the seconds until then.
+    const untilRefill = WeftApiError.from(answer({}), { error: 'Rate limit exceeded', retryAfter: refill }).retryAfter!;
+    expect(untilRefill).toBeGreaterThan(0);
+    expect(untilRefill).toBeLessThanOrEqual(30);
+  });
+});

@@ -26,6 +26,9 @@ describe('GET /', () => {
       apiReference: '/api/docs', openapi: '/api/openapi.json', workflowDefinitionSchema: SCHEMA, health: '/healthz', readiness: '/readyz',
     });
     expect(r.body.auth).toMatch(/X-API-Key/);
+    // What the start banner says about a lost password is here too; no dashboard link without a build.
+    expect(r.body.lostPassword).toContain('npx weft users reset-password --email <email>');
+    expect(r.body.signIn).toMatch(/not built/);
   });
 
   it('answers a small HTML page to a browser', async () => {

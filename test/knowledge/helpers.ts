@@ -101,6 +101,10 @@ export interface FakeEmbeddings {
   seen: { auth?: string; model?: string; inputs: number; requests: number };
   /** While true, requests are held unanswered (a provider that hangs). */
   hold: boolean;
+  /** Answers the requests held so far, as if the provider had only been slow. */
+  releaseHeld(): void;
+  /** Called as each request arrives (after `seen` is counted): lets a test wait for one. */
+  onRequest?: () => void;
   /** While true, requests answer 500 with an OpenAI-style error body (a provider that is down). */
   fail: boolean;
   close(): void;
@@ -108,14 +112,24 @@ export interface FakeEmbeddings {
 
 /** A local server speaking OpenAI's embeddings wire format with `fakeEmbedding` vectors. */
 export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
-  const fake: FakeEmbeddings = { url: '', seen: { inputs: 0, requests: 0 }, hold: false, fail: false, close: () => undefined };
+  const held: (() => void)[] = [];
+  const fake: FakeEmbeddings = {
+    url: '', seen: { inputs: 0, requests: 0 }, hold: false, fail: false, close: () => undefined,
+    releaseHeld: () => {
+      for (const answer of held.splice(0)) answer();
+    },
+  };
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       const parsed = JSON.parse(body) as { model: string; input: string[] };
       fake.seen.requests++;
-      if (fake.hold) return;
+      fake.onRequest?.();
+      if (fake.hold) {
+        held.push(() => answer(parsed));
+        return;
+      }
       if (fake.fail) {
         res.statusCode = 500;
         res.setHeader('content-type', 'application/json');
@@ -123,6 +137,9 @@ export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
         return;
       }
       fake.seen.auth = req.headers.authorization;
+      answer(parsed);
+    });
+    function answer(parsed: { model: string; input: string[] }): void {
       fake.seen.model = parsed.model;
       fake.seen.inputs += parsed.input.length;
       const tokens = parsed.input.reduce((n, t) => n + t.split(/\s+/).length, 0);
@@ -132,7 +149,7 @@ export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
         data: parsed.input.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t) })),
         usage: { prompt_tokens: tokens, total_tokens: tokens },
       }));
-    });
+    }
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const addr = server.address();

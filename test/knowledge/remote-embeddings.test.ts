@@ -73,6 +73,51 @@ describe('hosted embeddings', () => {
   });
 });
 
+describe('waiting for a document', () => {
+  let t: TestServer | undefined;
+  afterAll(async () => {
+    fake.hold = false;
+    fake.releaseHeld();
+    await t?.close();
+  });
+
+  it('answers GET ?wait=N once processing ends (one request instead of a poll per second), else after N seconds; refuses N outside 0..30', async () => {
+    t = await startTestServer({
+      env: { EMBEDDINGS_BASE_URL: fake.url, EMBEDDINGS_MODEL: 'fake-embed-64', EMBEDDINGS_DIMENSION: String(FAKE_EMBEDDING_DIMENSION) },
+    });
+    const k = new KnowledgeClient(t);
+    const kb = await k.createBase(uniqueName('Waiting'));
+    // The provider holds the ingest's embedding request: the document stays in processing meanwhile.
+    fake.hold = true;
+    const asked = new Promise<void>((resolve) => (fake.onRequest = resolve));
+    const doc = await k.uploadText(kb.id, 'tea.md', 'Green tea is brewed with water below boiling for two minutes.');
+    await asked;
+    const url = `/api/v1/knowledge/${kb.id}/documents/${doc.id}?workspaceId=${k.workspaceId}`;
+    expect((await k.call('GET', url)).body.data.document.processingStatus).toBe('processing');
+
+    // Time up while still processing: the answer is the document as it is.
+    const short = await k.call('GET', `${url}&wait=1`);
+    expect(short.status).toBe(200);
+    expect(short.body.data.document.processingStatus).toBe('processing');
+
+    // A wait in flight when the provider answers: the same request answers the completed document.
+    const waiting = k.call('GET', `${url}&wait=30`);
+    setTimeout(() => {
+      fake.hold = false;
+      fake.releaseHeld();
+    }, 300);
+    const done = await waiting;
+    expect(done.status).toBe(200);
+    expect(done.body.data.document).toMatchObject({ id: doc.id, processingStatus: 'completed', chunkCount: 1 });
+
+    for (const wait of ['31', '-1', '1.5', 'soon']) {
+      const bad = await k.call('GET', `${url}&wait=${wait}`);
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/wait/);
+    }
+  });
+});
+
 describe('upload size limit', () => {
   let t: TestServer | undefined;
   afterAll(async () => {

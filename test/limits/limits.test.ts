@@ -53,6 +53,11 @@ describe('rate limits', () => {
     const retry = Number(refused.headers.get('retry-after'));
     expect(retry).toBeGreaterThanOrEqual(1);
     expect(retry).toBeLessThanOrEqual(60);
+    // The body agrees with the header: retryAfterSeconds is its figure, retryAfter the refill time (epoch ms)
+    // that the usage-limits report gives for the same bucket.
+    expect(refused.body.retryAfterSeconds).toBe(retry);
+    const report = await a.call('GET', '/api/users/me/usage-limits');
+    expect(refused.body.retryAfter).toBe(Date.parse(report.body.rateLimit.sync.resetAt));
     // The async bucket is separate.
     expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true })).status).toBe(202);
     clock().offsetMs += 60_000;
@@ -87,6 +92,8 @@ describe('rate limits', () => {
       expect(codes).toEqual([200, 200, 200, 200, 200, 200, 429]);
       expect(last.body).toMatchObject({ error: 'Rate limit exceeded', message: expect.stringMatching(/retry after/) });
       expect(Number(last.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(last.body.retryAfterSeconds).toBe(Number(last.headers.get('retry-after')));
+      expect(last.body.retryAfter).toBe(Date.parse(last.headers.get('x-ratelimit-reset')));
       s.server.services.limits.clock.offsetMs += 60_000;
       expect((await s.call('GET', `/api/v1/workflows?workspaceId=${s.workspaceId}`)).status).toBe(200);
     } finally {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { IsolatedVmSandbox, SandboxError } from '../../src/sandbox/isolated-vm.js';
 
 // Sandbox slots are shared fairly between workspaces, and a call's timeout starts when its code
-// starts (DESIGN.md section 5, "No run can hurt another").
+// starts (docs/architecture.md, Where limits are enforced: sandbox memory and time).
 let sandbox: IsolatedVmSandbox | undefined;
 afterEach(() => {
   sandbox?.dispose(); // also stops any infinite loop still running

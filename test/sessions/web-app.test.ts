@@ -51,6 +51,10 @@ describe('the built app', () => {
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^application\/json/);
       expect(r.body.links.apiReference).toBe('/api/docs');
+      // Like the start banner: where the dashboard is, how to sign in, what to do about a lost password.
+      expect(r.body.links.dashboard).toBe('/');
+      expect(r.body.signIn).toMatch(/admin email .* one-time password printed at first start/);
+      expect(r.body.lostPassword).toContain('npx weft users reset-password --email <email>');
     }
   });
 

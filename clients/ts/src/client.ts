@@ -193,10 +193,15 @@ export class WeftClient {
     return 'queued' in answer ? this.waitForRun<T>(answer.jobId, options) : answer;
   }
 
-  /** Polls a knowledge document until its processing is completed or failed; answers the document. */
+  /**
+   * Waits until a knowledge document's processing is completed or failed; answers the document. Each
+   * request asks the server to hold it (`wait`, up to 30 s) until the processing ends, so a document
+   * that takes half a minute costs one or two requests of the API allowance, not one per poll.
+   */
   async waitForDocument(knowledgeBaseId: string, documentId: string, workspaceId: string, options: PollOptions = {}): Promise<KnowledgeDocument> {
+    const wait = Math.max(0, Math.min(30, Math.floor((options.timeoutMs ?? 600_000) / 1000)));
     const get = () => unwrap(this.api.GET('/api/v1/knowledge/{id}/documents/{documentId}', {
-      params: { path: { id: knowledgeBaseId, documentId }, query: { workspaceId } },
+      params: { path: { id: knowledgeBaseId, documentId }, query: { workspaceId, wait } },
       signal: options.signal,
     }));
     const answer = await pollUntil(get, (r) => r.data.document.processingStatus === 'completed' || r.data.document.processingStatus === 'failed', options, `document ${documentId}`);

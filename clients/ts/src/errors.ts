@@ -13,7 +13,7 @@ export class WeftApiError extends Error {
   readonly details: unknown;
   /** The request id: the X-Request-Id header (send your own to correlate with the server's logs). */
   readonly requestId: string | undefined;
-  /** Seconds to wait before retrying (Retry-After header, else the body's retryAfter), when given. */
+  /** Seconds to wait before retrying (Retry-After header, else the body's retryAfterSeconds, else the time until its epoch-ms retryAfter), when given. */
   readonly retryAfter: number | undefined;
   /** The parsed error body as the server sent it. */
   readonly body: unknown;
@@ -85,8 +85,14 @@ function errorFields(body: unknown): { message?: string; code?: string; details?
     code: str(body.code),
     details: body.details,
     requestId: str(body.requestId),
-    retryAfter: num(body.retryAfter) ?? num(body.retryAfterSeconds),
+    // retryAfterSeconds is the wait; a v1 429's retryAfter is the refill time in epoch milliseconds.
+    retryAfter: num(body.retryAfterSeconds) ?? untilEpochMs(num(body.retryAfter)),
   };
+}
+
+/** Whole seconds from now until an epoch-milliseconds time (at least 0). */
+function untilEpochMs(at: number | undefined): number | undefined {
+  return at === undefined ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** Retry-After: delta-seconds or an HTTP date. */

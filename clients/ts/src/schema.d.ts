@@ -8645,6 +8645,7 @@ export interface paths {
             parameters: {
                 query: {
                     workspaceId: string;
+                    wait?: number;
                 };
                 header?: never;
                 path: {
