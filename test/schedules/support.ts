@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import type { SchedulerClock, TimerHandle } from '../../src/schedules/clock.js';
 import { startServer, type StartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from '../support/accounts.js';
+import { TEST_ENCRYPTION_KEY } from '../support/cli.js';
 import { freshDatabase, request, type TestServer } from '../support/harness.js';
 
 /** Time that moves only when told to; due timers fire on `advance` (a timer already due fires on the next turn). */
@@ -58,7 +59,7 @@ export interface Where { dataDir?: string; databaseUrl?: string }
 export async function startScheduledServer(clock: ManualClock, opts: { where?: Where; role?: StartOptions['role']; env?: Record<string, string> } = {}): Promise<TestServer & { where: Where }> {
   const where = opts.where ?? (await freshDatabase());
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...opts.env },
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0, host: '127.0.0.1',
       dataDir: where.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'weft-unused-')),
