@@ -1,37 +1,19 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrappedDatabase, request } from '../support/harness.js';
+import { startHangingUpstream, type HangingUpstream } from '../support/hanging-upstream.js';
 import { freePort, spawnServer } from '../support/cli.js';
 
 /**
  * Kills a server with SIGKILL while an async run is between blocks, starts a new one on the same
  * database, and checks the run finishes without re-running the blocks that had completed.
  */
-let upstream: http.Server;
-let upstreamUrl: string;
-const hits: Record<string, number> = {};
-let onSlow: (() => void) | undefined;
+let upstream: HangingUpstream;
 let holdSlow = true;
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    const path = req.url ?? '/';
-    hits[path] = (hits[path] ?? 0) + 1;
-    if (path === '/slow' && holdSlow) {
-      onSlow?.();
-      return; // never answered: the process is killed while this block runs
-    }
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ path }));
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-  const addr = upstream.address();
-  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  upstream = await startHangingUpstream({ hold: (path) => path === '/slow' && holdSlow, answer: (path) => ({ path }) });
 });
-afterAll(() => {
-  upstream.closeAllConnections();
-  upstream.close();
-});
+afterAll(() => upstream.close());
 
 describe('durable async runs', () => {
   it('continue from the last completed block after the process is killed', async () => {
@@ -41,7 +23,7 @@ describe('durable async runs', () => {
     const headers = { 'x-api-key': secret };
 
     let server = await spawnServer(env, await freePort());
-    const get = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstreamUrl}${path}` } });
+    const get = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstream.url}${path}` } });
     const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
       workspaceId: boot.workspaceId, name: 'durable',
       definition: {
@@ -54,7 +36,7 @@ describe('durable async runs', () => {
     expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
 
     let slowCalls = 0;
-    const bothSlow = new Promise<void>((r) => (onSlow = () => ++slowCalls === 2 && r()));
+    const bothSlow = new Promise<void>((r) => (upstream.onHold = () => ++slowCalls === 2 && r()));
     const queued = await request(`${server.url}/api/workflows/${id}/execute`, 'POST', { async: true }, headers);
     expect(queued.status).toBe(202);
     // A sync run with a caller-chosen id is in flight too when the process dies.
@@ -64,8 +46,8 @@ describe('durable async runs', () => {
     server.child.kill('SIGKILL');
     await new Promise((r) => server.child.once('exit', r));
     await sync;
-    expect(hits['/first']).toBe(2); // once for each run
-    expect(hits['/last']).toBeUndefined();
+    expect(upstream.hits['/first']).toBe(2); // once for each run
+    expect(upstream.hits['/last']).toBeUndefined();
 
     holdSlow = false;
     server = await spawnServer(env, await freePort());
@@ -78,9 +60,9 @@ describe('durable async runs', () => {
       } while (job.status !== 'completed' && job.status !== 'failed' && Date.now() < deadline);
       expect(job.status).toBe('completed');
       expect(job.output.output).toMatchObject({ data: { path: '/last' } });
-      expect(hits['/first']).toBe(2); // the async run replayed its recorded step instead of running it again
-      expect(hits['/slow']).toBe(3); // it never completed in the async run, so it ran again
-      expect(hits['/last']).toBe(1);
+      expect(upstream.hits['/first']).toBe(2); // the async run replayed its recorded step instead of running it again
+      expect(upstream.hits['/slow']).toBe(3); // it never completed in the async run, so it ran again
+      expect(upstream.hits['/last']).toBe(1);
       const log = await request(`${server.url}/api/v1/logs/${queued.body.executionId}`, 'GET', undefined, headers);
       const first = log.body.data.trace.find((s: { blockId: string }) => s.blockId === 'first');
       expect(first.status).toBe('replayed');

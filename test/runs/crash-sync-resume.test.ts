@@ -1,36 +1,18 @@
 // A sync resume whose server is killed mid-run leaves a resume claim behind. Its lease lapses (or, embedded,
 // the restarted server knows it is dead at once) and the claim is released: the pause point can be
 // resumed again and the run completes, instead of every later resume answering 409 for good.
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnServer } from '../support/cli.js';
 import { bootstrappedDatabase, request } from '../support/harness.js';
+import { startHangingUpstream, type HangingUpstream } from '../support/hanging-upstream.js';
 
-let upstream: http.Server;
-let upstreamUrl: string;
-const hits: Record<string, number> = {};
+let upstream: HangingUpstream;
 let hang = true;
-let onHang: (() => void) | undefined;
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    const path = req.url ?? '/';
-    hits[path] = (hits[path] ?? 0) + 1;
-    if (hang) {
-      onHang?.();
-      return; // never answered: the server is killed while the resumed run waits here
-    }
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ shipped: true }));
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-  const addr = upstream.address();
-  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  upstream = await startHangingUpstream({ hold: () => hang, answer: () => ({ shipped: true }) });
 });
-afterAll(() => {
-  upstream.closeAllConnections();
-  upstream.close();
-});
+afterAll(() => upstream.close());
 
 describe('a sync resume killed mid-run', () => {
   it('is released after a restart: the pause point is resumed again and the run completes', async () => {
@@ -45,7 +27,7 @@ describe('a sync resume killed mid-run', () => {
           blocks: [
             { id: 'start', type: 'start', name: 'Start', config: {} },
             { id: 'approval', type: 'human', name: 'Approval', config: { message: 'Ship it?', fields: [{ name: 'decision', type: 'string', required: true }] } },
-            { id: 'ship', type: 'http', name: 'Ship', config: { url: `${upstreamUrl}/ship` } },
+            { id: 'ship', type: 'http', name: 'Ship', config: { url: `${upstream.url}/ship` } },
           ],
           edges: [{ from: 'start', to: 'approval' }, { from: 'approval', to: 'ship' }],
         },
@@ -60,7 +42,7 @@ describe('a sync resume killed mid-run', () => {
       const exec = paused.body.executionId;
       const resumePath = `/api/resume/${wf}/${exec}/approval`;
 
-      const hung = new Promise<void>((r) => (onHang = r));
+      const hung = new Promise<void>((r) => (upstream.onHold = r));
       const first = request(`${server.url}${resumePath}`, 'POST', { input: { decision: 'yes' } }, headers).catch(() => undefined);
       await hung;
       server.child.kill('SIGKILL');

@@ -1,37 +1,19 @@
 // A result-mode delivery whose process is killed after its run made a side effect and before its answer
 // was stored: the retry, on a new process, takes the claim over and finds that run (interrupted, so it
 // answers with its failure) instead of running the workflow, and its side effects, a second time.
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import { freePort, spawnServer } from '../support/cli.js';
 import { bootstrappedDatabase, request } from '../support/harness.js';
+import { startHangingUpstream, type HangingUpstream } from '../support/hanging-upstream.js';
 import { hook } from './support.js';
 
-let upstream: http.Server;
-let upstreamUrl: string;
-const hits: Record<string, number> = {};
-let onHang: (() => void) | undefined;
+let upstream: HangingUpstream;
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
-    const path = req.url ?? '/';
-    hits[path] = (hits[path] ?? 0) + 1;
-    if (path === '/hang') {
-      onHang?.();
-      return; // never answered: the process is killed while this block runs
-    }
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ ok: true }));
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-  const addr = upstream.address();
-  upstreamUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  upstream = await startHangingUpstream({ hold: (path) => path === '/hang', answer: () => ({ ok: true }) });
 });
-afterAll(() => {
-  upstream.closeAllConnections();
-  upstream.close();
-});
+afterAll(() => upstream.close());
 
 describe('a delivery killed between its run and its answer', () => {
   it('is not run again by its retry on a new process', async () => {
@@ -40,7 +22,7 @@ describe('a delivery killed between its run and its answer', () => {
     const headers = { 'x-api-key': apiKey };
     let server = await spawnServer(env, await freePort());
     try {
-      const call = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstreamUrl}${path}` } });
+      const call = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstream.url}${path}` } });
       const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
         workspaceId, name: 'crashy',
         definition: {
@@ -52,14 +34,14 @@ describe('a delivery killed between its run and its answer', () => {
       const id = created.body.data.workflow.id;
       expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
 
-      const hung = new Promise<void>((r) => (onHang = r));
+      const hung = new Promise<void>((r) => (upstream.onHold = r));
       const delivery = { 'content-type': 'application/json', 'x-github-delivery': 'crash-delivery-1' };
       const first = request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery).catch(() => undefined);
       await hung; // the side effect is done, the run goes on
       server.child.kill('SIGKILL');
       await new Promise((r) => server.child.once('exit', r));
       await first;
-      expect(hits['/charge']).toBe(1);
+      expect(upstream.hits['/charge']).toBe(1);
 
       server = await spawnServer(env, await freePort());
       // While the killed run's own lease lasts it may still count as running (409, retry later); once it
@@ -72,12 +54,12 @@ describe('a delivery killed between its run and its answer', () => {
       }
       expect(retry.status).toBe(500);
       expect(retry.body).toMatchObject({ success: false, error: expect.stringMatching(/Interrupted/) });
-      expect(hits['/charge']).toBe(1);
-      expect(hits['/hang']).toBe(1);
+      expect(upstream.hits['/charge']).toBe(1);
+      expect(upstream.hits['/hang']).toBe(1);
       // A further duplicate gets the same answer, still without a run.
       const again = await request(`${server.url}/api/webhooks/trigger/crashy`, 'POST', '{"a":1}', delivery);
       expect(again.text).toBe(retry.text);
-      expect(hits['/charge']).toBe(1);
+      expect(upstream.hits['/charge']).toBe(1);
       // One run in all (PostgreSQL: readable beside the server).
       if (where.databaseUrl) {
         const db2 = await connectDatabase({ dataDir: '', databaseUrl: where.databaseUrl });
