@@ -2,10 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
-import { allowedResponseHeaders, type BlockDefinition, type BlockTrace } from '../engine/index.js';
+import type { BlockDefinition, BlockTrace } from '../engine/index.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
-import { SERVICE_HEADERS } from '../http/workflow-answer.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
@@ -189,7 +188,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         const answer = await executeAnswer(id, result, shaped, () => service.limits.snapshot(run.billedAccount, run.plan));
         if (answer.kind === 'response') {
           reply.code(answer.status as 200).header('content-type', 'application/json; charset=utf-8');
-          for (const [k, v] of Object.entries(allowedResponseHeaders(answer.headers, SERVICE_HEADERS))) reply.header(k, v);
+          // executeAnswer already kept only the allow-listed headers of the Response block.
+          for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
           return reply.send(JSON.stringify(answer.data));
         }
         return reply.code(answer.status as 200).send(answer.body);
