@@ -171,7 +171,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       sandbox: sandbox.forTenant(run.workspaceId),
       clock: realClock,
       tables: tables.portFor(run.workspaceId, run.plan),
-      ai: ai.portFor(run.billedAccount, run.workspaceId),
+      ai: ai.portFor(run.billedAccount, run.workspaceId, run.executionId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
       secrets: core.secrets.portFor(run.workspaceId),
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },

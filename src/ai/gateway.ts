@@ -23,6 +23,8 @@ export interface Billing {
   httpRequestId?: string;
   workspaceId?: string | null;
   apiKeyId?: string | null;
+  /** The run whose block made the request (stored execution id): its usage counts toward the run's cost. */
+  executionId?: string | null;
 }
 
 /** Whose provider key paid for a request: the workspace's own (a workspace secret) or the operator's. */
@@ -124,9 +126,12 @@ export class AiGateway {
     return { ...(await this.resolve(request)), keySource: 'operator' };
   }
 
-  /** The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'). */
-  portFor(billedAccount: string, workspaceId: string): AiPort {
-    return createAiPort(this, billedAccount, workspaceId);
+  /**
+   * The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'), their usage
+   * recorded against the run's execution id when given.
+   */
+  portFor(billedAccount: string, workspaceId: string, executionId?: string): AiPort {
+    return createAiPort(this, billedAccount, workspaceId, executionId);
   }
 
   /** Starts returning deposits that a dead process left reserved (after the upstream timeout plus two minutes). */
@@ -192,7 +197,7 @@ export class AiGateway {
   private async reserve(billing: Billing, id: string, model: ModelEntry, depositNano: number, stream: boolean): Promise<number> {
     const r = await this.ledger.reserve({
       id, account: billing.account, depositNano, model: model.id, provider: model.provider, stream, source: billing.source,
-      httpRequestId: billing.httpRequestId, workspaceId: billing.workspaceId, apiKeyId: billing.apiKeyId,
+      httpRequestId: billing.httpRequestId, workspaceId: billing.workspaceId, apiKeyId: billing.apiKeyId, executionId: billing.executionId,
     });
     if (!r.ok) {
       throw new HttpError(
@@ -233,7 +238,7 @@ export class AiGateway {
       estimated = true;
     }
     const settled = await this.ledger.settle(id, {
-      costNano: keySource === 'workspace' ? 0 : costNano(model, usage.prompt_tokens, usage.completion_tokens),
+      ...this.costs(keySource, model, usage),
       promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
     });
     this.observer?.aiUsage({ model: model.id, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, costUsd: nanoToUsd(settled?.chargedNano ?? 0) });
@@ -315,7 +320,7 @@ export class AiGateway {
           estimated = true;
         }
         const s = await this.ledger.settle(id, {
-          costNano: keySource === 'workspace' ? 0 : costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
+          ...this.costs(keySource, model, u), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
         });
         this.observer?.aiUsage({ model: model.id, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, costUsd: nanoToUsd(s?.chargedNano ?? 0) });
         // Undefined: no longer reserved (the abandoned-deposit sweep returned it); nothing charged here.
@@ -330,6 +335,13 @@ export class AiGateway {
       return finished;
     };
     return { id, keySource, model, depositNano: deposit, balanceAfterReserveNano: balanceAfterReserve, chunks: chunks(), finish };
+  }
+
+  /** What usage costs at the model's prices, and the prompt tokens' part of it; nothing on the workspace's own key. */
+  private costs(keySource: KeySource, model: ModelEntry, usage: Usage): { costNano: number; inputCostNano: number } {
+    if (keySource === 'workspace') return { costNano: 0, inputCostNano: 0 };
+    const cost = costNano(model, usage.prompt_tokens, usage.completion_tokens);
+    return { costNano: cost, inputCostNano: Math.min(cost, costNano(model, usage.prompt_tokens, 0)) };
   }
 
   private async releaseQuietly(id: string, err: unknown): Promise<void> {

@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
 import { runStatement, type SessionStatement } from '../db/session-function.js';
 import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
-import { aiUsageEventColumns, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
+import { aiUsageEventColumns, inputCostOf, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
 
 // The credit ledger for a database that this process alone writes (the embedded one: its data directory is
 // locked to one process). Deposits are held in memory, against the balance as the database last reported
@@ -29,6 +29,8 @@ interface Ended {
   /** settled: the provider answered (charged at most the deposit); released: it failed, nothing charged. */
   status: 'settled' | 'released';
   costNano: number;
+  /** The part of `costNano` for prompt tokens. */
+  inputCostNano: number;
   /** What the request owes: its cost, at most its deposit (the statement takes at most what the balance holds). */
   chargedNano: number;
   promptTokens: number | null;
@@ -65,9 +67,9 @@ const BALANCE_SHORT_NOTE = `'The balance was lowered under the deposits in fligh
 const endSql = `
 WITH r AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-    ord int, id text, account text, deposit bigint, want bigint, cost bigint, prompt int, completion int, estimated boolean,
+    ord int, id text, account text, deposit bigint, want bigint, cost bigint, input_cost bigint, prompt int, completion int, estimated boolean,
     status text, outcome text, error text, period text, model text, provider text, stream boolean, source text,
-    http_request_id text, workspace_id uuid, api_key_id uuid, reserved_at timestamptz)
+    http_request_id text, workspace_id uuid, api_key_id uuid, execution_id text, reserved_at timestamptz)
 ), w AS (
   SELECT r.*, b.balance_nano AS before, sum(r.want) OVER (PARTITION BY r.account ORDER BY r.ord) AS want_upto
     FROM r JOIN ai_credit_balances b ON b.account = r.account
@@ -84,9 +86,9 @@ WITH r AS (
     FROM k JOIN u ON u.account = k.account
 ), q AS (
   INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano,
-                           cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at)
+                           cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at, execution_id)
   SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit,
-         charged, prompt, completion, estimated, outcome, error, reserved_at, ${NOW} FROM c
+         charged, prompt, completion, estimated, outcome, error, reserved_at, ${NOW}, execution_id FROM c
 ), l AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, cost_nano, request_id, model, note)
   SELECT account, kind, amount, balance_after, cost_nano, id, model, note FROM (
@@ -214,7 +216,7 @@ export class HeldCreditLedger {
   async settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
     const cost = Math.max(0, Math.round(input.costNano));
     const r = await this.end(id, (hold) => ({
-      status: 'settled', costNano: cost, chargedNano: Math.min(cost, hold.depositNano), promptTokens: input.promptTokens,
+      status: 'settled', costNano: cost, inputCostNano: inputCostOf(input), chargedNano: Math.min(cost, hold.depositNano), promptTokens: input.promptTokens,
       completionTokens: input.completionTokens, estimated: input.estimated, outcome: input.outcome, error: null,
     }));
     if (!r) return undefined;
@@ -226,7 +228,7 @@ export class HeldCreditLedger {
   /** Gives the deposit back (the provider failed before anything was generated); the balance after, or undefined. */
   async release(id: string, outcome: string, error: string | null): Promise<number | undefined> {
     const r = await this.end(id, () => ({
-      status: 'released', costNano: 0, chargedNano: 0, promptTokens: null, completionTokens: null, estimated: false, outcome,
+      status: 'released', costNano: 0, inputCostNano: 0, chargedNano: 0, promptTokens: null, completionTokens: null, estimated: false, outcome,
       error: error ? error.slice(0, 1000) : null,
     }));
     return r?.available;
@@ -286,11 +288,11 @@ export class HeldCreditLedger {
   private async write(items: readonly Ended[]): Promise<Written[]> {
     const epochs = new Map(items.map((i) => [i.hold.account, this.state(i.hold.account).epoch]));
     const payload = items.map((i, ord) => ({
-      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, want: i.chargedNano, cost: i.costNano,
+      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, want: i.chargedNano, cost: i.costNano, input_cost: i.inputCostNano,
       prompt: i.promptTokens, completion: i.completionTokens, estimated: i.estimated, status: i.status, outcome: i.outcome,
       error: i.error, period: i.period, model: i.hold.model, provider: i.hold.provider, stream: i.hold.stream, source: i.hold.source,
       http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
-      reserved_at: i.reservedAt.toISOString(),
+      execution_id: i.hold.executionId ?? null, reserved_at: i.reservedAt.toISOString(),
     }));
     const rows = await runStatement<EndRow>(this.db, endStatement, [JSON.stringify(payload)]);
     const out: Written[] = new Array<Written>(items.length);

@@ -32,6 +32,11 @@ export interface RunContext {
   workspaceId: string;
   billedAccount: string;
   plan: string;
+  /**
+   * The stored execution id of the run, once it has one (set where a run executes): the ports record the
+   * run's model usage against it (per-run cost). A child workflow runs under its parent's.
+   */
+  executionId?: string;
 }
 
 /** Builds the engine's ports for one run (scoped to its workspace, billed to its account). */
@@ -228,7 +233,7 @@ export class ExecutionService {
       const version = await this.deps.workflows.loadVersion(admitted.versionId);
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
-      const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
+      const result = await this.execute({ ...run, executionId }, this.deps.workflows.compileVersion(version), {
         input, mode: 'sync', signal: tracked.signal, trigger: opts.trigger,
         // Kept in memory: only a pause needs them (its snapshot).
         onStep: async (s) => {
@@ -421,7 +426,7 @@ export class ExecutionService {
       const version = row.version_id ? await this.durable(executionId, () => this.deps.workflows.loadVersion(row.version_id as string)) : undefined;
       if (!version) throw new Error('The deployed version of this run no longer exists');
       const plan = await this.durable(executionId, () => this.deps.accounts.workspacePlan(row.workspace_id));
-      const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
+      const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan, executionId: row.id };
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
         input: row.input, mode: 'async', signal: tracked.signal, recorded, onStep, trigger: row.trigger, timeoutMs: row.timeout_ms,
       });
