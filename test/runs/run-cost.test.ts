@@ -183,3 +183,27 @@ describe('cost of a run in the logs API', () => {
     expect(rows).toEqual([{ model: 'gpt-4o', status: 'settled' }]);
   });
 });
+
+describe('the ledger of a shared database (PostgreSQL mode) records the execution id too', () => {
+  it('single and batched reservations and settlements: each usage event counts toward its run', async () => {
+    // The gateway on the embedded database holds deposits in memory; this is the ledger PostgreSQL deployments use.
+    const inDatabase = new ledger.CreditLedger(t.server.ctx.db);
+    const account = `workspace:${t.workspaceId}`;
+    const runs = ['run-a', 'run-b', 'run-c'].map((r) => `${r}-${Date.now()}`);
+    // Submitted together: the first goes alone, the others queue into one batch statement.
+    const reserved = await Promise.all(runs.map((executionId, i) => inDatabase.reserve({
+      id: `chatcmpl-${executionId}`, account, depositNano: 50_000_000, model: 'gpt-4o', provider: 'openai', stream: false, source: 'workflow',
+      workspaceId: t.workspaceId, executionId: i < 2 ? executionId : null,
+    })));
+    expect(reserved.every((r) => r.ok)).toBe(true);
+    await Promise.all(runs.map((executionId) => inDatabase.settle(`chatcmpl-${executionId}`, {
+      costNano: 7_500_000, inputCostNano: 2_500_000, promptTokens: 1000, completionTokens: 500, estimated: false, outcome: 'completed',
+    })));
+    const costs = await t.server.services.limits.runCosts(runs);
+    for (const executionId of runs.slice(0, 2)) {
+      expect(costs.get(executionId)).toEqual({ total: 0.0075, base: 0, tokens: gpt4o.tokens, models: { 'gpt-4o': gpt4o } });
+    }
+    // Usage without an execution id belongs to no run.
+    expect(costs.has(runs[2])).toBe(false);
+  });
+});

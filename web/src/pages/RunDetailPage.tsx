@@ -8,6 +8,7 @@ import { roleAllows, useSession } from '../session';
 import { Button, ConfirmDialog, CopyButton, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge, formatDate, formatDuration } from '../ui';
 import { getLog, isLive, workflowNames, type LogDetail } from './runs/api';
 import { formatUsd, prettyValue } from './runs/format';
+import { RunCostBreakdown } from './runs/RunCostBreakdown';
 import { Waterfall } from './runs/Waterfall';
 import './runs/runs.css';
 
@@ -98,6 +99,12 @@ export default function RunDetailPage() {
         <h2 id="run-summary-h" className="sr-only">Summary</h2>
         <Summary run={data} workflowName={workflowName} />
       </section>
+      {data.cost ? (
+        <section className="card stack" aria-labelledby="run-cost-h">
+          <h2 id="run-cost-h">Cost</h2>
+          <RunCostBreakdown cost={data.cost} />
+        </section>
+      ) : null}
       <section className="card stack" aria-labelledby="run-timeline-h">
         <h2 id="run-timeline-h">Timeline</h2>
         {data.trace.length === 0 ? (

@@ -10,9 +10,17 @@ export interface LogRecord {
   status: RunStatus; level: string; trigger: string; mode: string;
   createdAt: string; startedAt: string; endedAt: string | null; totalDurationMs: number | null;
   error: string | null; errorBlockId: string | null;
-  /** The run's base charge, USD (AI usage of its blocks is not recorded per run); null until it is charged. */
+  /** cost.total; null while nothing is recorded. */
   costUsd: number | null;
+  /** What the run cost, USD: its base charge plus its blocks' model usage, by model; null while nothing is recorded. */
+  cost: RunCost | null;
 }
+
+export interface TokenCounts { prompt: number; completion: number; total: number }
+
+export interface ModelCost { input: number; output: number; total: number; tokens: TokenCounts }
+
+export interface RunCost { total: number; base: number; tokens: TokenCounts; models: Record<string, ModelCost> }
 
 export interface TraceEntry {
   blockId: string; key: string; name: string; type: string;
