@@ -162,6 +162,23 @@ describe('cost of a run in the logs API', () => {
     expect((await logOf(run.body.executionId, otherKey)).body.data.cost.total).toBeCloseTo(BASE + 0.0075, 9);
   });
 
+  it('a paused run and its resumed run each cost their own model calls', async () => {
+    const id = await deploy(t, 'cost-resume', {
+      blocks: [start(), agent('before'), { id: 'gate', type: 'human', name: 'Gate', config: { fields: [{ name: 'ok', type: 'boolean' }] } }, agent('after', 'gpt-4o-mini')],
+      edges: chain('start', 'before', 'gate', 'after'),
+    });
+    const paused = await runSync(id);
+    expect((await logOf(paused)).body.data.cost).toEqual({ total: BASE + 0.0075, base: BASE, tokens: gpt4o.tokens, models: { 'gpt-4o': gpt4o } });
+    const resumed = await t.call('POST', `/api/resume/${id}/${paused}/gate`, { input: { ok: true } });
+    expect(resumed.status, resumed.text).toBe(200);
+    expect(resumed.body.executionId).not.toBe(paused);
+    // The resumed run replays the first agent's recorded answer and calls only the second model.
+    const cost = (await logOf(resumed.body.executionId)).body.data.cost;
+    expect(cost.models).toEqual({ 'gpt-4o-mini': { input: 0.0003, output: 0.00006, total: 0.00036, tokens: { prompt: 2000, completion: 100, total: 2100 } } });
+    expect(cost.total).toBeCloseTo(BASE + 0.00036, 9);
+    expect((await logOf(paused)).body.data.cost.models).toEqual({ 'gpt-4o': gpt4o });
+  });
+
   it('the v2 run and runs list report the same total', async () => {
     const id = await deploy(t, 'cost-v2', { blocks: [start(), agent('ask')], edges: chain('start', 'ask') });
     const executionId = await runSync(id);
