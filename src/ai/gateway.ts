@@ -99,7 +99,10 @@ export class AiGateway {
     this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.ledger = requestLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
+    this.ledger = requestLedger(db, {
+      startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage, settleWindowMs: ai.settleWindowMs,
+      onLostSettlement: (err, requestId) => deps.log?.error({ err, requestId }, 'writing an AI settlement failed; its charge is lost'),
+    });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
     this.observer = deps.observer;
@@ -139,9 +142,11 @@ export class AiGateway {
     this.sweeper.unref();
   }
 
+  /** Stops the sweep and writes the settlements waiting for their window (called again by later closers: harmless). */
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    await this.ledger.flush();
   }
 
   /** The balance of an account, deposits of requests in flight taken out (undefined before its first use). */
