@@ -13,7 +13,7 @@ import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
-import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
+import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
 /** Who pays for a request and where it came from. */
 export interface Billing {
@@ -189,7 +189,7 @@ export class AiGateway {
   /** Deposit for a request: estimated prompt cost plus the completion cap's cost, floored. */
   depositNano(request: ChatRequest, model: ModelEntry, maxTokens: number): number {
     if (model.inputPerMillion === 0 && model.outputPerMillion === 0) return 0;
-    const prompt = estimatePromptTokens(request);
+    const prompt = depositPromptTokens(request);
     const n = Math.max(1, request.n ?? 1);
     return Math.max(this.minDepositNano, costNano(model, Math.ceil(prompt * 1.1), maxTokens * n));
   }
