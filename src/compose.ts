@@ -115,6 +115,9 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const ai = new AiGateway(db, config.ai, {
     usage: limits.usage, log: ctx.log, observer, workspaceKey: (workspaceId, provider) => secrets.providerKey(workspaceId, provider),
   });
+  // Settlements waiting for their window are written on shutdown: hooks run in reverse, so this one runs
+  // after the runs (whose AI blocks settle too) have stopped and before the database closes.
+  ctx.onClose.push(() => ai.close());
   return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets };
 }
 

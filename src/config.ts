@@ -58,6 +58,8 @@ const envSchema = z.object({
   WEFT_AI_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   WEFT_AI_MIN_DEPOSIT_USD: z.coerce.number().min(0).max(1000).default(0.0001),
   WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
+  /** How long a finished AI request's settlement may wait to be written with others (0: before the answer). */
+  WEFT_AI_SETTLE_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(50),
   // Knowledge bases: a hosted OpenAI-compatible embeddings endpoint replaces the local model when set.
   EMBEDDINGS_BASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   EMBEDDINGS_API_KEY: optionalText,
@@ -223,6 +225,11 @@ export interface AiConfig {
   minDepositUsd: number;
   /** Balance a billed account starts with the first time it uses the gateway, USD. */
   startingCreditsUsd: number;
+  /**
+   * Settlements of finished requests are written after the answer, together, within this delay (0: each
+   * before its answer). A crash loses at most this window's settlements: docs/architecture.md, Credit ledgers.
+   */
+  settleWindowMs: number;
 }
 
 /** The one place environment variables are read. */
@@ -273,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       defaultMaxTokens: e.WEFT_AI_DEFAULT_MAX_TOKENS,
       minDepositUsd: e.WEFT_AI_MIN_DEPOSIT_USD,
       startingCreditsUsd: e.WEFT_AI_STARTING_CREDITS_USD,
+      settleWindowMs: e.WEFT_AI_SETTLE_WINDOW_MS,
     },
     knowledge: {
       embeddings: {

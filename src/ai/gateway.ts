@@ -13,7 +13,7 @@ import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
-import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
+import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
 /** Who pays for a request and where it came from. */
 export interface Billing {
@@ -101,7 +101,10 @@ export class AiGateway {
     this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.ledger = requestLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
+    this.ledger = requestLedger(db, {
+      startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage, settleWindowMs: ai.settleWindowMs,
+      onLostSettlement: (err, requestId) => deps.log?.error({ err, requestId }, 'writing an AI settlement failed; its charge is lost'),
+    });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
     this.observer = deps.observer;
@@ -144,9 +147,11 @@ export class AiGateway {
     this.sweeper.unref();
   }
 
+  /** Stops the sweep and writes the settlements waiting for their window (called again by later closers: harmless). */
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    await this.ledger.flush();
   }
 
   /** The balance of an account, deposits of requests in flight taken out (undefined before its first use). */
@@ -189,7 +194,7 @@ export class AiGateway {
   /** Deposit for a request: estimated prompt cost plus the completion cap's cost, floored. */
   depositNano(request: ChatRequest, model: ModelEntry, maxTokens: number): number {
     if (model.inputPerMillion === 0 && model.outputPerMillion === 0) return 0;
-    const prompt = estimatePromptTokens(request);
+    const prompt = depositPromptTokens(request);
     const n = Math.max(1, request.n ?? 1);
     return Math.max(this.minDepositNano, costNano(model, Math.ceil(prompt * 1.1), maxTokens * n));
   }

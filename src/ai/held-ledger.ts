@@ -10,7 +10,10 @@ import { aiUsageEventColumns, inputCostOf, OVERAGE_NOTE, type ReserveInput, type
 // the request ends, as one statement per batch of requests ending together (group commit): the request row,
 // its reserve and settle (or release) ledger entries, the balance and the usage event. Each caller answers
 // only after that statement commits, so a settled charge is never lost; a crash mid-request loses only a
-// deposit that was never charged.
+// deposit that was never charged. With a settle window (WEFT_AI_SETTLE_WINDOW_MS), a settlement is answered
+// from memory and written within the window, together with the others ending in it: what it charges stays
+// held (counted against the balance) until its write commits, so no deposit can take it; a crash then loses
+// at most the window's charges (the operator's loss: the balance keeps them). docs/architecture.md, Credit ledgers.
 //
 // The balance a deposit is checked against is the database's, refreshed by every write of this ledger and
 // dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds. The
@@ -145,6 +148,10 @@ export interface HeldCreditLedgerOptions {
   /** Reads the account's balance row. */
   readBalance: (account: string) => Promise<number | undefined>;
   usage?: UsageRecorder;
+  /** Settlements are written within this delay after their answer (0: before it). */
+  settleWindowMs?: number;
+  /** A settlement written after its answer failed to be written (its charge is lost). */
+  onLostSettlement?: (err: unknown, requestId: string) => void;
 }
 
 export class HeldCreditLedger {
@@ -152,19 +159,27 @@ export class HeldCreditLedger {
   private readonly open = new Map<string, { hold: ReserveInput; reservedAt: Date }>();
   private readonly ends: GroupCommit<Ended, Written>;
   private readonly usage: UsageRecorder;
+  private readonly deferred: boolean;
 
   constructor(private readonly db: Database, private readonly opts: HeldCreditLedgerOptions) {
     this.usage = opts.usage ?? new UsageRecorder();
+    this.deferred = (opts.settleWindowMs ?? 0) > 0;
     this.ends = new GroupCommit({
       writeBatch: (items) => this.write(items),
       writeOne: async (item) => (await this.write([item]))[0],
+      windowMs: opts.settleWindowMs,
     });
     const set = ledgersOf.get(db) ?? new Set();
     set.add(this);
     ledgersOf.set(db, set);
   }
 
-  /** Deposits of `account`'s requests in flight (not in the database). */
+  /** Writes the settlements waiting for their window (shutdown). */
+  flush(): Promise<void> {
+    return this.ends.flush();
+  }
+
+  /** Deposits of `account`'s requests in flight, and charges not yet written (not in the database). */
   heldNano(account: string): number {
     return this.accounts.get(account)?.held ?? 0;
   }
@@ -241,15 +256,39 @@ export class HeldCreditLedger {
     if (!open) return undefined;
     this.open.delete(id);
     const s = this.state(open.hold.account);
+    const ended: Ended = { id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) };
+    // Calls made inside a run settle inline, so the run's cost is complete when its answer is sent.
+    if (this.deferred && !open.hold.executionId) return this.endLater(ended, s);
     let written: Written;
     try {
-      written = await this.ends.submit({ id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) });
+      written = await this.ends.submit(ended);
     } finally {
       // After the write's new balance is in place (never before: the deposit must not be free while its charge is unwritten).
       s.held -= open.hold.depositNano;
     }
     const available = Math.max(0, (s.balance ?? (await this.balanceOf(open.hold.account, s))) - s.held);
     return { hold: open.hold, available, written };
+  }
+
+  /**
+   * Answers from memory and writes within the settle window: the deposit's unused part is free at once, the
+   * charge stays held until its write commits (then the balance read back has it), so the balance a deposit
+   * is checked against never counts a charge twice nor misses one.
+   */
+  private async endLater(ended: Ended, s: AccountState): Promise<{ hold: ReserveInput; available: number; written: Written }> {
+    const { hold, chargedNano } = ended;
+    s.held -= hold.depositNano - chargedNano;
+    this.ends.submit(ended).then(
+      () => { s.held -= chargedNano; },
+      (err: unknown) => {
+        s.held -= chargedNano;
+        // The balance row may or may not have the charge: read it again.
+        this.forget(hold.account);
+        this.opts.onLostSettlement?.(err, ended.id);
+      },
+    );
+    const available = Math.max(0, (s.balance ?? (await this.balanceOf(hold.account, s))) - s.held);
+    return { hold, available, written: { balanceAfterNano: available, accountBalanceNano: available, chargedNano } };
   }
 
   private state(account: string): AccountState {

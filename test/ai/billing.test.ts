@@ -6,7 +6,7 @@ import { startFakeProviders, type FakeProviders } from '../support/fake-provider
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
 import { AiGateway } from '../../src/ai/gateway.js';
-import { estimatePromptTokens } from '../../src/ai/tokens.js';
+import { depositPromptTokens, estimatePromptTokens } from '../../src/ai/tokens.js';
 import { periodCost, recordCost, UsageRecorder } from '../../src/limits/usage.js';
 
 let t: AiTestServer;
@@ -110,7 +110,7 @@ describe('concurrency', () => {
 
   it('a balance covering one deposit admits one of two simultaneous requests', async () => {
     const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
-    const deposit = costNano(gpt4o, Math.ceil(estimatePromptTokens(body) * 1.1), 1000);
+    const deposit = costNano(gpt4o, Math.ceil(depositPromptTokens(body) * 1.1), 1000);
     await setBalance((deposit + 1000) / 1e9);
     fake.handler = () => ({ text: 'ok', delayMs: 100, usage: { prompt: 10, completion: 10 } });
     const [a, b] = await Promise.all([t.call('POST', '/api/v1/ai/chat/completions', body), t.call('POST', '/api/v1/ai/chat/completions', body)]);
