@@ -25,6 +25,13 @@ describe('lint boundaries', () => {
     expect(await ruleIds('src/runs/violation.ts', "import type { WorkflowService } from '../workflows/service.js';\nexport type X = WorkflowService;\n")).toEqual([]);
   });
 
+  it('make a new folder under src/ a decision: listed as an area or a shared folder', async () => {
+    expect(await ruleIds('src/newthing/service.ts', 'export const x = 1;\n')).toContain('weft/known-folder');
+    expect(await ruleIds('src/connectors/service.ts', 'export const x = 1;\n')).toEqual([]);
+    expect(await ruleIds('src/http/helper.ts', 'export const x = 1;\n')).toEqual([]);
+    expect(await ruleIds('src/top-level.ts', 'export const x = 1;\n')).toEqual([]);
+  });
+
   it('lets only the files directly in src/ wire routes together', async () => {
     expect(await ruleIds('src/app-violation.ts', "import { workflowRoutes } from './workflows/routes.js';\nexport const x = workflowRoutes;\n")).toEqual([]);
   });
