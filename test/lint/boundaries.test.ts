@@ -9,7 +9,9 @@ async function ruleIds(filePath: string, code: string): Promise<string[]> {
   return (result?.messages ?? []).map((m) => m.ruleId ?? 'parse-error');
 }
 
-describe('lint boundaries', () => {
+// The first lint of a run resolves and parses the import graph it reaches (import-x/no-cycle reads .ts
+// files): seconds on a quiet machine, more while other suites share its two cores.
+describe('lint boundaries', { timeout: 180_000 }, () => {
   it('keep the engine pure: no node:* modules and no other area', async () => {
     expect(await ruleIds('src/engine/violation.ts', "import fs from 'node:fs';\nexport const x = fs;\n")).toContain('no-restricted-imports');
     expect(await ruleIds('src/engine/violation.ts', "import { newId } from '../ids.js';\nexport const x = newId;\n")).toContain('import-x/no-restricted-paths');

@@ -80,7 +80,8 @@ function importCircles(files: string[]): string[][] {
   return circles;
 }
 
-describe('import circles', () => {
+// Linting parses the import graph it reaches: seconds on a quiet machine, more on a shared one.
+describe('import circles', { timeout: 180_000 }, () => {
   const fixtureDir = path.join(srcDir, 'engine', `cycle-fixture-${process.pid}`);
   afterAll(() => fs.rmSync(fixtureDir, { recursive: true, force: true }));
 
