@@ -7,6 +7,7 @@ import { HttpError } from '../http/errors.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
+import type { Billing, CompletionResult, KeySource } from './completion.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
 import { getBalance, listLedger, requestLedger, type LedgerRow, type RequestLedger } from './credit-ledger.js';
 import { toHttpError } from './errors.js';
@@ -14,32 +15,6 @@ import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
 import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
-
-/** Who pays for a request and where it came from. */
-export interface Billing {
-  /** 'workspace:<id>' or 'user:<id>'. */
-  account: string;
-  source: 'api' | 'workflow';
-  httpRequestId?: string;
-  workspaceId?: string | null;
-  apiKeyId?: string | null;
-  /** The run whose block made the request (stored execution id): its usage counts toward the run's cost. */
-  executionId?: string | null;
-}
-
-/** Whose provider key paid for a request: the workspace's own (a workspace secret) or the operator's. */
-export type KeySource = 'workspace' | 'operator';
-
-export interface CompletionResult {
-  completion: ChatCompletion;
-  keySource: KeySource;
-  /** What was charged: the cost, at most the deposit. */
-  costNano: number;
-  /** Cost beyond the deposit, not charged (recorded as an overage ledger entry). */
-  overageNano: number;
-  balanceAfterNano: number;
-  model: ModelEntry;
-}
 
 export interface SettledStream {
   /** What was charged: the cost, at most the deposit. */

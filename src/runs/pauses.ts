@@ -13,7 +13,7 @@ import { holdResumeClaim, releaseLapsedResumeClaims } from './resume-claims.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { finishedFrom } from './run-options.js';
 import { validateSubmission, type FormField } from './resume-input.js';
-import type { RunContext } from './service.js';
+import type { RunContext } from './run-context.js';
 import * as store from './store.js';
 
 export type { ResumeLinks, ResumeStatus } from './pause-store.js';

@@ -22,23 +22,13 @@ import { PauseService, type ResumeOutcome } from './pauses.js';
 import { RunWrites } from './run-writes.js';
 import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
+import type { RunContext } from './run-context.js';
 import * as store from './store.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
 
 const MAX_DEPTH = 10;
 
 /** Who a run belongs to and who pays for it. */
-export interface RunContext {
-  workspaceId: string;
-  billedAccount: string;
-  plan: string;
-  /**
-   * The stored execution id of the run, once it has one (set where a run executes): the ports record the
-   * run's model usage against it (per-run cost). A child workflow runs under its parent's.
-   */
-  executionId?: string;
-}
-
 /** Builds the engine's ports for one run (scoped to its workspace, billed to its account). */
 export type PortFactory = (run: RunContext) => EnginePorts;
 

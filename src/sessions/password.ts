@@ -1,4 +1,5 @@
-import { randomBytes, randomInt, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, randomInt, scrypt, type ScryptOptions } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 
 // Passwords are hashed with scrypt (node:crypto, run on libuv's thread pool, so the event loop keeps
 // serving). The stored form names its parameters, so they can be raised later without breaking old hashes.
@@ -34,7 +35,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (log2N < 10 || log2N > 20 || r < 1 || r > 32 || p < 1 || p > 16) return false;
   const expected = Buffer.from(m[5] ?? '', 'base64url');
   const key = await derive(password, Buffer.from(m[4] ?? '', 'base64url'), log2N, r, p);
-  return expected.length === key.length && timingSafeEqual(expected, key);
+  return constantTimeEqual(expected, key);
 }
 
 let dummy: Promise<string> | undefined;
