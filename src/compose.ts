@@ -14,7 +14,7 @@ import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
 import { PostgresQueue } from './queue/postgres.js';
-import { DEFAULT_RETENTION_BATCH, DEFAULT_RETENTION_INTERVAL_MS, RunRetention } from './runs/retention.js';
+import { DEFAULT_RETENTION_BATCH, RunRetention, vacuumRunTables } from './runs/retention.js';
 import { ExecutionService, type RunContext } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { IngestWorkerPool } from './knowledge/ingest-pool.js';
@@ -187,8 +187,10 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
   const retention = new RunRetention(db, {
-    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: DEFAULT_RETENTION_INTERVAL_MS,
-  }, ctx.log);
+    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: config.logRetentionIntervalMs,
+    // PostgreSQL's autovacuum reclaims on its own; PGlite has none (docs/architecture.md, "Run-log retention").
+    reclaim: db.mode === 'pglite' ? vacuumRunTables(db) : undefined,
+  }, ctx.log, opts.clock ?? systemClock);
   ctx.onClose.push(async () => {
     await retention.stop();
     await scheduler.stop();
