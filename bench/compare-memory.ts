@@ -1,11 +1,11 @@
 // Where a process's resident memory is, read from /proc/<pid>/smaps (Linux): the figure behind compare's
 // RSS rows. Each mapping's Rss goes to one part:
-//   wasm      anonymous mappings of 1 GiB or more: V8 reserves each WebAssembly memory (PGlite's database,
-//             one per database thread) that large with its guard region, and nothing else maps that much
-//   malloc    [heap] and the other anonymous mappings of exactly 64 MiB or 128 MiB (glibc's per-thread arenas)
+//   wasm      readable anonymous mappings that touch an inaccessible one of 1 GiB or more: V8 places each
+//             WebAssembly memory (PGlite's database) between guard regions that large, and nothing else does
+//   malloc    [heap] and anonymous mappings of exactly 64 MiB or 128 MiB (glibc's per-thread arenas)
 //   code      file-backed executable mappings (node, shared libraries, native addons)
 //   files     other file-backed mappings (read-only data of the same, mapped files)
-//   stacks    [stack] and thread stacks are among `anonymous`; [stack] alone here
+//   stack     the main thread's [stack] (other threads' stacks are anonymous)
 //   anonymous the rest: the V8 heaps (main thread, workers, sandbox isolates), thread stacks, other mmaps
 import fs from 'node:fs';
 
@@ -34,29 +34,32 @@ export function memoryBreakdown(pid: number | undefined): MemoryBreakdown | unde
   }
   const kb = { wasm: 0, malloc: 0, code: 0, files: 0, stack: 0, anonymous: 0 };
   const anon: number[] = [];
-  let current: { size: number; perms: string; path: string } | undefined;
+  const maps: { start: number; end: number; perms: string; path: string; rss: number }[] = [];
   for (const line of text.split('\n')) {
-    const header = /^([0-9a-f]+)-([0-9a-f]+)\s+(\S+)\s+\S+\s+\S+\s+(\d+)\s*(.*)$/.exec(line);
+    const header = /^([0-9a-f]+)-([0-9a-f]+)\s+(\S+)\s+\S+\s+\S+\s+\d+\s*(.*)$/.exec(line);
     if (header) {
-      current = { size: parseInt(header[2], 16) - parseInt(header[1], 16), perms: header[3], path: header[5].trim() };
+      maps.push({ start: parseInt(header[1], 16), end: parseInt(header[2], 16), perms: header[3], path: header[4].trim(), rss: 0 });
       continue;
     }
     const rssLine = /^Rss:\s+(\d+) kB/.exec(line);
-    if (!rssLine || !current) continue;
-    const rss = Number(rssLine[1]);
-    const { size, perms, path } = current;
-    if (path === '[heap]') kb.malloc += rss;
-    else if (path === '[stack]') kb.stack += rss;
-    else if (path.startsWith('/')) {
-      if (perms.includes('x')) kb.code += rss;
-      else kb.files += rss;
-    } else if (size >= GIB) kb.wasm += rss;
-    else if (size === 64 * 1024 ** 2 || size === 128 * 1024 ** 2) kb.malloc += rss;
-    else {
-      kb.anonymous += rss;
-      if (rss > 0) anon.push(rss);
-    }
+    if (rssLine && maps.length) maps[maps.length - 1].rss = Number(rssLine[1]);
   }
+  const guard = (m: (typeof maps)[number] | undefined) => !!m && m.path === '' && m.perms.startsWith('---') && m.end - m.start >= GIB;
+  maps.forEach((m, i) => {
+    const size = m.end - m.start;
+    const touches = (n: (typeof maps)[number] | undefined) => guard(n) && (n!.end === m.start || n!.start === m.end);
+    if (m.path === '[heap]') kb.malloc += m.rss;
+    else if (m.path === '[stack]') kb.stack += m.rss;
+    else if (m.path.startsWith('/')) {
+      if (m.perms.includes('x')) kb.code += m.rss;
+      else kb.files += m.rss;
+    } else if (m.path === '' && m.perms.startsWith('rw') && (touches(maps[i - 1]) || touches(maps[i + 1]))) kb.wasm += m.rss;
+    else if (size === 64 * 1024 ** 2 || size === 128 * 1024 ** 2) kb.malloc += m.rss;
+    else {
+      kb.anonymous += m.rss;
+      if (m.rss > 0) anon.push(m.rss);
+    }
+  });
   const mb = (x: number) => Math.round(x / 1024);
   return {
     rssMb: mb(Object.values(kb).reduce((a, b) => a + b, 0)),

@@ -232,6 +232,8 @@ type Drive = (label: string, t: Target, connections: number, secs: number, amoun
  */
 async function measureGrowth(w: Weft, runs: number, spec: Target, drive: Drive, say: (s: string) => void): Promise<GrowthFigures> {
   const dir = w.dataDir!;
+  // After the restart the code is cold (JIT, sandbox pool): warm it as the rounds were warmed.
+  await drive('warm-up growth', spec, 10, Math.max(warmupSeconds, 2));
   const before = await drive('growth: before', spec, 10, seconds);
   const dataBefore = diskMb(dir);
   say(`growth: writing ${runs.toLocaleString('en-US')} runs of history (spec path, 10 connections)`);
