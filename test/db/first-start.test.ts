@@ -13,7 +13,8 @@ afterAll(() => {
 });
 
 describe.skipIf(mode !== 'pglite')('the embedded database on an empty data directory', () => {
-  it('creates the database, serves statements, and reopens with what was written', async () => {
+  // initdb runs here (the harness's other suites copy a template): seconds on a quiet machine, more on a busy one.
+  it('creates the database, serves statements, and reopens with what was written', { timeout: 300_000 }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-first-start-'));
     dirs.push(dir);
     expect(embeddedDatabaseExists(dir)).toBe(false);
