@@ -152,13 +152,6 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
     dataDir = path.join(opts.dataDir, 'pgdata');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  if (dataDir && !opts.loadDataDir && !embeddedDatabaseExists(opts.dataDir)) {
-    // First start: initdb runs in a database thread of its own that then exits, so the memory initdb used
-    // (its WebAssembly instance and the heap it grew) leaves with it; the serving thread opens the result
-    // like any restart does (docs/architecture.md, "Embedded database", "First start").
-    const init = await connectPgliteThread({ dataDir, vacuum: false });
-    await init.close();
-  }
   const db = await connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir });
   try {
     await requireStandardConformingStrings(db);

@@ -1,5 +1,4 @@
-// The embedded database's first start: initdb runs in a thread that exits before the serving thread opens
-// the data directory (docs/architecture.md, "Embedded database"). What a caller sees is an ordinary open.
+// The embedded database's first start on an empty data directory (initdb), then a reopen of what it wrote.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
