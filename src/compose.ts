@@ -15,7 +15,7 @@ import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
 import { PostgresQueue } from './queue/postgres.js';
-import { DEFAULT_RETENTION_BATCH, DEFAULT_RETENTION_INTERVAL_MS, RunRetention } from './runs/retention.js';
+import { DEFAULT_RETENTION_BATCH, RunRetention, vacuumRunTables } from './runs/retention.js';
 import type { RunContext } from './runs/run-context.js';
 import { ExecutionService } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
@@ -206,8 +206,10 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
   const retention = new RunRetention(db, {
-    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: DEFAULT_RETENTION_INTERVAL_MS,
-  }, ctx.log);
+    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: config.logRetentionIntervalMs,
+    // PostgreSQL's autovacuum reclaims on its own; PGlite has none (docs/architecture.md, "Run-log retention").
+    reclaim: db.mode === 'pglite' ? vacuumRunTables(db) : undefined,
+  }, ctx.log, opts.clock ?? systemClock);
   // In start order; each stops before those above it. Another entry is one more line here.
   lifecycles.add({ name: 'embedders', stop: () => embedders.close() });
   lifecycles.add({ name: 'sandbox', stop: () => sandbox.dispose?.() });

@@ -30,6 +30,7 @@ const envSchema = z.object({
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   WEFT_WEBHOOK_RETENTION_DAYS: z.coerce.number().min(0.0001).max(365).default(7),
   WEFT_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
+  WEFT_LOG_RETENTION_INTERVAL_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   // Limits that keep one run or request from hurting the others (docs/architecture.md, Where limits are enforced).
@@ -128,6 +129,8 @@ export interface Config {
   webhookRetentionDays: number;
   /** Days finished runs' logs are kept (0: forever). */
   logRetentionDays: number;
+  /** How often the run-log retention sweep runs (ms). */
+  logRetentionIntervalMs: number;
   /** Lease of a webhook delivery claim not yet answered; an expired one is taken over by a retry. */
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
@@ -258,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
     webhookRetentionDays: e.WEFT_WEBHOOK_RETENTION_DAYS,
     logRetentionDays: e.WEFT_LOG_RETENTION_DAYS,
+    logRetentionIntervalMs: Math.round(e.WEFT_LOG_RETENTION_INTERVAL_SECONDS * 1000),
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
