@@ -119,8 +119,20 @@ export function rerankPassages(
 ): ChunkHit[] {
   if (terms.length === 0 || options.passageWeight <= 0) return candidates.map((c) => c.hit);
   const matchers = terms.map(termMatcher);
+  // Query words that name the document ("html-to-text", "debian") are in every chunk's full-text context
+  // already and tell its chunks nothing apart: each chunk is scored on the other words.
+  const byTitle = new Map<string, TermMatcher[]>();
+  const matchersFor = (filename: string): TermMatcher[] => {
+    let found = byTitle.get(filename);
+    if (!found) {
+      const title = wordsOf(documentTitle(filename));
+      found = matchers.filter((m) => !title.some((_, at) => occursAt(title, at, m)));
+      byTitle.set(filename, found);
+    }
+    return found;
+  };
   return candidates
-    .map((c, order) => ({ hit: c.hit, order, score: c.score + options.passageWeight * passageScoreOf(c.hit.content, matchers, options.window) }))
+    .map((c, order) => ({ hit: c.hit, order, score: c.score + options.passageWeight * passageScoreOf(c.hit.content, matchersFor(c.hit.filename), options.window) }))
     .sort((a, b) => b.score - a.score || a.order - b.order)
     .map((c) => c.hit);
 }
@@ -138,27 +150,52 @@ export function passageScore(content: string, terms: readonly WeightedTerm[], wi
 
 interface TermMatcher {
   weight: number;
-  /** The lexeme's parts ("22.04" -> ["22", "04"]), matched against consecutive words of the text. */
-  parts: string[];
+  /** The lexeme without separators ("22.04" -> "2204", "mime.cache" -> "mimecache"). */
+  key: string;
+  /** How many consecutive words of the text may spell it together ("error description", "errorDescription"). */
+  span: number;
+  /** Short lexemes and numbers match only whole. */
+  whole: boolean;
 }
 
 function termMatcher(term: WeightedTerm): TermMatcher {
-  return { weight: Math.max(0, term.weight), parts: wordsOf(term.term) };
+  const parts = term.term.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const key = parts.join('');
+  // A compound lexeme is spelled by its parts; a long single lexeme may be a run-together identifier
+  // (the parser keeps "errorDescription" whole, so it stems to "errordescript").
+  return {
+    weight: Math.max(0, term.weight), key, span: parts.length > 1 ? parts.length + 1 : key.length >= 6 ? 3 : 1,
+    whole: key.length < 3 || /^\p{N}+$/u.test(key),
+  };
 }
 
-const wordsOf = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+/** A text's words, lower case: split at anything that is not a letter or digit, and at camelCase humps. */
+const wordsOf = (text: string): string[] =>
+  (text.replace(/(\p{Ll})(\p{Lu})/gu, '$1 $2').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
 
 /**
- * Whether a word of the text is a form of a lexeme part: the full-text stemmer keeps a word's stem, so
- * "released" and "releases" stem to "releas", "woody" to "woodi". Short parts and numbers must match whole
- * ("l" is not "list", "10" is not "100").
+ * Whether a word (or words run together) of the text is a form of a lexeme: the full-text stemmer keeps
+ * a word's stem, so "released" and "releases" stem to "releas", "woody" to "woodi". Short lexemes and
+ * numbers must match whole ("l" is not "list", "10" is not "100").
  */
-function wordMatches(word: string, part: string): boolean {
-  if (word === part) return true;
-  if (part.length < 3 || /^\p{N}+$/u.test(part) || !word.startsWith(part.slice(0, -1))) return false;
-  if (word.startsWith(part)) return word.length - part.length <= 4;
+function formOf(word: string, m: TermMatcher): boolean {
+  const lexeme = m.key;
+  if (word === lexeme) return true;
+  if (m.whole || word.length < lexeme.length || !word.startsWith(lexeme.slice(0, -1))) return false;
+  if (word.startsWith(lexeme)) return word.length - lexeme.length <= 4;
   // The stemmer writes a final "y" as "i": "woody" -> "woodi", "library" -> "librari".
-  return part.endsWith('i') && word[part.length - 1] === 'y' && word.length - part.length <= 3;
+  return lexeme.endsWith('i') && word[lexeme.length - 1] === 'y' && word.length - lexeme.length <= 3;
+}
+
+/** Whether the query word occurs at `at`: one word, or up to `span` words run together. */
+function occursAt(words: readonly string[], at: number, m: TermMatcher): boolean {
+  let joined = '';
+  for (let k = 0; k < m.span && at + k < words.length; k++) {
+    joined += words[at + k] as string;
+    if (formOf(joined, m)) return true;
+    if (joined.length >= m.key.length + 4) return false;
+  }
+  return false;
 }
 
 function passageScoreOf(content: string, matchers: readonly TermMatcher[], window: number): number {
@@ -168,10 +205,8 @@ function passageScoreOf(content: string, matchers: readonly TermMatcher[], windo
   // Every occurrence of a query word: its position and which query word it is.
   const hits: { at: number; term: number }[] = [];
   matchers.forEach((m, term) => {
-    if (m.parts.length === 0) return;
-    for (let at = 0; at + m.parts.length <= words.length; at++) {
-      if (m.parts.every((part, k) => wordMatches(words[at + k] as string, part))) hits.push({ at, term });
-    }
+    if (m.key === '') return;
+    for (let at = 0; at < words.length; at++) if (occursAt(words, at, m)) hits.push({ at, term });
   });
   if (hits.length === 0) return 0;
   hits.sort((a, b) => a.at - b.at);
