@@ -108,7 +108,7 @@ export interface PassageRerankOptions {
 export const PASSAGE_RERANK_DEFAULTS: PassageRerankOptions = { passageWeight: 0.5, window: 12 };
 
 /**
- * The passage rerank (docs/architecture.md, Knowledge bases): fusion decides which documents answer, but
+ * The passage rerank (docs/architecture.md, Knowledge ingest): fusion decides which documents answer, but
  * within a long document several chunks share the question's words, and the one that holds the answer
  * is the one where the question's rarer words occur together. Each candidate gets a passage score in
  * [0, 1] (`passageScore`), added to its fused score with `passageWeight`; ties keep the fused order.

@@ -97,7 +97,7 @@ export class KnowledgeSearch {
         this.deps.log.warn({ err }, 'full-text leg of a hybrid search failed; answering with vector ranking only');
       }
       // Fusion ranks the candidates; the passage rerank then brings forward, among them, the chunks where
-      // the question's words occur together (docs/architecture.md, Knowledge bases).
+      // the question's words occur together (docs/architecture.md, Knowledge ingest).
       hits = rerankPassages(fuseScored(vectorHits, keyword.hits), keyword.terms).slice(0, req.topK);
     } else {
       hits = await db.tx((q) => store.nearestChunks(q, search));
