@@ -1,6 +1,7 @@
 // The editor's palette in a real browser: a workflow takes one Start block (the server refuses a second),
 // so while it has one the palette's Start entry is unavailable, says why in its tooltip, and adds nothing;
-// with the Start block deleted the entry is offered again.
+// with the Start block deleted the entry is offered again. The Start input is `message`, as a new Start
+// block's default, so the workflow saved with the re-added block still resolves `<start.message>`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newPage, pageErrors, shot, signInWithApi, startApp, type Browser, type E2eApp, type Page } from './support/index.js';
 
@@ -24,8 +25,8 @@ describe('palette entry blocks', () => {
   it('offers Start only while the workflow has none', async () => {
     const definition = {
       blocks: [
-        { id: 'start', type: 'start', name: 'Begin', config: { inputFormat: [{ name: 'who', type: 'string' }] }, position: { x: 60, y: 60 } },
-        { id: 'greet', type: 'function', name: 'Greet', config: { code: 'return { hi: <start.who> }' }, position: { x: 340, y: 60 } },
+        { id: 'start', type: 'start', name: 'Begin', config: { inputFormat: [{ name: 'message', type: 'string' }] }, position: { x: 60, y: 60 } },
+        { id: 'greet', type: 'function', name: 'Greet', config: { code: 'return { hi: <start.message> }' }, position: { x: 340, y: 60 } },
       ],
       edges: [{ from: 'start', to: 'greet' }],
     };
@@ -67,9 +68,12 @@ describe('palette entry blocks', () => {
 
     // What the editor now holds is a definition the server takes.
     await page.getByRole('button', { name: 'Save', exact: true }).click();
-    await page.getByRole('status').filter({ hasText: /^Saved$/ }).waitFor();
-    const saved = (await app.api('GET', `/api/v1/workflows/${id}`)).body.data.workflow.definition;
-    expect(saved.blocks.filter((b: { type: string }) => b.type === 'start')).toHaveLength(1);
+    const saved = page.getByRole('status').filter({ hasText: /^Saved$/ });
+    await saved.or(page.getByRole('alert').first()).waitFor();
+    if (!(await saved.isVisible())) await shot(page, 'save-refused', { fullPage: false });
+    expect(await saved.isVisible(), await page.getByRole('alert').allInnerTexts().then((t) => t.join(' | '))).toBe(true);
+    const stored = (await app.api('GET', `/api/v1/workflows/${id}`)).body.data.workflow.definition;
+    expect(stored.blocks.filter((b: { type: string }) => b.type === 'start')).toHaveLength(1);
     expect(pageErrors(page)).toEqual([]);
   });
 });
