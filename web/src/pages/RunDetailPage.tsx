@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { apiFetch, ApiError } from '../api/client';
+import { api, ApiError } from '../api/client';
 import { roleAllows, useSession } from '../session';
 import { Button, ConfirmDialog, CopyButton, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge, formatDate, formatDuration } from '../ui';
 import { getLog, isLive, workflowNames, type LogDetail } from './runs/api';
@@ -55,7 +55,7 @@ export default function RunDetailPage() {
   const now = useNow(live);
   const names = useQuery({ queryKey: ['workflow-names', workspaceId], queryFn: () => workflowNames(workspaceId), enabled: Boolean(workspaceId), staleTime: 60_000 });
   const cancel = useMutation({
-    mutationFn: () => apiFetch(`/api/v2/workflows/${encodeURIComponent(data?.workflowId ?? '')}/runs/${encodeURIComponent(executionId)}/cancel`, { method: 'POST' }),
+    mutationFn: () => api('/api/v2/workflows/{id}/runs/{runId}/cancel', { method: 'post', params: { id: data?.workflowId ?? '', runId: executionId } }),
     onSuccess: async () => {
       setConfirmCancel(false);
       await qc.invalidateQueries({ queryKey: ['log', workspaceId, executionId] });
