@@ -5,6 +5,8 @@ import { AiGateway } from './ai/gateway.js';
 import type { AppContext } from './context.js';
 import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
+import { mcpPort } from './connectors/mcp-client.js';
+import { ConnectorsService, MAX_SPEC_BYTES } from './connectors/service.js';
 import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
@@ -47,6 +49,8 @@ export interface CoreServices {
   sessions: SessionService;
   /** Workspace secrets, encrypted at rest; resolved for runs through the engine's secrets port. */
   secrets: SecretsService;
+  /** OpenAPI connectors: their operations are blocks and agent tools (docs/architecture.md, Connectors). */
+  connectors: ConnectorsService;
 }
 
 export interface Services extends CoreServices {
@@ -100,6 +104,10 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
     providerKeyCacheMs: config.keyCacheMs,
     usedBy: (workspaceId, name) => workflows.deployedUsingSecret(workspaceId, name),
   });
+  // A specUrl is fetched through the same outbound guard as the http block, bounded in size.
+  const specHttp = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork, maxResponseBytes: MAX_SPEC_BYTES });
+  ctx.onClose.push(async () => specHttp.close());
+  const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId) });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
     maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
     secretNames: (workspaceId) => secrets.names(workspaceId),
@@ -108,14 +116,18 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
       await webhookRegistry.deploymentChanged(q, change);
       await scheduleRegistry.deploymentChanged(q, change);
     },
-    (workspaceId, definition) => scheduleRegistry.checkPlanInterval(workspaceId, definition));
+    async (workspaceId, definition) => {
+      await scheduleRegistry.checkPlanInterval(workspaceId, definition);
+      // Connector blocks and agent connector tools must name a connector (and operations) of the workspace.
+      await connectors.checkDefinition(workspaceId, definition);
+    });
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
   const ai = new AiGateway(db, config.ai, {
     usage: limits.usage, log: ctx.log, observer, workspaceKey: (workspaceId, provider) => secrets.providerKey(workspaceId, provider),
   });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -129,6 +141,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   // One V8 context per run on a warm isolate (docs/architecture.md, Performance targets); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
+  const remoteMcp = mcpPort(http);
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL
   // alone without it (SKIP LOCKED claims woken by LISTEN/NOTIFY). Embedded (PGlite): in-process.
   const onJobError = (err: unknown, jobId: string) => ctx.log.error({ err, jobId }, 'job failed');
@@ -174,6 +187,9 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       ai: ai.portFor(run.billedAccount, run.workspaceId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
       secrets: core.secrets.portFor(run.workspaceId),
+      connectors: core.connectors.portFor(run.workspaceId),
+      // Remote MCP servers go through the same outbound guard as every other request of a run.
+      mcp: remoteMcp,
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });
