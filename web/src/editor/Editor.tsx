@@ -11,7 +11,7 @@ import {
 } from '../api/workflows';
 import { roleAllows, useSession } from '../session';
 import { Button, ConfirmDialog, ErrorBanner, StatusBadge } from '../ui';
-import { Canvas, type Selection } from './Canvas';
+import { Canvas, type BlockPreset, type Selection } from './Canvas';
 import { DeployPanel } from './DeployPanel';
 import {
   branchHandles, CONTAINER_MIN, containerSize, freeSpot, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
@@ -138,7 +138,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     if (blockId) setTab('block');
   }, []);
 
-  const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null) => {
+  const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null, preset?: BlockPreset) => {
     const fromPalette = !position;
     const index = indexBlocks(def.blocks);
     const ids = new Set(index.keys());
@@ -147,8 +147,8 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     const block: BlockDef = {
       id: uniqueId(type, ids),
       type,
-      name: uniqueName(titleOf(type), names),
-      config: initialConfig(type, info?.config ?? {}),
+      name: uniqueName(preset?.name ?? titleOf(type), names),
+      config: preset?.config ?? initialConfig(type, info?.config ?? {}),
       ...(isContainer({ type }) ? { blocks: [], size: { ...CONTAINER_MIN } } : {}),
     };
     let parentId = parentIdIn ?? null;
@@ -225,7 +225,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         </div>
       ) : null}
       <div className="editor-body">
-        <Palette types={types} onAdd={(t) => addBlock(t)} disabled={!canWrite} />
+        <Palette types={types} onAdd={(t, preset) => addBlock(t, undefined, null, preset)} disabled={!canWrite} />
         <ReactFlowProvider>
           <Canvas
             definition={def}
@@ -235,7 +235,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
             issuesByBlock={issuesByBlock}
             readOnly={!canWrite}
             fitSignal={fitSignal}
-            onDropType={(t, p, parent) => addBlock(t, p, parent)}
+            onDropType={(t, p, parent, preset) => addBlock(t, p, parent, preset)}
           />
         </ReactFlowProvider>
         <aside className="side-panel" aria-label="Details">
