@@ -2,7 +2,7 @@
 // Connectors): one field per path, query or header parameter and a JSON field for the body. Fields take
 // references like every other block form: numbers are typed as text (a number, or a <reference>), objects
 // and arrays as JSON or a reference; enums are a select and booleans a checkbox.
-import { useId, useMemo } from 'react';
+import { useId } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { listConnectors, type Connector } from '../pages/connectors/api';
 import { useSession } from '../session';
@@ -38,7 +38,7 @@ export function ConnectorFields({ schema, value, onChange, ctx }: { schema: Json
   const list: Connector[] = connectors.data ?? [];
   const connector = list.find((c) => c.id === value.connectorId);
   const op = connector?.operations.find((o) => o.operationId === value.operationId);
-  const paramsSchema = useMemo(() => (op ? parametersForm(op.parameters) : null), [op]);
+  const paramsSchema = op ? parametersForm(op.parameters) : null;
   const params = value.parameters && typeof value.parameters === 'object' && !Array.isArray(value.parameters) ? (value.parameters as Obj) : {};
   const timeoutSchema: JsonSchema = { type: 'object', properties: schema.properties?.timeoutMs ? { timeoutMs: schema.properties.timeoutMs } : {} };
 
