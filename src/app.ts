@@ -28,6 +28,7 @@ import { schemaRoutes } from './workflows/schema-routes.js';
 import { registerLanding } from './http/landing.js';
 import { registerWebApp } from './http/web-app.js';
 import { secretRoutes } from './secrets/routes.js';
+import { connectorRoutes } from './connectors/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { metricsAccess, registerObservability } from './observability/http.js';
 
@@ -141,6 +142,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl()));
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
   await app.register(secretRoutes(services.secrets, accounts));
+  await app.register(connectorRoutes(services.connectors, accounts));
   await app.register(mcpRoutes(runs, workflows, accounts), { ctx });
   return app;
 }

@@ -6,6 +6,8 @@ import type { AppContext } from './context.js';
 import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
 import { Lifecycles } from './lifecycle.js';
+import { mcpPort } from './connectors/mcp-client.js';
+import { ConnectorsService, MAX_SPEC_BYTES } from './connectors/service.js';
 import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
@@ -54,6 +56,8 @@ export interface CoreServices {
    * reverse. server.ts starts them once it listens and stops them after its last request; the CLI only stops.
    */
   lifecycles: Lifecycles;
+  /** OpenAPI connectors: their operations are blocks and agent tools (docs/architecture.md, Connectors). */
+  connectors: ConnectorsService;
 }
 
 export interface Services extends CoreServices {
@@ -109,6 +113,10 @@ export function composeCore(
     providerKeyCacheMs: config.keyCacheMs,
     usedBy: (workspaceId, name) => workflows.deployedUsingSecret(workspaceId, name),
   });
+  // A specUrl is fetched through the same outbound guard as the http block, bounded in size.
+  const specHttp = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork, maxResponseBytes: MAX_SPEC_BYTES });
+  lifecycles.add({ name: 'connector document fetcher', stop: async () => specHttp.close() });
+  const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId) });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
     maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
     secretNames: (workspaceId) => secrets.names(workspaceId),
@@ -117,7 +125,11 @@ export function composeCore(
       await webhookRegistry.deploymentChanged(q, change);
       await scheduleRegistry.deploymentChanged(q, change);
     },
-    (workspaceId, definition) => scheduleRegistry.checkPlanInterval(workspaceId, definition));
+    async (workspaceId, definition) => {
+      await scheduleRegistry.checkPlanInterval(workspaceId, definition);
+      // Connector blocks and agent connector tools must name a connector (and operations) of the workspace.
+      await connectors.checkDefinition(workspaceId, definition);
+    });
   const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
@@ -127,7 +139,7 @@ export function composeCore(
   // Returns the deposits a dead process left reserved, after the upstream timeout; on stop it also writes the
   // settlements waiting for their window. Entries stop in reverse, so this runs after the run workers have stopped.
   lifecycles.add({ name: 'AI deposit sweeper and settle flush', start: () => ai.start(), stop: () => ai.close() });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, lifecycles };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -148,6 +160,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   // One V8 context per run on a warm isolate (docs/architecture.md, Performance targets); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
+  const remoteMcp = mcpPort(http);
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL
   // alone without it (SKIP LOCKED claims woken by LISTEN/NOTIFY). Embedded (PGlite): in-process.
   const onJobError = (err: unknown, jobId: string) => ctx.log.error({ err, jobId }, 'job failed');
@@ -193,6 +206,9 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       ai: ai.portFor(run.billedAccount, run.workspaceId, run.executionId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
       secrets: core.secrets.portFor(run.workspaceId),
+      connectors: core.connectors.portFor(run.workspaceId),
+      // Remote MCP servers go through the same outbound guard as every other request of a run.
+      mcp: remoteMcp,
       workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
     }),
   });

@@ -56,6 +56,11 @@ export interface BlockContext {
   remainingMs(): number;
   /** Updates run variables (visible to later <variable.name>); recorded with the step. */
   setVariables(values: Record<string, unknown>): void;
+  /**
+   * The value of a workspace secret, fetched through the secrets port; from then on the run masks it
+   * in everything it reports. Rejects naming the secret when it is not set.
+   */
+  secret(name: string): Promise<string>;
   /** Resolves references/secrets in a raw config value (for fields listed in `rawFields`). */
   resolve(value: unknown): unknown;
   /**

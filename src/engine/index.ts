@@ -35,6 +35,12 @@ export type {
   KnowledgeSearchArgs,
   KnowledgeSearchHit,
   SecretsPort,
+  ConnectorsPort,
+  ConnectorOperationInfo,
+  ConnectorCall,
+  McpPort,
+  McpSession,
+  McpToolInfo,
 } from './ports.js';
 export { realClock } from './ports.js';
 export { workflowDefinitionSchema, validateDefinition, DEFINITION_DEFAULTS } from './definition.js';

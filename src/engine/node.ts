@@ -95,6 +95,12 @@ function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execu
       run.setVariables(values);
       exec.variablesChanged = true;
     },
+    secret: async (name) => {
+      await run.loadSecrets([name]);
+      const value = run.secret(name);
+      if (value === undefined) throw new Error(`secret ${name} is not available in this run`);
+      return value;
+    },
     resolve: (value) => scope.resolveLoose(value),
     runCode: (source, opts) => scope.runCode(source, opts),
     log: (level, message) => appendLog(exec.logs, { level, message }),

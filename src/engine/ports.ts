@@ -215,6 +215,66 @@ export interface SecretsPort {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Connectors (OpenAPI operations and remote MCP servers; the connectors area supplies the adapter,
+// scoped to the run's workspace)
+// ---------------------------------------------------------------------------------------------
+
+export interface ConnectorOperationInfo {
+  operationId: string;
+  method: string;
+  path: string;
+  summary: string;
+  description?: string;
+  /** Object schema over the path, query and header parameters, by name. */
+  parameters: Record<string, unknown>;
+  /** JSON Schema of the JSON request body, or null. */
+  requestBody: Record<string, unknown> | null;
+  bodyRequired?: boolean;
+}
+
+export interface ConnectorCall {
+  connectorId: string;
+  operationId: string;
+  parameters?: unknown;
+  body?: unknown;
+  /**
+   * Resolves a workspace secret for the connector's auth through the run, so the run masks its
+   * value wherever it reports it.
+   */
+  secret(name: string): Promise<string>;
+}
+
+export interface ConnectorsPort {
+  /** The connector's name and operations; throws Error naming an unknown connector. */
+  describe(connectorId: string): Promise<{ name: string; operations: ConnectorOperationInfo[] }>;
+  /**
+   * Validates the parameters and body against the operation's schemas and builds the request with
+   * the connector's auth. Throws Error naming the connector, operation or parameter at fault.
+   */
+  prepare(call: ConnectorCall): Promise<{ url: string; method: string; headers: Record<string, string>; body?: string }>;
+}
+
+export interface McpToolInfo {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments (an object schema). */
+  inputSchema: Record<string, unknown>;
+}
+
+/** One connection to a remote MCP server, for the time of one block. */
+export interface McpSession {
+  tools: McpToolInfo[];
+  /** The tool's result content; throws Error naming the server on a failure. */
+  call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export interface McpPort {
+  /** Connects and lists the tools; throws Error naming the server when it does not answer well. */
+  open(args: { url: string; headers: Record<string, string>; signal: AbortSignal; timeoutMs: number }): Promise<McpSession>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // All ports of a run
 // ---------------------------------------------------------------------------------------------
 
@@ -229,6 +289,8 @@ export interface EnginePorts {
   knowledge?: KnowledgePort;
   /** Without it, only the run's `secrets` option resolves `{{NAME}}`. */
   secrets?: SecretsPort;
+  connectors?: ConnectorsPort;
+  mcp?: McpPort;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ const KnowledgePage = page(() => import('./pages/KnowledgePage'));
 const UsagePage = page(() => import('./pages/UsagePage'));
 const ApiKeysPage = page(() => import('./pages/ApiKeysPage'));
 const SecretsPage = page(() => import('./pages/SecretsPage'));
+const ConnectorsPage = page(() => import('./pages/ConnectorsPage'));
 const NotFoundPage = page(() => import('./pages/NotFoundPage'));
 
 /** Everything but /sign-in needs a session; without one the user goes to sign-in and comes back after. */
@@ -60,6 +61,7 @@ export function App() {
           <Route path="tables/:tableId" element={<TablesPage />} />
           <Route path="knowledge" element={<KnowledgePage />} />
           <Route path="knowledge/:kbId" element={<KnowledgePage />} />
+          <Route path="connectors" element={<ConnectorsPage />} />
           <Route path="usage" element={<UsagePage />} />
           <Route path="settings" element={<Navigate to="/settings/api-keys" replace />} />
           <Route path="settings/api-keys" element={<ApiKeysPage />} />

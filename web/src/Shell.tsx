@@ -13,6 +13,7 @@ const NAV = [
   { to: '/approvals', label: 'Approvals' },
   { to: '/tables', label: 'Tables' },
   { to: '/knowledge', label: 'Knowledge' },
+  { to: '/connectors', label: 'Connectors' },
   { to: '/usage', label: 'Usage' },
   { to: '/settings/api-keys', label: 'API keys' },
   { to: '/settings/secrets', label: 'Secrets' },

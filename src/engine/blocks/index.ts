@@ -5,6 +5,7 @@ import { agentBlock } from './agent.js';
 import { evaluatorBlock } from './evaluator.js';
 import { routerBlock } from './router.js';
 import { conditionBlock } from './condition.js';
+import { connectorBlock } from './connector.js';
 import { functionBlock } from './function.js';
 import { httpBlock } from './http.js';
 import { humanBlock } from './human.js';
@@ -27,6 +28,7 @@ const builtIn: AnyBlockType[] = [
   functionBlock,
   conditionBlock,
   httpBlock,
+  connectorBlock,
   responseBlock,
   variablesBlock,
   waitBlock,

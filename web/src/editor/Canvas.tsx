@@ -15,6 +15,20 @@ import {
 import { nodeTypes } from './nodes';
 
 export const DRAG_TYPE = 'application/x-weft-block';
+/** With DRAG_TYPE: JSON {name, config} of a preset block (a connector operation from the palette). */
+export const DRAG_PRESET = 'application/x-weft-block-preset';
+
+export interface BlockPreset { name: string; config: Record<string, unknown> }
+
+function presetOf(text: string): BlockPreset | undefined {
+  if (!text) return undefined;
+  try {
+    const v = JSON.parse(text) as Partial<BlockPreset>;
+    return typeof v.name === 'string' && v.config && typeof v.config === 'object' ? { name: v.name, config: v.config } : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface Selection { nodes: Set<string>; edge: string | null }
 
@@ -28,7 +42,7 @@ interface CanvasProps {
   /** Changes when the view should fit every block again (a block was added from the palette). */
   fitSignal: number;
   /** A palette item dropped on the canvas: where (relative to its container) and in which container. */
-  onDropType(type: string, position: { x: number; y: number }, parentId: string | null): void;
+  onDropType(type: string, position: { x: number; y: number }, parentId: string | null, preset?: BlockPreset): void;
 }
 
 const round = (p: { x: number; y: number }) => ({ x: Math.round(p.x), y: Math.round(p.y) });
@@ -188,7 +202,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
     const point = flow.screenToFlowPosition({ x: e.clientX, y: e.clientY });
     const parent = isContainer({ type }) || ENTRY_TYPES.has(type) ? null : containerAt(point, index, absolute, new Set());
     const base = parent ? absolute(parent) ?? { x: 0, y: 0 } : { x: 0, y: 0 };
-    onDropType(type, round({ x: point.x - base.x - NODE_WIDTH / 2, y: point.y - base.y - 20 }), parent);
+    onDropType(type, round({ x: point.x - base.x - NODE_WIDTH / 2, y: point.y - base.y - 20 }), parent, presetOf(e.dataTransfer.getData(DRAG_PRESET)));
   };
 
   useEffect(() => {

@@ -11,7 +11,7 @@ import {
 } from '../api/workflows';
 import { roleAllows, useSession } from '../session';
 import { Button, ConfirmDialog, ErrorBanner, StatusBadge } from '../ui';
-import { Canvas, type Selection } from './Canvas';
+import { Canvas, type BlockPreset, type Selection } from './Canvas';
 import { DeployPanel } from './DeployPanel';
 import {
   branchHandles, CONTAINER_MIN, containerSize, ENTRY_TYPES, freeSpot, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
@@ -138,7 +138,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     if (blockId) setTab('block');
   }, []);
 
-  const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null) => {
+  const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null, preset?: BlockPreset) => {
     const fromPalette = !position;
     // a drop bypasses the palette's check; the server would refuse the result at save
     if (unavailableReason(type, def.blocks)) return;
@@ -149,8 +149,8 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
     const block: BlockDef = {
       id: uniqueId(type, ids),
       type,
-      name: uniqueName(titleOf(type), names),
-      config: initialConfig(type, info?.config ?? {}),
+      name: uniqueName(preset?.name ?? titleOf(type), names),
+      config: preset?.config ?? initialConfig(type, info?.config ?? {}),
       ...(isContainer({ type }) ? { blocks: [], size: { ...CONTAINER_MIN } } : {}),
     };
     // Entry blocks live at the top level and take no incoming edge, so they never join the selection.
@@ -229,7 +229,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         </div>
       ) : null}
       <div className="editor-body">
-        <Palette types={types} onAdd={(t) => addBlock(t)} disabled={!canWrite} unavailable={(t) => unavailableReason(t, def.blocks)} />
+        <Palette types={types} onAdd={(t, preset) => addBlock(t, undefined, null, preset)} disabled={!canWrite} unavailable={(t) => unavailableReason(t, def.blocks)} />
         <ReactFlowProvider>
           <Canvas
             definition={def}
@@ -239,7 +239,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
             issuesByBlock={issuesByBlock}
             readOnly={!canWrite}
             fitSignal={fitSignal}
-            onDropType={(t, p, parent) => addBlock(t, p, parent)}
+            onDropType={(t, p, parent, preset) => addBlock(t, p, parent, preset)}
           />
         </ReactFlowProvider>
         <aside className="side-panel" aria-label="Details">

@@ -8,6 +8,7 @@ import type { BlockDef, Definition, DefinitionIssue, EdgeDef } from '../api/work
 import { Button, ConfirmDialog, InputField, TextAreaField } from '../ui';
 import { branchHandles, edgeKey, ENTRY_TYPES, indexBlocks, normalizeName, updateBlock } from './graph';
 import { secretSuggestions, suggestionsFor } from './references';
+import { ConnectorFields } from './ConnectorForm';
 import { ObjectFields } from './SchemaForm';
 import type { BlockTypeInfo } from './schema';
 
@@ -147,7 +148,11 @@ export function Inspector({ definition, onChange, blockId, types, issues, readOn
       <fieldset disabled={readOnly} className="plain-fieldset stack">
         <InputField label="Name" value={block.name} maxLength={200} required onChange={(e) => set((b) => ({ ...b, name: e.target.value }))}
           hint={<>Other blocks refer to its output as <code>{`<${refHead}.field>`}</code>.</>} error={nameClash ? 'Another block has the same name (names must differ ignoring case, spaces and dots).' : undefined} />
-        <ObjectFields schema={schema} value={(block.config ?? {}) as Record<string, unknown>} onChange={(c) => set((b) => ({ ...b, config: c }))} path="" ctx={{ suggestions, errors }} />
+        {block.type === 'connector' ? (
+          <ConnectorFields schema={schema} value={(block.config ?? {}) as Record<string, unknown>} onChange={(c) => set((b) => ({ ...b, config: c }))} ctx={{ suggestions, errors }} />
+        ) : (
+          <ObjectFields schema={schema} value={(block.config ?? {}) as Record<string, unknown>} onChange={(c) => set((b) => ({ ...b, config: c }))} path="" ctx={{ suggestions, errors }} />
+        )}
         {!ENTRY_TYPES.has(block.type) ? (
           <fieldset className="fieldset">
             <legend>Retries</legend>

@@ -41,7 +41,7 @@ function FieldShell({ id, label, hint, error, required, children }: { id: string
 const describedBy = (id: string, hint?: string, error?: string) => [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
 
 /** JSON text edited freely; parsed when the field loses focus. Text that is not JSON is kept as a string where strings are allowed. */
-function JsonField({ id, value, onChange, allowText, hint, error, label, required, ctx }: {
+export function JsonField({ id, value, onChange, allowText, hint, error, label, required, ctx }: {
   id: string; value: Value; onChange(v: Value): void; allowText: boolean; hint?: string; error?: string; label: ReactNode; required?: boolean; ctx: FormContext;
 }) {
   const shown = value === undefined ? '' : typeof value === 'string' && allowText ? value : JSON.stringify(value, null, 2);

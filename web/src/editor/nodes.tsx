@@ -15,6 +15,7 @@ function summary(b: BlockDef): string {
     case 'loop': case 'parallel': return `${String(c.kind ?? '')} ${String(c.count ?? c.items ?? c.condition ?? '')}`.trim();
     case 'table': return `${String(c.operation ?? '')} ${String(c.tableId ?? '')}`.trim();
     case 'wait': return `${String(c.seconds ?? '')} s`;
+    case 'connector': return String(c.operationId ?? '');
     default: return '';
   }
 }

@@ -65,7 +65,11 @@ export const BLOCK_HELP: Record<string, string> = {
   router: 'Language model picks a route',
   evaluator: 'Language model scores content',
   knowledge: 'Search knowledge bases',
+  connector: 'Call an operation of a connector',
 };
+
+/** Types the palette lists in their own way (connector operations come from the workspace's connectors). */
+export const PALETTE_HIDDEN = new Set(['connector']);
 
 export const PALETTE_GROUPS: { label: string; types: string[] }[] = [
   { label: 'Triggers', types: ['start', 'webhook', 'schedule'] },
