@@ -20,7 +20,7 @@ import { createEmbedders } from './knowledge/embedders.js';
 import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
-import type { PasswordHasher } from './sessions/password.js';
+import { scryptHasher, type PasswordHasher } from './sessions/password.js';
 import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
@@ -75,7 +75,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
   // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
   const sessions = new SessionService(db, accounts, {
-    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords,
+    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords ?? scryptHasher(config.dashboard.passwordHashCost),
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
