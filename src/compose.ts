@@ -10,6 +10,7 @@ import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
 import { GuardedHttp } from './net/guarded-http.js';
 import { createObservability, type Observability, type Observer } from './observability/index.js';
+import { pingRedis } from './queue/redis-ping.js';
 import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
@@ -157,6 +158,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   });
   const runs: ExecutionService = new ExecutionService({
     db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
+    pingRedis: queue instanceof BullMqQueue ? () => pingRedis(config.redisUrl!) : undefined,
     // The scheduler counts its runs' outcomes (consecutive failures disable a schedule).
     observer: {
       runStarted: (e) => observer.runStarted(e),
