@@ -59,7 +59,7 @@ describe('authentication', () => {
     // The stored form is the SHA-256 of the secret (what a lookup recomputes), and no column of the
     // row holds the secret or any 8-character piece of it beyond the last four shown in the list.
     expect(rows[0].key_hash).toBe(createHash('sha256').update(secret, 'utf8').digest('hex'));
-    expect(rows[0].display_suffix).toBe(secret.slice(-4));
+    expect(rows[0].display_suffix).toBe(`sk-weft-...${secret.slice(-4)}`);
     const row = JSON.stringify(rows[0]);
     for (let i = 0; i + 8 <= secret.length; i++) expect(row).not.toContain(secret.slice(i, i + 8));
   });

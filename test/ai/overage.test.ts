@@ -54,7 +54,8 @@ async function expectBooksBalanced() {
   const credits = await t.call('GET', '/api/v1/ai/credits');
   expect(credits.body.reservedUsd).toBe(0);
   const b = (await ledger.getBalance(t.db, account))!;
-  expect(credits.body.balanceUsd).toBeCloseTo(b.balanceNano / 1e9, 9);
+  // The API shows the balance rounded to the micro-dollar.
+  expect(Math.abs(credits.body.balanceUsd - b.balanceNano / 1e9)).toBeLessThanOrEqual(0.5e-6 + 1e-12);
   const sum = await t.db.query<{ s: number }>('SELECT COALESCE(sum(amount_nano), 0)::int8 AS s FROM ai_credit_ledger WHERE account = $1', [account]);
   expect(Number(sum[0].s)).toBe(b.balanceNano);
   // The last ledger entry carries the balance it left.
