@@ -3,7 +3,7 @@
 // state, resume (a new run id) and streaming frames.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, createKey, createUser, createWorkspace } from '../support/accounts.js';
-import { dbMode, request, startTestServer, type TestResponse, type TestServer } from '../support/harness.js';
+import { request, startTestServer, type TestResponse, type TestServer } from '../support/harness.js';
 import { deploy, fn, start } from '../support/workflows.js';
 
 let t: TestServer;
@@ -527,25 +527,3 @@ describe('OpenAPI', () => {
   });
 });
 
-// `redisAvailable` answers whether the queue's Redis answers PING now: false on a server that
-// dispatches without Redis (above), true on one dispatching through BullMQ.
-const redisUrl = process.env.TEST_REDIS_URL;
-describe.skipIf(dbMode() !== 'postgres' || !redisUrl)('v2 cancel on a server dispatching through Redis (needs TEST_DATABASE_URL and TEST_REDIS_URL)', () => {
-  let withRedis: TestServer;
-  beforeAll(async () => {
-    withRedis = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'enterprise', REDIS_URL: redisUrl! } });
-  });
-  afterAll(async () => {
-    await withRedis?.close();
-  });
-
-  it('reports redisAvailable: true', async () => {
-    const wf = await deploy(withRedis, 'v2-cancel-redis', echo);
-    // A sync run (no job on the shared Redis), cancelled once finished: the answer still reports Redis.
-    const run = await withRedis.call('POST', `/api/v2/workflows/${wf}/execute`, { name: 'ada' });
-    expect(run.body.data.status).toBe('completed');
-    const c = await withRedis.call('POST', `/api/v2/workflows/${wf}/runs/${run.body.data.runId}/cancel`);
-    expect(c.status).toBe(200);
-    expect(c.body.data.redisAvailable).toBe(true);
-  });
-});
