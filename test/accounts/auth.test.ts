@@ -57,11 +57,12 @@ describe('authentication', () => {
     const secret: string = created.body.data.key;
     const rows = await t.server.ctx.db.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [created.body.data.id]);
     // The stored form is the SHA-256 of the secret (what a lookup recomputes), and no column of the
-    // row holds the secret or any 8-character piece of it beyond the last four shown in the list.
+    // row holds the secret's random part or any 8-character piece of it (only its last four are shown).
     expect(rows[0].key_hash).toBe(createHash('sha256').update(secret, 'utf8').digest('hex'));
     expect(rows[0].display_suffix).toBe(`sk-weft-...${secret.slice(-4)}`);
     const row = JSON.stringify(rows[0]);
-    for (let i = 0; i + 8 <= secret.length; i++) expect(row).not.toContain(secret.slice(i, i + 8));
+    const random = secret.slice('sk-weft-'.length);
+    for (let i = 0; i + 8 <= random.length; i++) expect(row).not.toContain(random.slice(i, i + 8));
   });
 
   it('refuses a workspace key on another workspace with 403 and a personal key where disabled', async () => {
