@@ -13,6 +13,7 @@ import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
 import { GuardedHttp } from './net/guarded-http.js';
 import { createObservability, workerMetricsListener, type Observability, type Observer } from './observability/index.js';
+import { pingRedis } from './queue/redis-ping.js';
 import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
@@ -24,7 +25,7 @@ import { createEmbedders } from './knowledge/embedders.js';
 import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
-import type { PasswordHasher } from './sessions/password.js';
+import { scryptHasher, type PasswordHasher } from './sessions/password.js';
 import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
@@ -88,7 +89,7 @@ export function composeCore(
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
   // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
   const sessions = new SessionService(db, accounts, {
-    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords,
+    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords ?? scryptHasher(config.dashboard.passwordHashCost),
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
@@ -189,6 +190,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   });
   const runs: ExecutionService = new ExecutionService({
     db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
+    pingRedis: queue instanceof BullMqQueue ? () => pingRedis(config.redisUrl!) : undefined,
     // The scheduler counts its runs' outcomes (consecutive failures disable a schedule).
     observer: {
       runStarted: (e) => observer.runStarted(e),

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_HASH_COST, MIN_HASH_COST, MIN_PRODUCTION_HASH_COST } from './sessions/password.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -92,6 +93,9 @@ const envSchema = z.object({
   WEFT_SESSION_IDLE_HOURS: z.coerce.number().min(0.01).max(24 * 90).default(24),
   WEFT_SESSION_MAX_DAYS: z.coerce.number().min(0.01).max(365).default(14),
   WEFT_TRUST_PROXY: booleanFlag,
+  // scrypt cost (log2 N) for new password hashes; below the production floor only when NODE_ENV=test.
+  WEFT_PASSWORD_HASH_COST: z.coerce.number().int().min(MIN_HASH_COST).max(20).default(DEFAULT_HASH_COST),
+  NODE_ENV: optionalText,
   // Workspace secrets: the AES-256-GCM key (32 bytes, base64). Unset: a key file in the data directory
   // (embedded only; PostgreSQL refuses to start without it). Previous keys still decrypt during a rotation.
   WEFT_ENCRYPTION_KEY: optionalText.refine((v) => v === undefined || Buffer.from(v.trim(), 'base64').length === 32,
@@ -177,6 +181,8 @@ export interface DashboardConfig {
   webDist: string;
   /** Email of the admin user the first setup creates. */
   adminEmail: string;
+  /** scrypt cost (log2 N) for new password hashes. */
+  passwordHashCost: number;
   /** A session unused this long ends. */
   sessionIdleMs: number;
   /** A session ends this long after sign-in, used or not. */
@@ -243,6 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new Error(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  if (e.WEFT_PASSWORD_HASH_COST < MIN_PRODUCTION_HASH_COST && e.NODE_ENV !== 'test') {
+    throw new Error(`Invalid configuration: WEFT_PASSWORD_HASH_COST: below ${MIN_PRODUCTION_HASH_COST} only in tests (NODE_ENV=test)`);
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -316,6 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     dashboard: {
       webDist: e.WEFT_WEB_DIST ? path.resolve(e.WEFT_WEB_DIST) : fileURLToPath(new URL('../web/dist/', import.meta.url)),
       adminEmail: e.WEFT_ADMIN_EMAIL,
+      passwordHashCost: e.WEFT_PASSWORD_HASH_COST,
       sessionIdleMs: Math.round(e.WEFT_SESSION_IDLE_HOURS * 3_600_000),
       sessionMaxMs: Math.round(e.WEFT_SESSION_MAX_DAYS * 86_400_000),
       trustProxy: e.WEFT_TRUST_PROXY,

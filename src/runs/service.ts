@@ -43,6 +43,8 @@ export interface RunsDeps {
   ports: PortFactory;
   /** Told when async runs start and runs finish (metrics, the run log line, traces). */
   observer?: RunObserver;
+  /** Whether the Redis behind the queue answers; absent when runs are not dispatched through Redis. */
+  pingRedis?: () => Promise<boolean>;
 }
 
 /** A run admitted past the deploy and limit gates, with the version it runs. */
@@ -89,6 +91,11 @@ export class ExecutionService {
 
   /** Runs' writes, group-committed across the runs that write at the same time. */
   private readonly writes: RunWrites;
+
+  /** True when runs are dispatched through Redis and it answers PING now. */
+  redisAvailable(): Promise<boolean> {
+    return this.deps.pingRedis ? this.deps.pingRedis() : Promise.resolve(false);
+  }
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;

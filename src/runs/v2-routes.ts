@@ -305,8 +305,10 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       const row = await service.findRun(access.workspaceId, id, runId);
       if (!row) throw new HttpError(404, 'Run not found');
       const o = await service.cancel(row);
-      // Cancellation is recorded in the database, which every process watches: no Redis is involved.
-      return { data: { success: o.success, runId: o.runId, redisAvailable: true, durablyRecorded: o.durablyRecorded, locallyAborted: o.locallyAborted, pausedCancelled: o.pausedCancelled, reason: o.reason } };
+      // Cancellation is recorded in the database, which every process watches: Redis is not needed for
+      // it, and `redisAvailable` reports whether the queue's Redis (if any) answers right now.
+      const redisAvailable = await service.redisAvailable();
+      return { data: { success: o.success, runId: o.runId, redisAvailable, durablyRecorded: o.durablyRecorded, locallyAborted: o.locallyAborted, pausedCancelled: o.pausedCancelled, reason: o.reason } };
     });
 
     app.post('/workflows/:id/runs/:runId/resume', {
