@@ -59,7 +59,8 @@ export interface Where { dataDir?: string; databaseUrl?: string }
 export async function startScheduledServer(clock: ManualClock, opts: { where?: Where; role?: StartOptions['role']; env?: Record<string, string> } = {}): Promise<TestServer & { where: Where }> {
   const where = opts.where ?? (await freshDatabase());
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
+    // The clock starts in 2030 while rows carry today's timestamps: run-log retention (on the same clock) stays off.
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_LOG_RETENTION_DAYS: '0', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0, host: '127.0.0.1',
       dataDir: where.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'weft-unused-')),
