@@ -24,8 +24,16 @@ export function acceptingReferences(s: JsonSchema): JsonSchema {
   return { anyOf: [{ ...s, description: undefined }, { type: 'string' }], description: s.description };
 }
 
-export function parametersForm(schema: JsonSchema): JsonSchema {
-  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, acceptingReferences(v)]));
+/**
+ * The parameters' form schema in a reading order: path parameters as they appear in the path, then the
+ * required ones, then the rest by name (the stored schema's key order is not the document's).
+ */
+export function parametersForm(schema: JsonSchema, path: string): JsonSchema {
+  const inPath = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const required = new Set(schema.required ?? []);
+  const rank = (k: string) => (inPath.includes(k) ? inPath.indexOf(k) : required.has(k) ? 1000 : 2000);
+  const keys = Object.keys(schema.properties ?? {}).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const properties = Object.fromEntries(keys.map((k) => [k, acceptingReferences(schema.properties![k])]));
   return { type: 'object', properties, required: schema.required };
 }
 
@@ -38,7 +46,7 @@ export function ConnectorFields({ schema, value, onChange, ctx }: { schema: Json
   const list: Connector[] = connectors.data ?? [];
   const connector = list.find((c) => c.id === value.connectorId);
   const op = connector?.operations.find((o) => o.operationId === value.operationId);
-  const paramsSchema = op ? parametersForm(op.parameters) : null;
+  const paramsSchema = op ? parametersForm(op.parameters, op.path) : null;
   const params = value.parameters && typeof value.parameters === 'object' && !Array.isArray(value.parameters) ? (value.parameters as Obj) : {};
   const timeoutSchema: JsonSchema = { type: 'object', properties: schema.properties?.timeoutMs ? { timeoutMs: schema.properties.timeoutMs } : {} };
 
