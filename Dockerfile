@@ -54,7 +54,8 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # isolated-vm needs --no-node-snapshot on Node 20; 4 MB semi-spaces keep the heaps of the main thread and the
-# database thread about 40 MB smaller after load at no measured cost (bench/RESULTS.md). `docker run weft <command>` runs any CLI command
+# database thread about 40 MB smaller after load at no measured cost, and one V8 platform thread instead of four
+# (a 2-core host gains nothing from more; their heaps and arenas cost memory) (bench/RESULTS.md). `docker run weft <command>` runs any CLI command
 # (api, worker, migrate, keys create ...) in place of serve.
-ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=4", "dist/main.js"]
+ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=4", "--v8-pool-size=1", "dist/main.js"]
 CMD ["serve"]

@@ -22,8 +22,13 @@ export interface Weft {
   workers: Proc[];
   /** Milliseconds from spawning the first HTTP process to its healthy /readyz. */
   firstStartMs: number;
-  /** Stops the HTTP process and starts it again on the same data; resolves with the ms to a healthy /readyz. */
-  restart: () => Promise<number>;
+  /**
+   * Stops the HTTP process and starts it again on the same data (with `extraEnv` added, if given); resolves
+   * with the ms to a healthy /readyz.
+   */
+  restart: (extraEnv?: Record<string, string>) => Promise<number>;
+  /** Embedded: the data directory (its size is a figure). */
+  dataDir?: string;
   close: () => Promise<void>;
 }
 
@@ -72,8 +77,15 @@ const metricsUrls = new WeakMap<Proc, string>();
 
 // BENCH_CPU_PROF=<dir>: every Weft process writes a V8 CPU profile of each of its threads there on exit.
 const profileArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-// The flags of `npm start` (package.json), so that the bench measures what users run.
-const nodeArgs = (command: string) => ['--no-node-snapshot', '--max-semi-space-size=4', ...profileArgs, mainJs, command];
+/** The Node flags of `npm start` (package.json's start script, between `node` and the script), so that the bench measures what users run. */
+function startFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split(/\s+/);
+  const script = words.indexOf('dist/main.js');
+  if (words[0] !== 'node' || script < 0) throw new Error(`compare: cannot read the Node flags of npm start (${pkg.scripts.start})`);
+  return words.slice(1, script);
+}
+const nodeArgs = (command: string) => [...startFlags(), ...profileArgs, mainJs, command];
 
 /** `weft setup --json`: the database, the admin user, the `default` workspace and a new workspace key. */
 async function setup(env: NodeJS.ProcessEnv): Promise<{ apiKey: string; workspaceId: string }> {
@@ -102,16 +114,17 @@ async function startHttp(name: string, command: 'serve' | 'api', env: NodeJS.Pro
 export async function startEmbedded(upstreamBase: string): Promise<Weft> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-compare-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const env = weftEnv(upstreamBase, { WEFT_DATA_DIR: path.join(dir, 'data') });
+  const dataDir = path.join(dir, 'data');
+  const env = weftEnv(upstreamBase, { WEFT_DATA_DIR: dataDir });
   const { apiKey, workspaceId } = await setup(env);
   const port = await freePort();
   let server = await startHttp('weft serve', 'serve', env, port);
   return {
-    variant: 'embedded', queue: 'in-process', url: `http://127.0.0.1:${port}`, apiKey, workspaceId,
+    variant: 'embedded', queue: 'in-process', url: `http://127.0.0.1:${port}`, apiKey, workspaceId, dataDir,
     api: () => server.proc, workers: [], firstStartMs: server.ms,
-    restart: async () => {
+    restart: async (extraEnv = {}) => {
       await stop(server.proc);
-      server = await startHttp('weft serve', 'serve', env, port);
+      server = await startHttp('weft serve', 'serve', { ...env, ...extraEnv }, port);
       return server.ms;
     },
     close: () => stop(server.proc),
@@ -155,9 +168,9 @@ export async function startScaled(upstreamBase: string, postgresUrl: string, red
   return {
     variant: 'postgres', queue: redisUrl ? 'bullmq' : 'postgres', url: `http://127.0.0.1:${port}`, apiKey, workspaceId,
     api: () => server.proc, workers, firstStartMs: server.ms,
-    restart: async () => {
+    restart: async (extraEnv = {}) => {
       await stop(server.proc);
-      server = await startHttp('weft api', 'api', env, port);
+      server = await startHttp('weft api', 'api', { ...env, ...extraEnv }, port);
       return server.ms;
     },
     close: async () => {
@@ -178,8 +191,8 @@ export async function workerAsyncRuns(worker: Proc): Promise<number> {
   return n;
 }
 
-/** start -> function -> response, the workflow every execute figure runs. */
-const definition = {
+/** start -> function -> response: the response-block path, called with `{ "n": 21 }`. */
+const responseDefinition = {
   blocks: [
     { id: 'start', type: 'start', name: 'Start', config: { inputFormat: [{ name: 'n', type: 'number', default: 1 }] } },
     { id: 'double', type: 'function', name: 'Double', config: { code: 'return { value: <start.n> * 2 }' } },
@@ -188,16 +201,36 @@ const definition = {
   edges: [{ from: 'start', to: 'double' }, { from: 'double', to: 'reply' }],
 };
 
-/** Creates and deploys the workflow over the API; checks one sync execute answers 42. */
-export async function deployWorkflow(w: Weft, name: string): Promise<string> {
+/**
+ * start -> function, no response block: the path Sim's SDKs and the spec's examples take, called with
+ * `{ "inputs": { "n": 21 } }` and answered with the spec's envelope (success, output, limits, ...).
+ */
+const specDefinition = {
+  blocks: responseDefinition.blocks.slice(0, 2),
+  edges: responseDefinition.edges.slice(0, 1),
+};
+
+/** The two sync execute paths `compare` measures: the body each is called with, and the check of its answer. */
+export const syncPaths = {
+  response: { definition: responseDefinition, body: { n: 21 }, ok: (a: any) => a?.value === 42 },
+  spec: {
+    definition: specDefinition, body: { inputs: { n: 21 } },
+    ok: (a: any) => a?.success === true && a.output?.value === 42 && typeof a.limits?.usage?.currentPeriodCost === 'number',
+  },
+} as const;
+export type SyncPath = keyof typeof syncPaths;
+
+/** Creates and deploys a workflow of `path` over the API; checks one sync execute answers 42 in that path's shape. */
+export async function deployWorkflow(w: Weft, name: string, path: SyncPath = 'response'): Promise<string> {
   const headers = { 'x-api-key': w.apiKey };
+  const { definition, body, ok } = syncPaths[path];
   const created = await request('POST', `${w.url}/api/v1/workflows`, headers, { workspaceId: w.workspaceId, name, definition });
   if (created.status !== 201) throw new Error(`create workflow: ${created.status} ${created.text}`);
   const id = created.json().data.workflow.id as string;
   const deployed = await request('POST', `${w.url}/api/v1/workflows/${id}/deploy`, headers);
   if (deployed.status !== 200) throw new Error(`deploy workflow: ${deployed.status} ${deployed.text}`);
-  const check = await request('POST', `${w.url}/api/workflows/${id}/execute`, headers, { n: 21 });
-  if (check.status !== 200 || check.json().value !== 42) throw new Error(`workflow check: ${check.status} ${check.text}`);
+  const check = await request('POST', `${w.url}/api/workflows/${id}/execute`, headers, body);
+  if (check.status !== 200 || !ok(check.json())) throw new Error(`workflow check (${path}): ${check.status} ${check.text}`);
   return id;
 }
 

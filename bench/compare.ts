@@ -5,37 +5,47 @@
 //   npm run bench -- compare                        # embedded Weft (weft serve) beside its baselines
 //   npm run bench -- compare --peers                # also Portkey's open-source gateway (npm, cached in bench/.peers/)
 //   npm run bench -- compare --rounds 2             # every load figure twice, each round judged
+//   npm run bench -- compare --n8n-rps 10           # judge sync execute against an n8n figure measured elsewhere
+//   npm run bench -- compare --growth 100000        # also: spec-path req/s before and after 100,000 more runs,
+//                                                   # the data directory's size, and a retention sweep (embedded)
 //   npm run bench -- compare --postgres postgres://postgres@127.0.0.1:5432/postgres --redis redis://127.0.0.1:6379/9
 //                                                   # also scaled: 1 weft api + 2 weft worker on a scratch database
 //
 // Parties: a bare Fastify hello-world and an instant OpenAI-wire upstream (bench/compare-servers.ts), Weft
 // from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
-// Figures: hello-world req/s; sync execute of start -> function -> response (req/s, p50, p99, ratio to
-// hello-world); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
+// Figures: hello-world req/s; sync execute on both paths (req/s, p50, p99, ratio to hello-world): the spec's
+// answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
+// with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
+// `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's added ms); async runs/s (2,000 runs enqueued by 20 clients,
 // first enqueue to last end) and queue wait; RSS after /readyz and 5 s idle, after the load and idle after
-// a restart; time to a healthy /readyz. A table with each target goes to stderr, one JSON line to stdout.
-// Options: --runs N (async runs, 2000), --workers N (scaled, 2). Environment: BENCH_SECONDS (8),
+// a restart, each with where it is (bench/compare-memory.ts, from smaps); time to a healthy /readyz. With
+// --growth N (embedded): the spec path's req/s after a restart, again after N more runs of history, their
+// ratio; the data directory's size before and after, after a retention sweep of every run (a restart with a
+// retention of 0.1 s), and after N more runs on the swept database (its space reused). A table with each target goes to stderr, one JSON line to stdout.
+// Options: --runs N (async runs, 2000), --workers N (scaled, 2), --growth N (0: none), --n8n-rps X (n8n's
+// webhook req/s measured on the same machine; n8n is not installed here). Environment: BENCH_SECONDS (8),
 // BENCH_WARMUP_SECONDS (1), BENCH_IDLE_SECONDS (5), LOG_LEVEL (warn), BENCH_CPU_PROF (a directory: CPU profiles
 // of every Weft process), other WEFT_* pass through to Weft.
 // The scratch database is created on the --postgres server and dropped at the end; give Redis a database
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { load, machine } from './support.js';
-import { cleanupAll, firstJsonLine, installExitHandlers, rss, sleep, start, type Proc } from './compare-procs.js';
-import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, type Weft } from './compare-weft.js';
+import { load, machine, type LoadResult } from './support.js';
+import { cleanupAll, firstJsonLine, installExitHandlers, request, rss, sleep, start, type Proc } from './compare-procs.js';
+import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, syncPaths, type Weft } from './compare-weft.js';
+import { describeBreakdown, memoryBreakdown } from './compare-memory.js';
 import { startPortkey, type Peer } from './compare-peers.js';
-import { table, targetRows, type RoundFigures, type Row, type VariantFigures } from './compare-report.js';
+import { table, targetRows, type GrowthFigures, type RoundFigures, type Row, type VariantFigures } from './compare-report.js';
 
 /** bench/run.ts: this scenario starts its own servers and needs no test database templates. */
 export const standalone = true;
 
-const usage = `usage: npm run bench -- compare [--peers] [--rounds N] [--runs N] [--postgres URL [--redis URL] [--workers N]]
+const usage = `usage: npm run bench -- compare [--peers] [--rounds N] [--runs N] [--growth N] [--n8n-rps X] [--postgres URL [--redis URL] [--workers N]]
   (after npm run build; BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_IDLE_SECONDS, LOG_LEVEL; see bench/compare.ts)
 `;
 
-interface Options { peers: boolean; rounds: number; postgres?: string; redis?: string; runs: number; workers: number }
+interface Options { peers: boolean; rounds: number; postgres?: string; redis?: string; runs: number; workers: number; growth: number; n8nRps?: number }
 
 function options(argv: string[]): Options {
   let parsed;
@@ -49,6 +59,8 @@ function options(argv: string[]): Options {
         redis: { type: 'string' },
         runs: { type: 'string', default: process.env.BENCH_RUNS ?? '2000' },
         workers: { type: 'string', default: '2' },
+        growth: { type: 'string', default: '0' },
+        'n8n-rps': { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -71,7 +83,15 @@ function options(argv: string[]): Options {
   return {
     peers: values.peers ?? false, rounds: int('rounds', values.rounds ?? '1', 1), postgres: values.postgres, redis: values.redis,
     runs: int('runs', values.runs ?? '2000', 1), workers: int('workers', values.workers ?? '2', 1),
+    growth: int('growth', values.growth ?? '0', 0), n8nRps: n8n(values['n8n-rps']),
   };
+}
+
+function n8n(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!(n > 0)) throw new Error('--n8n-rps must be a positive number (req/s)');
+  return n;
 }
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -116,11 +136,18 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const say = (s: string) => process.stderr.write(`compare [${w.variant}] ${s}\n`);
   await sleep(idleSeconds * 1000);
   const rssIdleMb = treeRssMb(w.api().child.pid);
-  const syncId = await deployWorkflow(w, 'compare-sync');
+  const memoryIdle = memoryBreakdown(w.api().child.pid);
+  if (memoryIdle) say(`idle: ${describeBreakdown(memoryIdle)}`);
+  const syncResponseId = await deployWorkflow(w, 'compare-sync-response', 'response');
+  const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
+  const execute = (id: string, body: unknown): Target => ({
+    url: `${w.url}/api/workflows/${id}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify(body),
+  });
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
     direct: { url: `${upstreamBase}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: chat },
-    sync: { url: `${w.url}/api/workflows/${syncId}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify({ n: 21 }) },
+    syncSpec: execute(syncSpecId, syncPaths.spec.body),
+    syncResponse: execute(syncResponseId, syncPaths.response.body),
     gateway: { url: `${w.url}/api/v1/ai/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${w.apiKey}` }, body: chat },
     ...(peer ? {
       peer: {
@@ -129,8 +156,8 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
       },
     } : {}),
   };
-  const drive = async (label: string, t: Target, connections: number, secs: number) => {
-    const r = await load(t.url, { connections, seconds: secs, method: t.method, headers: t.headers, body: t.body });
+  const drive = async (label: string, t: Target, connections: number, secs: number, amount?: number) => {
+    const r = await load(t.url, { connections, seconds: secs, amount, method: t.method, headers: t.headers, body: t.body });
     if (r.errors || r.non2xx) problems.push(`${label}: ${r.errors} errors, ${r.non2xx} non-2xx`);
     return r;
   };
@@ -144,7 +171,8 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     say(`round ${i}/${o.rounds}: 10 connections, ${seconds} s per path`);
     const helloLoad = await drive('hello-world', targets.hello, 10, seconds);
     const direct = await drive('upstream direct', targets.direct, 10, seconds);
-    const sync = await drive('sync execute', targets.sync, 10, seconds);
+    const syncSpec = await drive('sync execute, spec answer', targets.syncSpec, 10, seconds);
+    const syncResponse = await drive('sync execute, response block', targets.syncResponse, 10, seconds);
     const gateway = await drive('gateway', targets.gateway, 10, seconds);
     const peerLoad = targets.peer ? await drive(peer!.name, targets.peer, 10, seconds) : undefined;
     say(`round ${i}/${o.rounds}: single flight, ${seconds} s per path`);
@@ -156,22 +184,86 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     };
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
     const asyncFigures = await asyncRuns(w, `compare-async-${i}`, o.runs, 20);
-    rounds.push({ helloRps: helloLoad.rps, sync, direct, gateway, ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures });
+    rounds.push({ helloRps: helloLoad.rps, syncSpec, syncResponse, direct, gateway, ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures });
   }
   const apiPid = w.api().child.pid;
   const rssAfterLoadMb = treeRssMb(apiPid);
   const rssPeakMb = rss(apiPid)?.peakMb;
+  const memoryAfterLoad = memoryBreakdown(apiPid);
+  if (memoryAfterLoad) say(`after the load: ${describeBreakdown(memoryAfterLoad)}`);
   const workersRssAfterLoadMb = w.workers.map((p) => treeRssMb(p.child.pid));
   say('restarting on the same data');
   const restartMs = await w.restart();
   await sleep(idleSeconds * 1000);
   const rssIdleAfterRestartMb = treeRssMb(w.api().child.pid);
+  const memoryAfterRestart = memoryBreakdown(w.api().child.pid);
+  if (memoryAfterRestart) say(`idle after restart: ${describeBreakdown(memoryAfterRestart)}`);
+  const growth = o.growth > 0 && w.dataDir ? await measureGrowth(w, o.growth, targets.syncSpec, drive, say) : undefined;
   return {
     variant: w.variant, queue: w.queue,
     processes: w.workers.length ? `1 weft api + ${w.workers.length} weft worker` : '1 weft serve',
     rounds, warmupAsync, rssIdleMb, rssAfterLoadMb, rssPeakMb,
     ...(w.workers.length ? { workersRssAfterLoadMb } : {}),
     rssIdleAfterRestartMb, firstStartMs: w.firstStartMs, restartMs, problems,
+    memory: { idle: memoryIdle, afterLoad: memoryAfterLoad, afterRestart: memoryAfterRestart },
+    ...(growth ? { growth } : {}),
+  };
+}
+
+/** Bytes on disk under `dir` (allocated blocks, as `du` counts them), in MB. */
+function diskMb(dir: string): number {
+  let bytes = 0;
+  const walk = (p: string) => {
+    const st = fs.lstatSync(p);
+    bytes += st.blocks * 512;
+    if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(`${p}/${e}`);
+  };
+  walk(dir);
+  return Math.round(bytes / 1024 ** 2);
+}
+
+type Drive = (label: string, t: Target, connections: number, secs: number, amount?: number) => Promise<LoadResult>;
+
+/**
+ * The growth figure (embedded): the spec path measured, `runs` more runs of it written at 10 connections,
+ * measured again on the same server. Then the data directory's fate: a restart with a retention of 0.1 s
+ * sweeps every finished run (and vacuums), and `runs` more runs on the swept database show whether its
+ * space is reused. Leaves the server running with the bench's settings.
+ */
+async function measureGrowth(w: Weft, runs: number, spec: Target, drive: Drive, say: (s: string) => void): Promise<GrowthFigures> {
+  const dir = w.dataDir!;
+  // After the restart the code is cold (JIT, sandbox pool): warm it as the rounds were warmed.
+  await drive('warm-up growth', spec, 10, Math.max(warmupSeconds, 2));
+  const before = await drive('growth: before', spec, 10, seconds);
+  const dataBefore = diskMb(dir);
+  say(`growth: writing ${runs.toLocaleString('en-US')} runs of history (spec path, 10 connections)`);
+  const t0 = performance.now();
+  await drive('growth: history', spec, 10, 3600, runs);
+  const historyRps = Math.round(runs / ((performance.now() - t0) / 1000));
+  const after = await drive('growth: after', spec, 10, seconds);
+  const dataAfterGrowth = diskMb(dir);
+  say(`growth: ${before.rps} -> ${after.rps} req/s; data directory ${dataBefore} -> ${dataAfterGrowth} MB; sweeping every run`);
+
+  await w.restart({ WEFT_LOG_RETENTION_DAYS: String(0.1 / 86_400), WEFT_LOG_RETENTION_INTERVAL_SECONDS: '1' });
+  const logs = `${w.url}/api/v1/logs?workspaceId=${w.workspaceId}&limit=1`;
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const r = await request('GET', logs, { 'x-api-key': w.apiKey });
+    if (r.status !== 200) throw new Error(`logs: ${r.status} ${r.text.slice(0, 300)}`);
+    if ((r.json() as { data: unknown[] }).data.length === 0) break;
+    if (Date.now() > deadline) throw new Error('the retention sweep did not empty the logs in 10 minutes');
+    await sleep(500);
+  }
+  // The sweep's VACUUM follows its last delete; let it and a checkpoint finish.
+  await sleep(idleSeconds * 1000);
+  const dataAfterSweep = diskMb(dir);
+  await w.restart();
+  say(`growth: data directory ${dataAfterSweep} MB after the sweep; writing ${runs.toLocaleString('en-US')} runs again`);
+  await drive('growth: history again', spec, 10, 3600, runs);
+  const dataAfterRegrowth = diskMb(dir);
+  return {
+    runs, before, after, historyRps,
+    dataDirMb: { before: dataBefore, afterGrowth: dataAfterGrowth, afterSweep: dataAfterSweep, afterRegrowth: dataAfterRegrowth },
   };
 }
 
@@ -199,14 +291,15 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
       await scaled.close();
     }
 
-    const rows: Row[] = variants.flatMap((v) => targetRows(v, peer?.name));
+    const rows: Row[] = variants.flatMap((v) => targetRows(v, peer?.name, o.n8nRps));
     process.stderr.write(table(rows, {
       machine: machine(), seconds, rounds: o.rounds, logLevel: process.env.LOG_LEVEL ?? 'warn', peer: peer ? `${peer.name} ${peer.version}` : undefined,
       problems: variants.flatMap((v) => v.problems.map((p) => `${v.variant}: ${p}`)),
     }));
     return {
       machine: machine(),
-      seconds, rounds: o.rounds, connections: 10, asyncRuns: o.runs, asyncClients: 20,
+      seconds, rounds: o.rounds, connections: 10, asyncRuns: o.runs, asyncClients: 20, growthRuns: o.growth,
+      ...(o.n8nRps ? { n8nRps: o.n8nRps } : {}),
       logLevel: process.env.LOG_LEVEL ?? 'warn',
       weftEnv: passedThrough(),
       ...(peer ? { peer: { name: peer.name, version: peer.version } } : {}),

@@ -24,7 +24,8 @@ import { machine, percentile, runIfMain } from './support.js';
  *    text (compared case-insensitively, whitespace collapsed);
  *  - mrr: mean of 1 / rank of the first result from the right document (0 when none in the top 10);
  *  - p50 latency of the search request.
- * `unreachable` counts questions whose answer text is in none of the document's stored chunks (a parser
+ * The same figures for the questions at even and at odd positions of questions.json (a tuning half and a
+ * held-out half). `unreachable` counts questions whose answer text is in none of the document's stored chunks (a parser
  * problem, not a ranking one); the misses are printed to stderr.
  *
  * Modes are sent as `searchMode` (the reference's name) and `mode` (the earlier name) together, so the
@@ -190,6 +191,12 @@ export async function run(): Promise<Record<string, unknown>> {
         }
       }
       for (const [key, value] of Object.entries(summarize(scored.map((s) => s.score)))) figures[`${mode}.${key}`] = value;
+      // Halves of the questions (even and odd positions in questions.json): the rerank's two settings were
+      // chosen on the even half, so the odd half shows whether they carry over (bench/RESULTS.md).
+      for (const half of ['even', 'odd'] as const) {
+        const of = summarize(scored.filter((_, i) => i % 2 === (half === 'even' ? 0 : 1)).map((s) => s.score));
+        figures[`${mode}.half.${half}`] = `hit1 ${of.hit1} top3 ${of.answerTop3} mrr ${of.mrr} (n ${of.n})`;
+      }
       for (const type of types) {
         const of = summarize(scored.filter((s) => kindOf(s.q.doc) === type).map((s) => s.score));
         figures[`${mode}.${type}`] = `hit1 ${of.hit1} top3 ${of.answerTop3} mrr ${of.mrr} (n ${of.n})`;

@@ -4,12 +4,16 @@ import Fastify from 'fastify';
 
 export interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number }
 
-/** Drives `url` with autocannon for `seconds` over `connections` and returns throughput and latency. */
-export async function load(url: string, opts: { connections?: number; seconds?: number; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {}): Promise<LoadResult> {
+/**
+ * Drives `url` with autocannon for `seconds` (or for `amount` requests in all) over `connections` and
+ * returns throughput and latency.
+ */
+export async function load(url: string, opts: { connections?: number; seconds?: number; amount?: number; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {}): Promise<LoadResult> {
   const r = await autocannon({
     url,
     connections: opts.connections ?? 10,
     duration: opts.seconds ?? 5,
+    ...(opts.amount ? { amount: opts.amount } : {}),
     method: opts.method ?? 'GET',
     headers: opts.headers,
     body: opts.body,

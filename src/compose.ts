@@ -5,24 +5,27 @@ import { AiGateway } from './ai/gateway.js';
 import type { AppContext } from './context.js';
 import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
+import { Lifecycles } from './lifecycle.js';
 import { mcpPort } from './connectors/mcp-client.js';
 import { ConnectorsService, MAX_SPEC_BYTES } from './connectors/service.js';
 import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
 import { GuardedHttp } from './net/guarded-http.js';
-import { createObservability, type Observability, type Observer } from './observability/index.js';
+import { createObservability, workerMetricsListener, type Observability, type Observer } from './observability/index.js';
+import { pingRedis } from './queue/redis-ping.js';
 import { BullMqQueue } from './queue/bullmq.js';
 import { InProcessQueue } from './queue/in-process.js';
 import type { JobQueue } from './queue/port.js';
 import { PostgresQueue } from './queue/postgres.js';
-import { DEFAULT_RETENTION_BATCH, DEFAULT_RETENTION_INTERVAL_MS, RunRetention } from './runs/retention.js';
-import { ExecutionService, type RunContext } from './runs/service.js';
+import { DEFAULT_RETENTION_BATCH, RunRetention, vacuumRunTables } from './runs/retention.js';
+import type { RunContext } from './runs/run-context.js';
+import { ExecutionService } from './runs/service.js';
 import { createEmbedders } from './knowledge/embedders.js';
 import { IngestWorkerPool } from './knowledge/ingest-pool.js';
 import { KnowledgeService, knowledgeStorageBytes } from './knowledge/service.js';
 import { SharedJobQueue } from './queue/shared.js';
-import type { PasswordHasher } from './sessions/password.js';
+import { scryptHasher, type PasswordHasher } from './sessions/password.js';
 import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
 import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
@@ -49,6 +52,11 @@ export interface CoreServices {
   sessions: SessionService;
   /** Workspace secrets, encrypted at rest; resolved for runs through the engine's secrets port. */
   secrets: SecretsService;
+  /**
+   * Everything with a start or a stop (workers, timers, listeners, connections), in start order; stopped in
+   * reverse. server.ts starts them once it listens and stops them after its last request; the CLI only stops.
+   */
+  lifecycles: Lifecycles;
   /** OpenAPI connectors: their operations are blocks and agent tools (docs/architecture.md, Connectors). */
   connectors: ConnectorsService;
 }
@@ -58,9 +66,9 @@ export interface Services extends CoreServices {
   webhooks: WebhookService;
   knowledge: KnowledgeService;
   observer: Observability;
-  /** Fires deployed schedules; started with the workers (server.ts). */
+  /** Fires deployed schedules in worker processes (a lifecycle). */
   scheduler: Scheduler;
-  /** Deletes finished runs' logs past WEFT_LOG_RETENTION_DAYS; started with the workers (server.ts). */
+  /** Deletes finished runs' logs past WEFT_LOG_RETENTION_DAYS in worker processes (a lifecycle). */
   retention: RunRetention;
 }
 
@@ -74,12 +82,14 @@ export interface ComposeOptions {
  * The services without the run machinery (no sandbox, queue or workers): what the CLI needs to manage
  * accounts, plans, workflows and credits.
  */
-export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeOptions = {}): CoreServices {
+export function composeCore(
+  ctx: AppContext, observer?: Observer, opts: ComposeOptions = {}, lifecycles = new Lifecycles(ctx.log),
+): CoreServices {
   const { config, db } = ctx;
   const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
   // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
   const sessions = new SessionService(db, accounts, {
-    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords,
+    idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords ?? scryptHasher(config.dashboard.passwordHashCost),
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
@@ -87,7 +97,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
     observer,
   });
-  ctx.onClose.push(() => limits.close());
+  lifecycles.add({ name: 'limits', stop: () => limits.close() });
   // Webhook trigger paths follow deploys: the registry is told inside each deploy's transaction.
   const webhookRegistry = new WebhookRegistry(db, config.publicBaseUrl ?? config.baseUrl);
   // So do schedules (cron expressions are checked on save by croner, outside the engine).
@@ -106,7 +116,7 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   });
   // A specUrl is fetched through the same outbound guard as the http block, bounded in size.
   const specHttp = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork, maxResponseBytes: MAX_SPEC_BYTES });
-  ctx.onClose.push(async () => specHttp.close());
+  lifecycles.add({ name: 'connector document fetcher', stop: async () => specHttp.close() });
   const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId) });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
     maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
@@ -127,7 +137,10 @@ export function composeCore(ctx: AppContext, observer?: Observer, opts: ComposeO
   const ai = new AiGateway(db, config.ai, {
     usage: limits.usage, log: ctx.log, observer, workspaceKey: (workspaceId, provider) => secrets.providerKey(workspaceId, provider),
   });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors };
+  // Returns the deposits a dead process left reserved, after the upstream timeout; on stop it also writes the
+  // settlements waiting for their window. Entries stop in reverse, so this runs after the run workers have stopped.
+  lifecycles.add({ name: 'AI deposit sweeper and settle flush', start: () => ai.start(), stop: () => ai.close() });
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -135,8 +148,15 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const { config, db } = ctx;
   // Metrics, the request and run log lines, traces: every area reports to the same one.
   const observer = createObservability(ctx, { queueDepth: () => runs.queueDepth() });
-  const core = composeCore(ctx, observer, opts);
+  // Stopped last: whatever stops before it may still report (traces are flushed on close).
+  const lifecycles = new Lifecycles(ctx.log);
+  lifecycles.add({ name: 'observability', stop: () => observer.close() });
+  const metricsListener = workerMetricsListener(ctx, observer);
+  if (metricsListener) lifecycles.add(metricsListener);
+  const core = composeCore(ctx, observer, opts, lifecycles);
   const { accounts, limits, workflows, tables, ai } = core;
+  // Async jobs (runs, document ingests, schedules, log retention) are run by worker processes only.
+  const runsJobs = ctx.role !== 'api';
 
   // One V8 context per run on a warm isolate (docs/architecture.md, Performance targets); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
@@ -170,6 +190,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   });
   const runs: ExecutionService = new ExecutionService({
     db, config, log: ctx.log, queue: runQueue, limits, accounts, workflows,
+    pingRedis: queue instanceof BullMqQueue ? () => pingRedis(config.redisUrl!) : undefined,
     // The scheduler counts its runs' outcomes (consecutive failures disable a schedule).
     observer: {
       runStarted: (e) => observer.runStarted(e),
@@ -184,7 +205,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       sandbox: sandbox.forTenant(run.workspaceId),
       clock: realClock,
       tables: tables.portFor(run.workspaceId, run.plan),
-      ai: ai.portFor(run.billedAccount, run.workspaceId),
+      ai: ai.portFor(run.billedAccount, run.workspaceId, run.executionId),
       knowledge: knowledge.portFor(run.workspaceId, run.billedAccount),
       secrets: core.secrets.portFor(run.workspaceId),
       connectors: core.connectors.portFor(run.workspaceId),
@@ -203,16 +224,18 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
     db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
   });
   const retention = new RunRetention(db, {
-    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: DEFAULT_RETENTION_INTERVAL_MS,
-  }, ctx.log);
-  ctx.onClose.push(async () => {
-    await retention.stop();
-    await scheduler.stop();
-    knowledge.close();
-    await ingestPool.close();
-    await runs.close();
-    await sandbox.dispose?.();
-    await embedders.close();
-  });
+    days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: config.logRetentionIntervalMs,
+    // PostgreSQL's autovacuum reclaims on its own; PGlite has none (docs/architecture.md, "Run-log retention").
+    reclaim: db.mode === 'pglite' ? vacuumRunTables(db) : undefined,
+  }, ctx.log, opts.clock ?? systemClock);
+  // In start order; each stops before those above it. Another entry is one more line here.
+  lifecycles.add({ name: 'embedders', stop: () => embedders.close() });
+  lifecycles.add({ name: 'sandbox', stop: () => sandbox.dispose?.() });
+  lifecycles.add({ name: 'run workers and queue', start: runsJobs ? () => runs.startWorkers() : undefined, stop: () => runs.close() });
+  lifecycles.add({ name: 'ingest worker pool', stop: () => ingestPool.close() });
+  lifecycles.add({ name: 'ingest workers', start: runsJobs ? () => knowledge.startWorkers() : undefined, stop: () => knowledge.close() });
+  // Deployed schedules fire from worker processes (each tick once across all of them).
+  lifecycles.add({ name: 'scheduler', start: runsJobs ? () => scheduler.start() : undefined, stop: () => scheduler.stop() });
+  lifecycles.add({ name: 'run-log retention', start: runsJobs ? () => retention.start() : undefined, stop: () => retention.stop() });
   return { ...core, runs, webhooks, knowledge, observer, scheduler, retention };
 }

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_HASH_COST, MIN_HASH_COST, MIN_PRODUCTION_HASH_COST } from './sessions/password.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -30,6 +31,7 @@ const envSchema = z.object({
   WEFT_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   WEFT_WEBHOOK_RETENTION_DAYS: z.coerce.number().min(0.0001).max(365).default(7),
   WEFT_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
+  WEFT_LOG_RETENTION_INTERVAL_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   // Limits that keep one run or request from hurting the others (docs/architecture.md, Where limits are enforced).
@@ -58,6 +60,8 @@ const envSchema = z.object({
   WEFT_AI_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   WEFT_AI_MIN_DEPOSIT_USD: z.coerce.number().min(0).max(1000).default(0.0001),
   WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
+  /** How long a finished AI request's settlement may wait to be written with others (0: before the answer). */
+  WEFT_AI_SETTLE_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(50),
   // Knowledge bases: a hosted OpenAI-compatible embeddings endpoint replaces the local model when set.
   EMBEDDINGS_BASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   EMBEDDINGS_API_KEY: optionalText,
@@ -89,6 +93,9 @@ const envSchema = z.object({
   WEFT_SESSION_IDLE_HOURS: z.coerce.number().min(0.01).max(24 * 90).default(24),
   WEFT_SESSION_MAX_DAYS: z.coerce.number().min(0.01).max(365).default(14),
   WEFT_TRUST_PROXY: booleanFlag,
+  // scrypt cost (log2 N) for new password hashes; below the production floor only when NODE_ENV=test.
+  WEFT_PASSWORD_HASH_COST: z.coerce.number().int().min(MIN_HASH_COST).max(20).default(DEFAULT_HASH_COST),
+  NODE_ENV: optionalText,
   // Workspace secrets: the AES-256-GCM key (32 bytes, base64). Unset: a key file in the data directory
   // (embedded only; PostgreSQL refuses to start without it). Previous keys still decrypt during a rotation.
   WEFT_ENCRYPTION_KEY: optionalText.refine((v) => v === undefined || Buffer.from(v.trim(), 'base64').length === 32,
@@ -126,6 +133,8 @@ export interface Config {
   webhookRetentionDays: number;
   /** Days finished runs' logs are kept (0: forever). */
   logRetentionDays: number;
+  /** How often the run-log retention sweep runs (ms). */
+  logRetentionIntervalMs: number;
   /** Lease of a webhook delivery claim not yet answered; an expired one is taken over by a retry. */
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
@@ -172,6 +181,8 @@ export interface DashboardConfig {
   webDist: string;
   /** Email of the admin user the first setup creates. */
   adminEmail: string;
+  /** scrypt cost (log2 N) for new password hashes. */
+  passwordHashCost: number;
   /** A session unused this long ends. */
   sessionIdleMs: number;
   /** A session ends this long after sign-in, used or not. */
@@ -223,6 +234,11 @@ export interface AiConfig {
   minDepositUsd: number;
   /** Balance a billed account starts with the first time it uses the gateway, USD. */
   startingCreditsUsd: number;
+  /**
+   * Settlements of finished requests are written after the answer, together, within this delay (0: each
+   * before its answer). A crash loses at most this window's settlements: docs/architecture.md, Credit ledgers.
+   */
+  settleWindowMs: number;
 }
 
 /** The one place environment variables are read. */
@@ -233,6 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new Error(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  if (e.WEFT_PASSWORD_HASH_COST < MIN_PRODUCTION_HASH_COST && e.NODE_ENV !== 'test') {
+    throw new Error(`Invalid configuration: WEFT_PASSWORD_HASH_COST: below ${MIN_PRODUCTION_HASH_COST} only in tests (NODE_ENV=test)`);
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -251,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     jobLeaseMs: e.WEFT_JOB_LEASE_MS,
     webhookRetentionDays: e.WEFT_WEBHOOK_RETENTION_DAYS,
     logRetentionDays: e.WEFT_LOG_RETENTION_DAYS,
+    logRetentionIntervalMs: Math.round(e.WEFT_LOG_RETENTION_INTERVAL_SECONDS * 1000),
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
@@ -273,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       defaultMaxTokens: e.WEFT_AI_DEFAULT_MAX_TOKENS,
       minDepositUsd: e.WEFT_AI_MIN_DEPOSIT_USD,
       startingCreditsUsd: e.WEFT_AI_STARTING_CREDITS_USD,
+      settleWindowMs: e.WEFT_AI_SETTLE_WINDOW_MS,
     },
     knowledge: {
       embeddings: {
@@ -304,6 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     dashboard: {
       webDist: e.WEFT_WEB_DIST ? path.resolve(e.WEFT_WEB_DIST) : fileURLToPath(new URL('../web/dist/', import.meta.url)),
       adminEmail: e.WEFT_ADMIN_EMAIL,
+      passwordHashCost: e.WEFT_PASSWORD_HASH_COST,
       sessionIdleMs: Math.round(e.WEFT_SESSION_IDLE_HOURS * 3_600_000),
       sessionMaxMs: Math.round(e.WEFT_SESSION_MAX_DAYS * 86_400_000),
       trustProxy: e.WEFT_TRUST_PROXY,

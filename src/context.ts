@@ -9,6 +9,4 @@ export interface AppContext {
   log: Logger;
   /** What this process does: serve HTTP, run async jobs, or both (the default). */
   role: 'all' | 'api' | 'worker';
-  /** Shutdown steps, run in reverse order after the HTTP server stopped accepting (workers, queues, timers). */
-  onClose: (() => Promise<void>)[];
 }

@@ -40,11 +40,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = createLogger(config);
   const { db, release } = await openDatabase(config, opts.connect, log);
   const role = opts.role ?? 'all';
-  const ctx: AppContext = { config, db, log, role, onClose: [] };
+  const ctx: AppContext = { config, db, log, role };
   let app: FastifyInstance | undefined;
-  let services: Services;
+  let services: Services | undefined;
+  let url = '';
+  // The composition root's lifecycles, in reverse of their start order (src/lifecycle.ts), then the database.
   const shutdown = async () => {
-    for (const hook of [...ctx.onClose].reverse()) await hook().catch((err: unknown) => log.error({ err }, 'shutdown hook failed'));
+    await services?.lifecycles.stop();
     await release();
   };
   try {
@@ -70,28 +72,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     app = await buildApp(ctx, services);
     if (role === 'worker') await app.ready();
     else await app.listen({ port: config.port, host: config.host });
+    const address = role === 'worker' ? null : app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    services.runs.setFallbackBaseUrl(url);
+    // Workers, schedules and timers start once the process answers (the composition root decides which).
+    await services.lifecycles.start();
   } catch (err) {
     await app?.close().catch(() => undefined);
     await shutdown();
     throw err;
   }
-  const address = role === 'worker' ? null : app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  services.runs.setFallbackBaseUrl(url);
-  if (role !== 'api') {
-    services.runs.startWorkers();
-    services.knowledge.startWorkers();
-    // Deployed schedules fire from worker processes (each tick once across all of them).
-    services.scheduler.start();
-    services.retention.start();
-  }
   let closing: Promise<void> | undefined;
   const started = app;
+  const composed = services;
   // The CLI's way in while this process holds the embedded data directory (src/admin/channel.ts).
   const admin = config.databaseUrl || opts.connect?.inMemory ? undefined
-    : await startAdminChannel({ ctx, services, url }).catch(async (err: unknown) => {
+    : await startAdminChannel({ ctx, services: composed, url }).catch(async (err: unknown) => {
       await started.close();
       await shutdown();
       throw err;
@@ -99,7 +97,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   return {
     app: started,
     ctx,
-    services,
+    services: composed,
     url,
     close: () => {
       closing ??= (async () => {

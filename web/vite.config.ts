@@ -10,6 +10,8 @@ export default defineConfig({
   root,
   base: '/',
   esbuild: { jsx: 'automatic' },
+  // Generated API types (clients/ts); only types are imported, the alias keeps the bundler in step with web/tsconfig.json.
+  resolve: { alias: { '@weft/client-schema': fileURLToPath(new URL('../clients/ts/src/schema.d.ts', import.meta.url)) } },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 
 export const KEY_PREFIX = 'sk-weft-';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -24,7 +25,5 @@ export function displaySuffix(secret: string): string {
 
 /** Constant-time equality of two hex digests of the same length. */
 export function sameHash(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'hex');
-  const y = Buffer.from(b, 'hex');
-  return x.length === y.length && timingSafeEqual(x, y);
+  return constantTimeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 }

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 
 // A short-lived token standing in for an API key on a page, so the key itself never has to be written
 // into HTML. It names the key and an expiry, and is signed with the key's stored hash: any process can
@@ -16,9 +17,7 @@ export function parseScopedToken(token: string): { keyId: string; expiresAt: num
 
 export function scopedTokenValid(parsed: { keyId: string; expiresAt: number; mac: string }, keyHash: string, scope: string, now: number): boolean {
   if (parsed.expiresAt < now) return false;
-  const expected = Buffer.from(mac(keyHash, parsed.keyId, scope, parsed.expiresAt));
-  const given = Buffer.from(parsed.mac);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return constantTimeEqual(mac(keyHash, parsed.keyId, scope, parsed.expiresAt), parsed.mac);
 }
 
 function mac(keyHash: string, keyId: string, scope: string, expiresAt: number): string {

@@ -1,6 +1,6 @@
 import type { AiPort, ChatRequest as PortChatRequest, ChatResponse as PortChatResponse } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
-import type { AiGateway, CompletionResult } from './gateway.js';
+import type { CompletionResult, Completer } from './completion.js';
 import { nanoToUsd } from './money.js';
 import type { ChatMessage, ChatRequest } from './providers/types.js';
 
@@ -38,14 +38,15 @@ function toChatRequest(req: PortChatRequest): ChatRequest {
 
 /**
  * The engine's AI port for one workflow run: chat calls go through the gateway (same providers,
- * same catalog) and are billed to the run's account through the same ledger (source 'workflow').
+ * same catalog) and are billed to the run's account through the same ledger (source 'workflow'),
+ * their usage events carrying the run's execution id (its cost adds them up).
  */
-export function createAiPort(gateway: AiGateway, billedAccount: string, workspaceId: string | null): AiPort {
+export function createAiPort(gateway: Completer, billedAccount: string, workspaceId: string | null, executionId?: string): AiPort {
   return {
     async chat(req: PortChatRequest): Promise<PortChatResponse> {
       let result: CompletionResult;
       try {
-        result = await gateway.complete({ account: billedAccount, source: 'workflow', workspaceId }, toChatRequest(req), req.signal);
+        result = await gateway.complete({ account: billedAccount, source: 'workflow', workspaceId, executionId }, toChatRequest(req), req.signal);
       } catch (err) {
         if (err instanceof HttpError) throw new Error(`${req.model}: ${err.message}`);
         throw err;

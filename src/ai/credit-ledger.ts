@@ -165,6 +165,13 @@ export interface CreditLedgerOptions {
   startingNano?: number;
   /** Billing periods of the usage events written at settlement (the limits service's, so one clock decides). */
   usage?: UsageRecorder;
+  /**
+   * Settlements are written within this delay after the answer, several in one transaction (0: each before
+   * its answer). The deposit is taken before the request goes out either way: docs/architecture.md, Credit ledgers.
+   */
+  settleWindowMs?: number;
+  /** A settlement written after its answer could not be written (its charge is lost; the deposit comes back). */
+  onLostSettlement?: (err: unknown, requestId: string) => void;
 }
 
 /** The per-request movements of the ledger: reserve a deposit, then settle or release it. */
@@ -179,6 +186,8 @@ export interface RequestLedger {
   releaseAbandoned(olderThanMs: number): Promise<number>;
   /** Deposits of `account` held outside the database (in this process's memory). */
   heldNano(account: string): number;
+  /** Writes the settlements waiting for their window (shutdown). */
+  flush(): Promise<void>;
 }
 
 /**
@@ -193,6 +202,8 @@ export function requestLedger(db: Database, opts: CreditLedgerOptions = {}): Req
     ensureAccount: (account) => ensureAccount(db, account, opts.startingNano ?? 0),
     readBalance: async (account) => (await getBalance(db, account))?.balanceNano,
     usage: opts.usage,
+    settleWindowMs: opts.settleWindowMs,
+    onLostSettlement: opts.onLostSettlement,
   });
   return {
     reserve: (input) => held.reserve(input),
@@ -201,6 +212,7 @@ export function requestLedger(db: Database, opts: CreditLedgerOptions = {}): Req
     // Reservations in the database exist only if an earlier version of the server left them there.
     releaseAbandoned: (olderThanMs) => inDatabase.releaseAbandoned(olderThanMs),
     heldNano: (account) => held.heldNano(account),
+    flush: () => held.flush(),
   };
 }
 
@@ -213,8 +225,11 @@ export class CreditLedger implements RequestLedger {
   private readonly settles: GroupCommit<SettleItem, SettleResult | undefined>;
   private readonly startingNano: number;
   private readonly usage: UsageRecorder;
+  /** Deposits taken by this process and not yet settled: a settlement written later is answered from them. */
+  private readonly reserved = new Map<string, { depositNano: number; balanceAfterNano: number }>();
+  private readonly deferred: boolean;
 
-  constructor(readonly db: Database, opts: CreditLedgerOptions = {}) {
+  constructor(readonly db: Database, private readonly opts: CreditLedgerOptions = {}) {
     this.reserves = new GroupCommit({
       writeBatch: (items) => reserveBatch(db, items),
       writeOne: async (item) => (await reserveBatch(db, [item]))[0],
@@ -222,7 +237,9 @@ export class CreditLedger implements RequestLedger {
     this.settles = new GroupCommit({
       writeBatch: (items) => settleBatch(db, items),
       writeOne: async (item) => (await settleBatch(db, [item]))[0],
+      windowMs: opts.settleWindowMs,
     });
+    this.deferred = (opts.settleWindowMs ?? 0) > 0;
     this.startingNano = opts.startingNano ?? 0;
     this.usage = opts.usage ?? new UsageRecorder();
   }
@@ -234,6 +251,8 @@ export class CreditLedger implements RequestLedger {
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await this.reserves.submit(input);
+      // Calls made inside a run settle inline, so the run's cost is complete when its answer is sent.
+      if (r?.ok && this.deferred && !input.executionId) this.reserved.set(input.id, { depositNano: input.depositNano, balanceAfterNano: r.balanceAfterNano });
       if (r) return r;
       await ensureAccount(this.db, input.account, this.startingNano);
     }
@@ -244,12 +263,28 @@ export class CreditLedger implements RequestLedger {
    * Replaces the deposit with the cost, charging at most the deposit (the rest is an overage entry).
    * Undefined when the request was not (or no longer) reserved.
    */
-  settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
-    return this.settles.submit({ id, input, period: this.usage.period() });
+  async settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
+    const item = { id, input, period: this.usage.period() };
+    const held = this.reserved.get(id);
+    if (!held) return this.settles.submit(item);
+    this.reserved.delete(id);
+    // Written within the settle window: the deposit already left the balance, so the write only gives back
+    // its unused part; until then the answer's balance is the one after the reservation plus that part.
+    this.settles.submit(item).catch((err: unknown) => this.opts.onLostSettlement?.(err, id));
+    const cost = Math.max(0, Math.round(input.costNano));
+    const charged = Math.min(cost, held.depositNano);
+    return {
+      balanceAfterNano: held.balanceAfterNano + held.depositNano - charged, depositNano: held.depositNano, chargedNano: charged, overageNano: cost - charged,
+    };
+  }
+
+  flush(): Promise<void> {
+    return this.settles.flush();
   }
 
   /** Gives the whole deposit back (the request failed before anything was generated). */
   async release(id: string, outcome: string, error: string | null): Promise<number | undefined> {
+    this.reserved.delete(id);
     const rows = await this.db.query<{ balance_nano: number }>(releaseSql, [id, outcome, error ? error.slice(0, 1000) : null]);
     return rows[0] ? Number(rows[0].balance_nano) : undefined;
   }

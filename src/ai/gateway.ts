@@ -7,37 +7,14 @@ import { HttpError } from '../http/errors.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
+import type { Billing, CompletionResult, KeySource } from './completion.js';
 import { costNano, ModelCatalog, type ModelEntry } from './catalog.js';
 import { getBalance, listLedger, requestLedger, type LedgerRow, type RequestLedger } from './credit-ledger.js';
 import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
-import { completionText, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
-
-/** Who pays for a request and where it came from. */
-export interface Billing {
-  /** 'workspace:<id>' or 'user:<id>'. */
-  account: string;
-  source: 'api' | 'workflow';
-  httpRequestId?: string;
-  workspaceId?: string | null;
-  apiKeyId?: string | null;
-}
-
-/** Whose provider key paid for a request: the workspace's own (a workspace secret) or the operator's. */
-export type KeySource = 'workspace' | 'operator';
-
-export interface CompletionResult {
-  completion: ChatCompletion;
-  keySource: KeySource;
-  /** What was charged: the cost, at most the deposit. */
-  costNano: number;
-  /** Cost beyond the deposit, not charged (recorded as an overage ledger entry). */
-  overageNano: number;
-  balanceAfterNano: number;
-  model: ModelEntry;
-}
+import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
 export interface SettledStream {
   /** What was charged: the cost, at most the deposit. */
@@ -99,7 +76,10 @@ export class AiGateway {
     this.providers = deps.providers ?? buildProviders(ai);
     const compat = this.providers.get('openai-compatible');
     this.catalog = new ModelCatalog(ai, compat?.listModels ? () => compat.listModels!() : undefined);
-    this.ledger = requestLedger(db, { startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage });
+    this.ledger = requestLedger(db, {
+      startingNano: usdToNano(ai.startingCreditsUsd), usage: deps.usage, settleWindowMs: ai.settleWindowMs,
+      onLostSettlement: (err, requestId) => deps.log?.error({ err, requestId }, 'writing an AI settlement failed; its charge is lost'),
+    });
     this.minDepositNano = usdToNano(ai.minDepositUsd);
     this.log = deps.log;
     this.observer = deps.observer;
@@ -124,9 +104,12 @@ export class AiGateway {
     return { ...(await this.resolve(request)), keySource: 'operator' };
   }
 
-  /** The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'). */
-  portFor(billedAccount: string, workspaceId: string): AiPort {
-    return createAiPort(this, billedAccount, workspaceId);
+  /**
+   * The engine's AI port for one run: calls billed to `billedAccount` (source 'workflow'), their usage
+   * recorded against the run's execution id when given.
+   */
+  portFor(billedAccount: string, workspaceId: string, executionId?: string): AiPort {
+    return createAiPort(this, billedAccount, workspaceId, executionId);
   }
 
   /** Starts returning deposits that a dead process left reserved (after the upstream timeout plus two minutes). */
@@ -139,9 +122,11 @@ export class AiGateway {
     this.sweeper.unref();
   }
 
+  /** Stops the sweep and writes the settlements waiting for their window (called again by later closers: harmless). */
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    await this.ledger.flush();
   }
 
   /** The balance of an account, deposits of requests in flight taken out (undefined before its first use). */
@@ -184,7 +169,7 @@ export class AiGateway {
   /** Deposit for a request: estimated prompt cost plus the completion cap's cost, floored. */
   depositNano(request: ChatRequest, model: ModelEntry, maxTokens: number): number {
     if (model.inputPerMillion === 0 && model.outputPerMillion === 0) return 0;
-    const prompt = estimatePromptTokens(request);
+    const prompt = depositPromptTokens(request);
     const n = Math.max(1, request.n ?? 1);
     return Math.max(this.minDepositNano, costNano(model, Math.ceil(prompt * 1.1), maxTokens * n));
   }
@@ -192,7 +177,7 @@ export class AiGateway {
   private async reserve(billing: Billing, id: string, model: ModelEntry, depositNano: number, stream: boolean): Promise<number> {
     const r = await this.ledger.reserve({
       id, account: billing.account, depositNano, model: model.id, provider: model.provider, stream, source: billing.source,
-      httpRequestId: billing.httpRequestId, workspaceId: billing.workspaceId, apiKeyId: billing.apiKeyId,
+      httpRequestId: billing.httpRequestId, workspaceId: billing.workspaceId, apiKeyId: billing.apiKeyId, executionId: billing.executionId,
     });
     if (!r.ok) {
       throw new HttpError(
@@ -233,7 +218,7 @@ export class AiGateway {
       estimated = true;
     }
     const settled = await this.ledger.settle(id, {
-      costNano: keySource === 'workspace' ? 0 : costNano(model, usage.prompt_tokens, usage.completion_tokens),
+      ...this.costs(keySource, model, usage),
       promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated, outcome: 'completed',
     });
     this.observer?.aiUsage({ model: model.id, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, costUsd: nanoToUsd(settled?.chargedNano ?? 0) });
@@ -315,7 +300,7 @@ export class AiGateway {
           estimated = true;
         }
         const s = await this.ledger.settle(id, {
-          costNano: keySource === 'workspace' ? 0 : costNano(model, u.prompt_tokens, u.completion_tokens), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
+          ...this.costs(keySource, model, u), promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, estimated, outcome,
         });
         this.observer?.aiUsage({ model: model.id, promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, costUsd: nanoToUsd(s?.chargedNano ?? 0) });
         // Undefined: no longer reserved (the abandoned-deposit sweep returned it); nothing charged here.
@@ -330,6 +315,13 @@ export class AiGateway {
       return finished;
     };
     return { id, keySource, model, depositNano: deposit, balanceAfterReserveNano: balanceAfterReserve, chunks: chunks(), finish };
+  }
+
+  /** What usage costs at the model's prices, and the prompt tokens' part of it; nothing on the workspace's own key. */
+  private costs(keySource: KeySource, model: ModelEntry, usage: Usage): { costNano: number; inputCostNano: number } {
+    if (keySource === 'workspace') return { costNano: 0, inputCostNano: 0 };
+    const cost = costNano(model, usage.prompt_tokens, usage.completion_tokens);
+    return { costNano: cost, inputCostNano: Math.min(cost, costNano(model, usage.prompt_tokens, 0)) };
   }
 
   private async releaseQuietly(id: string, err: unknown): Promise<void> {

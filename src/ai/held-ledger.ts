@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
 import { runStatement, type SessionStatement } from '../db/session-function.js';
 import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
-import { aiUsageEventColumns, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
+import { aiUsageEventColumns, inputCostOf, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
 
 // The credit ledger for a database that this process alone writes (the embedded one: its data directory is
 // locked to one process). Deposits are held in memory, against the balance as the database last reported
@@ -10,7 +10,10 @@ import { aiUsageEventColumns, OVERAGE_NOTE, type ReserveInput, type ReserveResul
 // the request ends, as one statement per batch of requests ending together (group commit): the request row,
 // its reserve and settle (or release) ledger entries, the balance and the usage event. Each caller answers
 // only after that statement commits, so a settled charge is never lost; a crash mid-request loses only a
-// deposit that was never charged.
+// deposit that was never charged. With a settle window (WEFT_AI_SETTLE_WINDOW_MS), a settlement is answered
+// from memory and written within the window, together with the others ending in it: what it charges stays
+// held (counted against the balance) until its write commits, so no deposit can take it; a crash then loses
+// at most the window's charges (the operator's loss: the balance keeps them). docs/architecture.md, Credit ledgers.
 //
 // The balance a deposit is checked against is the database's, refreshed by every write of this ledger and
 // dropped by `forgetBalance` (grants), so two deposits can never take more than the balance holds. The
@@ -29,6 +32,8 @@ interface Ended {
   /** settled: the provider answered (charged at most the deposit); released: it failed, nothing charged. */
   status: 'settled' | 'released';
   costNano: number;
+  /** The part of `costNano` for prompt tokens. */
+  inputCostNano: number;
   /** What the request owes: its cost, at most its deposit (the statement takes at most what the balance holds). */
   chargedNano: number;
   promptTokens: number | null;
@@ -65,9 +70,9 @@ const BALANCE_SHORT_NOTE = `'The balance was lowered under the deposits in fligh
 const endSql = `
 WITH r AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-    ord int, id text, account text, deposit bigint, want bigint, cost bigint, prompt int, completion int, estimated boolean,
+    ord int, id text, account text, deposit bigint, want bigint, cost bigint, input_cost bigint, prompt int, completion int, estimated boolean,
     status text, outcome text, error text, period text, model text, provider text, stream boolean, source text,
-    http_request_id text, workspace_id uuid, api_key_id uuid, reserved_at timestamptz)
+    http_request_id text, workspace_id uuid, api_key_id uuid, execution_id text, reserved_at timestamptz)
 ), w AS (
   SELECT r.*, b.balance_nano AS before, sum(r.want) OVER (PARTITION BY r.account ORDER BY r.ord) AS want_upto
     FROM r JOIN ai_credit_balances b ON b.account = r.account
@@ -84,9 +89,9 @@ WITH r AS (
     FROM k JOIN u ON u.account = k.account
 ), q AS (
   INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano,
-                           cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at)
+                           cost_nano, prompt_tokens, completion_tokens, usage_estimated, outcome, error, created_at, finished_at, execution_id)
   SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit,
-         charged, prompt, completion, estimated, outcome, error, reserved_at, ${NOW} FROM c
+         charged, prompt, completion, estimated, outcome, error, reserved_at, ${NOW}, execution_id FROM c
 ), l AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, cost_nano, request_id, model, note)
   SELECT account, kind, amount, balance_after, cost_nano, id, model, note FROM (
@@ -143,6 +148,10 @@ export interface HeldCreditLedgerOptions {
   /** Reads the account's balance row. */
   readBalance: (account: string) => Promise<number | undefined>;
   usage?: UsageRecorder;
+  /** Settlements are written within this delay after their answer (0: before it). */
+  settleWindowMs?: number;
+  /** A settlement written after its answer failed to be written (its charge is lost). */
+  onLostSettlement?: (err: unknown, requestId: string) => void;
 }
 
 export class HeldCreditLedger {
@@ -150,19 +159,27 @@ export class HeldCreditLedger {
   private readonly open = new Map<string, { hold: ReserveInput; reservedAt: Date }>();
   private readonly ends: GroupCommit<Ended, Written>;
   private readonly usage: UsageRecorder;
+  private readonly deferred: boolean;
 
   constructor(private readonly db: Database, private readonly opts: HeldCreditLedgerOptions) {
     this.usage = opts.usage ?? new UsageRecorder();
+    this.deferred = (opts.settleWindowMs ?? 0) > 0;
     this.ends = new GroupCommit({
       writeBatch: (items) => this.write(items),
       writeOne: async (item) => (await this.write([item]))[0],
+      windowMs: opts.settleWindowMs,
     });
     const set = ledgersOf.get(db) ?? new Set();
     set.add(this);
     ledgersOf.set(db, set);
   }
 
-  /** Deposits of `account`'s requests in flight (not in the database). */
+  /** Writes the settlements waiting for their window (shutdown). */
+  flush(): Promise<void> {
+    return this.ends.flush();
+  }
+
+  /** Deposits of `account`'s requests in flight, and charges not yet written (not in the database). */
   heldNano(account: string): number {
     return this.accounts.get(account)?.held ?? 0;
   }
@@ -214,7 +231,7 @@ export class HeldCreditLedger {
   async settle(id: string, input: SettleInput): Promise<SettleResult | undefined> {
     const cost = Math.max(0, Math.round(input.costNano));
     const r = await this.end(id, (hold) => ({
-      status: 'settled', costNano: cost, chargedNano: Math.min(cost, hold.depositNano), promptTokens: input.promptTokens,
+      status: 'settled', costNano: cost, inputCostNano: inputCostOf(input), chargedNano: Math.min(cost, hold.depositNano), promptTokens: input.promptTokens,
       completionTokens: input.completionTokens, estimated: input.estimated, outcome: input.outcome, error: null,
     }));
     if (!r) return undefined;
@@ -226,7 +243,7 @@ export class HeldCreditLedger {
   /** Gives the deposit back (the provider failed before anything was generated); the balance after, or undefined. */
   async release(id: string, outcome: string, error: string | null): Promise<number | undefined> {
     const r = await this.end(id, () => ({
-      status: 'released', costNano: 0, chargedNano: 0, promptTokens: null, completionTokens: null, estimated: false, outcome,
+      status: 'released', costNano: 0, inputCostNano: 0, chargedNano: 0, promptTokens: null, completionTokens: null, estimated: false, outcome,
       error: error ? error.slice(0, 1000) : null,
     }));
     return r?.available;
@@ -239,15 +256,39 @@ export class HeldCreditLedger {
     if (!open) return undefined;
     this.open.delete(id);
     const s = this.state(open.hold.account);
+    const ended: Ended = { id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) };
+    // Calls made inside a run settle inline, so the run's cost is complete when its answer is sent.
+    if (this.deferred && !open.hold.executionId) return this.endLater(ended, s);
     let written: Written;
     try {
-      written = await this.ends.submit({ id, hold: open.hold, reservedAt: open.reservedAt, period: this.usage.period(), ...how(open.hold) });
+      written = await this.ends.submit(ended);
     } finally {
       // After the write's new balance is in place (never before: the deposit must not be free while its charge is unwritten).
       s.held -= open.hold.depositNano;
     }
     const available = Math.max(0, (s.balance ?? (await this.balanceOf(open.hold.account, s))) - s.held);
     return { hold: open.hold, available, written };
+  }
+
+  /**
+   * Answers from memory and writes within the settle window: the deposit's unused part is free at once, the
+   * charge stays held until its write commits (then the balance read back has it), so the balance a deposit
+   * is checked against never counts a charge twice nor misses one.
+   */
+  private async endLater(ended: Ended, s: AccountState): Promise<{ hold: ReserveInput; available: number; written: Written }> {
+    const { hold, chargedNano } = ended;
+    s.held -= hold.depositNano - chargedNano;
+    this.ends.submit(ended).then(
+      () => { s.held -= chargedNano; },
+      (err: unknown) => {
+        s.held -= chargedNano;
+        // The balance row may or may not have the charge: read it again.
+        this.forget(hold.account);
+        this.opts.onLostSettlement?.(err, ended.id);
+      },
+    );
+    const available = Math.max(0, (s.balance ?? (await this.balanceOf(hold.account, s))) - s.held);
+    return { hold, available, written: { balanceAfterNano: available, accountBalanceNano: available, chargedNano } };
   }
 
   private state(account: string): AccountState {
@@ -286,11 +327,11 @@ export class HeldCreditLedger {
   private async write(items: readonly Ended[]): Promise<Written[]> {
     const epochs = new Map(items.map((i) => [i.hold.account, this.state(i.hold.account).epoch]));
     const payload = items.map((i, ord) => ({
-      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, want: i.chargedNano, cost: i.costNano,
+      ord, id: i.id, account: i.hold.account, deposit: i.hold.depositNano, want: i.chargedNano, cost: i.costNano, input_cost: i.inputCostNano,
       prompt: i.promptTokens, completion: i.completionTokens, estimated: i.estimated, status: i.status, outcome: i.outcome,
       error: i.error, period: i.period, model: i.hold.model, provider: i.hold.provider, stream: i.hold.stream, source: i.hold.source,
       http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
-      reserved_at: i.reservedAt.toISOString(),
+      execution_id: i.hold.executionId ?? null, reserved_at: i.reservedAt.toISOString(),
     }));
     const rows = await runStatement<EndRow>(this.db, endStatement, [JSON.stringify(payload)]);
     const out: Written[] = new Array<Written>(items.length);

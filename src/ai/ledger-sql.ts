@@ -38,6 +38,8 @@ export interface ReserveInput {
   httpRequestId?: string | null;
   workspaceId?: string | null;
   apiKeyId?: string | null;
+  /** The run whose block made the call (stored execution id), recorded on the request and its usage event. */
+  executionId?: string | null;
 }
 
 export type ReserveResult = { ok: true; balanceAfterNano: number } | { ok: false; balanceNano: number };
@@ -45,6 +47,8 @@ export type ReserveResult = { ok: true; balanceAfterNano: number } | { ok: false
 export interface SettleInput {
   /** The actual cost of the usage the provider reported (or that was estimated). */
   costNano: number;
+  /** The part of `costNano` for prompt tokens (the rest is for completion tokens); 0 when not given. */
+  inputCostNano?: number;
   promptTokens: number;
   completionTokens: number;
   /** True when the tokens were estimated (no usage from the provider). */
@@ -73,7 +77,7 @@ WITH RECURSIVE ${ASYNC_COMMIT},
 r AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
     ord int, id text, account text, deposit bigint, model text, provider text, stream boolean, source text,
-    http_request_id text, workspace_id uuid, api_key_id uuid)
+    http_request_id text, workspace_id uuid, api_key_id uuid, execution_id text)
 ), b AS (
   SELECT account, balance_nano FROM ai_credit_balances WHERE account IN (SELECT account FROM r) FOR UPDATE
 ), c AS (
@@ -102,8 +106,8 @@ r AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, request_id, model)
   SELECT account, 'reserve', -deposit, left_after, id, model FROM ok ORDER BY ord
 ), q AS (
-  INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano)
-  SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, 'reserved', deposit FROM ok
+  INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano, execution_id)
+  SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, 'reserved', deposit, execution_id FROM ok
 )
 SELECT g.ord, g.ok, g.left_after::int8 AS left_after FROM g CROSS JOIN a`;
 
@@ -118,8 +122,8 @@ WITH ${ASYNC_COMMIT}, b AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, request_id, model)
   SELECT account, 'reserve', -$2::bigint, balance_nano, $3, $4 FROM b
 ), r AS (
-  INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano)
-  SELECT $3, account, $5, $6, $7::uuid, $8::uuid, $4, $9, $10, 'reserved', $2::bigint FROM b
+  INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano, execution_id)
+  SELECT $3, account, $5, $6, $7::uuid, $8::uuid, $4, $9, $10, 'reserved', $2::bigint, $11::text FROM b
 )
 SELECT true AS ok, b.balance_nano::int8 AS left_after FROM b CROSS JOIN a
 UNION ALL
@@ -136,6 +140,7 @@ export async function reserveBatch(db: Database, items: readonly ReserveInput[])
   const payload = items.map((i, ord) => ({
     ord, id: i.id, account: i.account, deposit: i.depositNano, model: i.model, provider: i.provider, stream: i.stream, source: i.source,
     http_request_id: i.httpRequestId ?? null, workspace_id: i.workspaceId ?? null, api_key_id: i.apiKeyId ?? null,
+    execution_id: i.executionId ?? null,
   }));
   const rows = await db.tx(async (q) => {
     await lockBalances(q, items.map((i) => i.account));
@@ -154,6 +159,7 @@ export async function reserveBatch(db: Database, items: readonly ReserveInput[])
 async function reserveOne(db: Queryable, i: ReserveInput): Promise<ReserveResult | undefined> {
   const rows = await db.query<{ ok: boolean; left_after: number }>(reserveOneSql, [
     i.account, i.depositNano, i.id, i.model, i.httpRequestId ?? null, i.source, i.workspaceId ?? null, i.apiKeyId ?? null, i.provider, i.stream,
+    i.executionId ?? null,
   ]);
   const r = rows[0];
   if (!r) return undefined;
@@ -166,7 +172,8 @@ async function reserveOne(db: Queryable, i: ReserveInput): Promise<ReserveResult
 
 /**
  * The usage event of each settled request, over rows with id, account, model, provider, source, workspace_id,
- * prompt, completion, cost, charged and period (the in-database and the held ledgers both write them).
+ * execution_id, prompt, completion, cost, input_cost, charged and period (the in-database and the held ledgers
+ * both write them).
  */
 export const aiUsageEventColumns: UsageEventColumns = {
   account: 'account',
@@ -175,22 +182,24 @@ export const aiUsageEventColumns: UsageEventColumns = {
   source: `'ai'`,
   idempotencyKey: `'ai:' || id`,
   metadata: `jsonb_build_object('model', model, 'provider', provider, 'via', source, 'workspaceId', workspace_id,
-                                'promptTokens', prompt, 'completionTokens', completion, 'billedUsd', charged::numeric / 1000000000)
+                                'promptTokens', prompt, 'completionTokens', completion, 'billedUsd', charged::numeric / 1000000000,
+                                'inputUsd', LEAST(input_cost, cost)::numeric / 1000000000)
              || CASE WHEN cost > charged THEN jsonb_build_object('overageUsd', (cost - charged)::numeric / 1000000000) ELSE '{}'::jsonb END`,
+  executionId: 'execution_id',
 };
 const settleUsageEvents = usageEventsInsertSql('q', aiUsageEventColumns);
 
 const settleSql = `
 WITH s AS (
-  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, id text, cost bigint, prompt int, completion int, estimated boolean, outcome text, period text)
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, id text, cost bigint, input_cost bigint, prompt int, completion int, estimated boolean, outcome text, period text)
 ), q AS (
   UPDATE ai_requests AS r
      SET status = 'settled', cost_nano = LEAST(s.cost, r.deposit_nano), prompt_tokens = s.prompt, completion_tokens = s.completion,
          usage_estimated = s.estimated, outcome = s.outcome, finished_at = ${NOW}
     FROM s
    WHERE r.id = s.id AND r.status = 'reserved'
-  RETURNING r.id, r.account, r.deposit_nano, r.model, r.provider, r.source, r.workspace_id, r.cost_nano AS charged,
-            s.ord, s.cost, s.prompt, s.completion, s.period
+  RETURNING r.id, r.account, r.deposit_nano, r.model, r.provider, r.source, r.workspace_id, r.execution_id, r.cost_nano AS charged,
+            s.ord, s.cost, s.input_cost, s.prompt, s.completion, s.period
 ), b AS (
   SELECT account, balance_nano FROM ai_credit_balances WHERE account IN (SELECT account FROM q) FOR UPDATE
 ), c AS (
@@ -218,15 +227,15 @@ SELECT ord, (before + cum)::int8 AS balance_after, deposit_nano::int8 AS deposit
 
 const settleOneSql = `
 WITH s AS (
-  SELECT $1::text AS id, $2::bigint AS cost, $3::int AS prompt, $4::int AS completion, $7::text AS period
+  SELECT $1::text AS id, $2::bigint AS cost, $3::int AS prompt, $4::int AS completion, $7::text AS period, $8::bigint AS input_cost
 ), q AS (
   UPDATE ai_requests AS r
      SET status = 'settled', cost_nano = LEAST(s.cost, r.deposit_nano), prompt_tokens = s.prompt, completion_tokens = s.completion,
          usage_estimated = $5, outcome = $6, finished_at = ${NOW}
     FROM s
    WHERE r.id = s.id AND r.status = 'reserved'
-  RETURNING r.id, r.account, r.deposit_nano, r.model, r.provider, r.source, r.workspace_id, r.cost_nano AS charged,
-            s.cost, s.prompt, s.completion, s.period
+  RETURNING r.id, r.account, r.deposit_nano, r.model, r.provider, r.source, r.workspace_id, r.execution_id, r.cost_nano AS charged,
+            s.cost, s.input_cost, s.prompt, s.completion, s.period
 ), b AS (
   UPDATE ai_credit_balances AS c
      SET balance_nano = c.balance_nano + q.deposit_nano - q.charged, reserved_nano = c.reserved_nano - q.deposit_nano, updated_at = ${NOW}
@@ -251,18 +260,19 @@ const settleResult = (r: SettleRow): SettleResult => ({
 });
 
 const costOf = (input: SettleInput): number => Math.max(0, Math.round(input.costNano));
+export const inputCostOf = (input: SettleInput): number => Math.min(costOf(input), Math.max(0, Math.round(input.inputCostNano ?? 0)));
 
 /** Settlements of a batch; undefined for a request that was not (or no longer) reserved. */
 export async function settleBatch(db: Database, items: readonly SettleItem[]): Promise<(SettleResult | undefined)[]> {
   if (items.length === 1) {
     const { id, input, period } = items[0];
     const rows = await db.query<SettleRow>(settleOneSql, [
-      id, costOf(input), input.promptTokens, input.completionTokens, input.estimated, input.outcome, period,
+      id, costOf(input), input.promptTokens, input.completionTokens, input.estimated, input.outcome, period, inputCostOf(input),
     ]);
     return [rows[0] ? settleResult(rows[0]) : undefined];
   }
   const payload = items.map(({ id, input, period }, ord) => ({
-    ord, id, cost: costOf(input), prompt: input.promptTokens, completion: input.completionTokens,
+    ord, id, cost: costOf(input), input_cost: inputCostOf(input), prompt: input.promptTokens, completion: input.completionTokens,
     estimated: input.estimated, outcome: input.outcome, period,
   }));
   const rows = await db.tx(async (q) => {

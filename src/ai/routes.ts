@@ -7,7 +7,8 @@ import { requireAuth, type AuthContext } from '../http/auth.js';
 import { badRequest, errorBody } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
-import type { AiGateway, Billing } from './gateway.js';
+import type { Billing } from './completion.js';
+import type { AiGateway } from './gateway.js';
 import { formatUsd, roundUsd } from './money.js';
 import { SSE_DONE, sseData } from './sse.js';
 import type { ChatCompletionChunk, ChatRequest } from './providers/types.js';
@@ -207,17 +208,13 @@ async function write(reply: FastifyReply, text: string): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The AI area's routes over its gateway (built by the composition root). Registers nothing outside
- * this plugin; the gateway's abandoned-deposit sweep runs while the app does.
+ * The AI area's routes over its gateway (built by the composition root, which also starts and stops the
+ * gateway's abandoned-deposit sweep).
  */
 export function aiRoutes(gateway: AiGateway, accounts: BilledAccounts): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app) => {
     const routeConfig = { auth: 'bearer' as const, errorFamily: 'ai' as const };
     const security: Record<string, string[]>[] = [{ apiKey: [] }, { bearer: [] }];
-
-    // Reservations of a process that died mid-request are returned after the upstream timeout.
-    app.addHook('onReady', async () => gateway.start());
-    app.addHook('onClose', async () => gateway.close());
 
     app.post('/api/v1/ai/chat/completions', {
       schema: {

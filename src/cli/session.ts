@@ -63,8 +63,7 @@ function serverSession(server: ServerInfo): Session {
 
 async function openDirect(config: Config, runs: boolean): Promise<Session> {
   const opened = await openDatabase(config);
-  const onClose: (() => Promise<void>)[] = [];
-  const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api', onClose };
+  const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api' };
   let services;
   try {
     services = runs ? composeServices(ctx) : composeCore(ctx);
@@ -91,7 +90,8 @@ async function openDirect(config: Config, runs: boolean): Promise<Session> {
       closing ??= (async () => {
         abort.abort(new Error('The command ended'));
         await Promise.allSettled(background);
-        for (const hook of onClose.reverse()) await hook().catch(() => undefined);
+        // Nothing was started (a CLI runs no workers); what the services hold open is stopped.
+        await services.lifecycles.stop();
         await opened.release();
       })();
       return closing;

@@ -22,8 +22,13 @@ export interface PgliteOptions {
   vacuum?: Partial<VacuumOptions> | false;
 }
 
-/** Settings given at start. The default 128 MB of shared buffers is most of the idle memory and buys nothing at this size. */
-const SETTINGS: Record<string, string> = { shared_buffers: '16MB' };
+/**
+ * Settings given at start. The default 128 MB of shared buffers is most of the idle memory and buys nothing at
+ * this size. The WAL: PGlite checkpoints only when the WAL reaches max_wal_size (default 1 GB) or every 5
+ * minutes, so under steady writes pg_wal alone could hold a gigabyte of the data directory; 64 MB bounds it
+ * (docs/architecture.md, "Run-log retention").
+ */
+const SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_wal_size: '64MB', min_wal_size: '32MB' };
 
 type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
 type Call = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;

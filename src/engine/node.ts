@@ -11,16 +11,9 @@ import {
 import type { CompiledBlock } from './compile.js';
 import type { SandboxLogEntry } from './ports.js';
 import { BlockLimitError } from './run-state.js';
-import { findUp, type HaltFlag, type ScopeInfo, type ScopeRun } from './scope.js';
+import { findUp, type HaltFlag, type NodeResult, type ScopeInfo, type ScopeRun } from './scope.js';
 import { appendLog, appendLogs, errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
 import type { PausePoint, StepRecord } from './types.js';
-
-export type NodeResult =
-  | { kind: 'success'; output: unknown }
-  | { kind: 'routed'; message: string }
-  | { kind: 'failed'; error: ChildBlockError }
-  | { kind: 'paused' }
-  | { kind: 'stopped' };
 
 /** What one execution of a block (all its attempts) produced, handed to finishNode. */
 interface Execution {

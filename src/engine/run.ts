@@ -3,6 +3,7 @@
 // Durable replay: a block whose step key is in `recorded` is not run again.
 import { ChildBlockError, type ScopeOutcome } from './block-type.js';
 import type { CompiledGraph } from './compile.js';
+import { executeNode } from './node.js';
 import { RunState, type Failure } from './run-state.js';
 import { ScopeRun } from './scope.js';
 import { isoTime } from './trace.js';
@@ -21,7 +22,7 @@ async function runToEnd(compiled: CompiledGraph, opts: RunOptions) {
   const run = new RunState(graph, opts);
   let outcome: ScopeOutcome | null = null;
   if (!run.stopping) {
-    const root = new ScopeRun(run, graph.root, null, null, null);
+    const root = new ScopeRun(run, graph.root, null, null, null, executeNode);
     outcome = await Promise.race([root.execute(), run.stopped.then(() => null)]);
   }
   const endedAt = run.clock.now();

@@ -2,15 +2,25 @@
 // event-driven: ready blocks start at once (bounded by the run's concurrency), a finished block
 // activates or deactivates its outgoing edges by handle, deactivation cascades, and a block runs
 // when all its incoming edges are resolved and at least one was taken. Containers run their
-// children as nested scopes (see node.ts).
+// children as nested scopes. Executing one block is node.ts's job; the scope gets it as a function handed
+// down from run.ts, so node.ts (which needs the scope) and this file do not import each other.
 import { ChildBlockError, type ScopeFrame, type ScopeHandle, type ScopeOutcome } from './block-type.js';
 import type { CompiledBlock, CompiledEdge, CompiledGraph, CompiledScope } from './compile.js';
 import { getOrThrow } from './lookup.js';
-import { executeNode, type NodeResult } from './node.js';
 import type { SandboxResult } from './ports.js';
 import { compileValue, ENTRY_HEADS, formatInterpolated, navigate, type RefToken, type ResolveEnv } from './references.js';
 import type { RunState } from './run-state.js';
 import { errorMessage } from './trace.js';
+
+export type NodeResult =
+  | { kind: 'success'; output: unknown }
+  | { kind: 'routed'; message: string }
+  | { kind: 'failed'; error: ChildBlockError }
+  | { kind: 'paused' }
+  | { kind: 'stopped' };
+
+/** Executes one block of a scope (node.ts's executeNode). */
+export type NodeExecutor = (scope: ScopeRun, b: CompiledBlock) => Promise<NodeResult>;
 
 interface NodeState {
   pending: number;
@@ -48,6 +58,7 @@ export class ScopeRun implements ScopeHandle {
     readonly parent: ScopeRun | null,
     readonly info: ScopeInfo | null,
     readonly halt: HaltFlag | null,
+    private readonly executeNode: NodeExecutor,
     outputs?: Map<string, unknown>,
   ) {
     this.outputs = outputs ?? new Map();
@@ -74,7 +85,7 @@ export class ScopeRun implements ScopeHandle {
     const scope = container.scope;
     if (scope === undefined) throw new Error(`internal: block ${container.id} has no children scope`);
     const info: ScopeInfo = { containerId: container.id, kind, frame, suffix: `${this.suffix}#${container.id}:${frame.index}` };
-    return new ScopeRun(this.run, scope, this, info, halt, outputs);
+    return new ScopeRun(this.run, scope, this, info, halt, this.executeNode, outputs);
   }
 
   isHalted(): boolean {
@@ -162,7 +173,7 @@ export class ScopeRun implements ScopeHandle {
     this.running++;
     let result: Promise<NodeResult>;
     try {
-      result = executeNode(this, this.block(id));
+      result = this.executeNode(this, this.block(id));
     } catch (err) {
       result = Promise.resolve(this.internalFailure(id, err));
     }

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 import type {} from '@fastify/cookie';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError, type ErrorFamily } from './errors.js';
@@ -32,9 +32,7 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** True when the request's X-CSRF-Token header equals the session's token (compared in constant time). */
 export function csrfTokenMatches(request: FastifyRequest, expected: string): boolean {
   const header = request.headers['x-csrf-token'];
-  const given = Buffer.from((Array.isArray(header) ? header[0] : header) ?? '');
-  const want = Buffer.from(expected);
-  return given.length === want.length && timingSafeEqual(given, want);
+  return constantTimeEqual((Array.isArray(header) ? header[0] : header) ?? '', expected);
 }
 
 /** 403 unless a state-changing request made with a session carries the session's CSRF token. */

@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
-import { fuseByScore, similarityFromDistance } from './ranking.js';
+import { fuseScored, rerankPassages, similarityFromDistance, type WeightedTerm } from './ranking.js';
 import * as store from './store.js';
 import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
@@ -89,14 +89,16 @@ export class KnowledgeSearch {
     if (mode === 'hybrid') {
       const wide = { ...search, limit: hybridWidth(req.topK), efSearch: Math.max(this.deps.efSearch, hybridWidth(req.topK)) };
       const vectorHits = await db.tx((q) => store.nearestChunks(q, wide));
-      let keywordHits: store.ChunkHit[] = [];
+      let keyword: { hits: store.ChunkHit[]; terms: WeightedTerm[] } = { hits: [], terms: [] };
       try {
-        keywordHits = await keywordChunks(db, { ...wide, query });
+        keyword = await keywordChunks(db, { ...wide, query });
       } catch (err) {
         // As the reference does: a failing full-text leg leaves the vector ranking alone.
         this.deps.log.warn({ err }, 'full-text leg of a hybrid search failed; answering with vector ranking only');
       }
-      hits = fuseByScore(vectorHits, keywordHits).slice(0, req.topK);
+      // Fusion ranks the candidates; the passage rerank then brings forward, among them, the chunks where
+      // the question's words occur together (docs/architecture.md, Knowledge ingest).
+      hits = rerankPassages(fuseScored(vectorHits, keyword.hits), keyword.terms).slice(0, req.topK);
     } else {
       hits = await db.tx((q) => store.nearestChunks(q, search));
     }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import type { WeightedTerm } from './ranking.js';
 import { type ChunkHit, type ChunkSearch, vectorLiteral } from './store.js';
 import { tagFilterSql } from './tag-filter-sql.js';
 
@@ -55,10 +56,14 @@ export function inverseDocumentFrequency(df: number, total: number): number {
   return Math.log(1 + (n - df + 0.5) / (df + 0.5));
 }
 
-/** Chunks matching the query's words, best BM25-like score first, with their vector distance. */
-export async function keywordChunks(q: Queryable, s: KeywordSearch): Promise<ChunkHit[]> {
+/**
+ * Chunks matching the query's words, best BM25-like score first, with their vector distance; and the
+ * query's words this ranking used with their inverse document frequencies, so that the passage rerank
+ * (ranking.ts) weighs the same words alike on both databases.
+ */
+export async function keywordChunks(q: Queryable, s: KeywordSearch): Promise<{ hits: ChunkHit[]; terms: WeightedTerm[] }> {
   const { terms: all, total } = await termStats(q, s);
-  if (all.length === 0) return [];
+  if (all.length === 0) return { hits: [], terms: [] };
   const terms = [...all].sort((a, b) => a.df - b.df).slice(0, MAX_TERMS);
   const rare = terms.filter((t) => t.df < COMMON_DF);
   const matchAny = rare.length > 0;
@@ -71,7 +76,7 @@ export async function keywordChunks(q: Queryable, s: KeywordSearch): Promise<Chu
     phrases, phrases.map((phrase) => phraseWeight(phrase, idf)),
   ];
   const filter = tagFilterSql(params, s.filters, s.tagFilters);
-  return q.query<ChunkHit>(
+  const hits = await q.query<ChunkHit>(
     `SELECT c.document_id, c.chunk_index, c.knowledge_base_id, c.content, c.metadata, d.filename, d.source_url, d.tag_slots,
             (c.embedding::vector(${s.dimension})) <=> $1::vector(${s.dimension}) AS distance,
             (SELECT sum(w.idf * ts_rank(c.search_text, quote_literal(w.term)::tsquery, 1))
@@ -85,6 +90,7 @@ export async function keywordChunks(q: Queryable, s: KeywordSearch): Promise<Chu
       LIMIT $3`,
     params,
   );
+  return { hits, terms: terms.map((t) => ({ term: t.term, weight: idf.get(t.term) ?? 0 })) };
 }
 
 /**

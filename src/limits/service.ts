@@ -6,6 +6,7 @@ import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
+import { runCosts, type RunCost } from './run-cost.js';
 import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
 import { reconcileTotals, releaseCharge, reserveCharge } from './usage-totals.js';
 
@@ -182,6 +183,14 @@ export class LimitsService {
   /** Base charges (USD) of some runs by execution id; a run never charged is absent. */
   runCharges(executionIds: string[]): Promise<Map<string, number>> {
     return runCharges(this.db, executionIds);
+  }
+
+  /**
+   * What some runs cost (base charge plus their blocks' model usage) by stored execution id; a run with
+   * nothing recorded yet is absent.
+   */
+  runCosts(executionIds: string[]): Promise<Map<string, RunCost>> {
+    return runCosts(this.db, executionIds);
   }
 
   /**

@@ -37,14 +37,16 @@ export interface CostEvent {
   /** The moment of the cost; its billing period is `billingPeriod(at)`. */
   at: Date;
   metadata?: Record<string, unknown>;
+  /** The run that spent it (stored execution id), when a run did: the run's cost adds it up. */
+  executionId?: string | null;
 }
 
 /** Records a cost once per idempotency key; a repeated write is ignored. True when it was recorded now. */
 export async function recordCost(q: Queryable, e: CostEvent): Promise<boolean> {
   const rows = await q.query(
-    `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata)
-     VALUES ($1, $2::date, $3::numeric, $4, $5, $6::jsonb) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
-    [e.account, billingPeriod(e.at), e.amountUsd.toFixed(9), e.source, e.idempotencyKey, JSON.stringify(e.metadata ?? {})],
+    `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata, execution_id)
+     VALUES ($1, $2::date, $3::numeric, $4, $5, $6::jsonb, $7) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
+    [e.account, billingPeriod(e.at), e.amountUsd.toFixed(9), e.source, e.idempotencyKey, JSON.stringify(e.metadata ?? {}), e.executionId ?? null],
   );
   return rows.length > 0;
 }
@@ -60,7 +62,7 @@ export async function runCharges(q: Queryable, executionIds: string[]): Promise<
 }
 
 export const recordRunCharge = (q: Queryable, account: string, executionId: string, at: Date) =>
-  recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: `run:${executionId}`, at, metadata: { executionId } });
+  recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: `run:${executionId}`, at, metadata: { executionId }, executionId });
 
 /**
  * The base charge of runs written by the same statement: inserts the usage events of the rows of CTE `from`
@@ -70,7 +72,7 @@ export const recordRunCharge = (q: Queryable, account: string, executionId: stri
 export function runChargesSql(from: string): string {
   return `${usageEventsInsertSql(from, {
     account: `${from}.billed_account`, period: '$2', amountUsd: '$3', source: "'run'", idempotencyKey: `'run:' || ${from}.id`,
-    metadata: `jsonb_build_object('executionId', ${from}.id)`,
+    metadata: `jsonb_build_object('executionId', ${from}.id)`, executionId: `${from}.id`,
   })} RETURNING idempotency_key`;
 }
 
@@ -87,6 +89,8 @@ export interface UsageEventColumns {
   idempotencyKey: string;
   /** jsonb. */
   metadata: string;
+  /** text: the stored execution id of the run that spent it, or NULL. */
+  executionId: string;
 }
 
 /**
@@ -94,8 +98,8 @@ export interface UsageEventColumns {
  * own statement (a data-modifying CTE), with the same once-per-key rule as `recordCost`.
  */
 export function usageEventsInsertSql(from: string, c: UsageEventColumns): string {
-  return `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata)
-  SELECT ${c.account}, (${c.period})::date, (${c.amountUsd})::numeric, ${c.source}, ${c.idempotencyKey}, (${c.metadata})::jsonb
+  return `INSERT INTO usage_events (account, period, amount_usd, source, idempotency_key, metadata, execution_id)
+  SELECT ${c.account}, (${c.period})::date, (${c.amountUsd})::numeric, ${c.source}, ${c.idempotencyKey}, (${c.metadata})::jsonb, (${c.executionId})::text
     FROM ${from}
   ON CONFLICT (idempotency_key) DO NOTHING`;
 }

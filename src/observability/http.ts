@@ -1,6 +1,6 @@
 // The HTTP side of observability: one log line and one histogram sample per request (by route pattern,
 // never the raw URL), a server span per request when tracing is on, and GET /metrics.
-import { timingSafeEqual } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Span } from '@opentelemetry/api';
 import { HttpError } from '../http/errors.js';
@@ -22,9 +22,7 @@ function workspaceOf(request: FastifyRequest): string | undefined {
 export function tokenMatches(header: string | undefined, token: string): boolean {
   const m = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
   if (!m?.[1]) return false;
-  const given = Buffer.from(m[1].trim());
-  const expected = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return constantTimeEqual(m[1].trim(), token);
 }
 
 /** A listener address only this machine reaches: `localhost`, 127.0.0.0/8, ::1 (also IPv4-mapped). */

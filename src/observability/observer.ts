@@ -2,26 +2,11 @@
 // Each area takes the narrow interface it needs through its constructor (RunObserver, AiObserver,
 // LimitObserver); the composition root hands every one the same Observability of the process.
 import type { Logger } from 'pino';
-import type { BlockTrace } from '../engine/index.js';
 import { BASE_RUN_CHARGE_USD } from '../limits/plans.js';
+import type { BlockTrace } from '../engine/index.js';
+import type { RunEvent } from './events.js';
 import { Metrics, type ScrapeSources } from './metrics.js';
 import type { Tracing } from './tracing.js';
-
-/** A run that reached a final state (or paused) in this process. */
-export interface RunEvent {
-  workflowId: string;
-  /** The id its callers know (a caller-chosen id as given). */
-  executionId: string;
-  workspaceId: string;
-  trigger: string;
-  mode: 'sync' | 'async';
-  status: string;
-  error?: string | null;
-  durationMs: number;
-  startedAt: Date;
-  endedAt: Date;
-  trace: readonly BlockTrace[];
-}
 
 export interface RunObserver {
   /** An async run leaves the queue for the first time, `waitMs` after it was enqueued. */

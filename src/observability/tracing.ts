@@ -12,7 +12,7 @@ import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_SERVICE_NAME,
   ATTR_SERVICE_VERSION, ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
-import type { RunEvent } from './observer.js';
+import type { RunEvent } from './events.js';
 
 export interface TracingOptions {
   /** Full URL of the OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces). */

@@ -13,7 +13,7 @@ import { holdResumeClaim, releaseLapsedResumeClaims } from './resume-claims.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { finishedFrom } from './run-options.js';
 import { validateSubmission, type FormField } from './resume-input.js';
-import type { RunContext } from './service.js';
+import type { RunContext } from './run-context.js';
 import * as store from './store.js';
 
 export type { ResumeLinks, ResumeStatus } from './pause-store.js';
@@ -289,7 +289,10 @@ export class PauseService {
     for (const [k, v] of opts.recorded ?? []) recorded.set(k, v);
     recorded.set(point.key, { key: point.key, blockId: point.blockId, output: entry.resume_input });
     const steps: StepRecord[] = [{ key: point.key, blockId: point.blockId, output: entry.resume_input }];
-    const run: RunContext = { workspaceId: paused.workspace_id, billedAccount: paused.billed_account, plan: await this.deps.planOf(paused.workspace_id) };
+    const run: RunContext = {
+      workspaceId: paused.workspace_id, billedAccount: paused.billed_account, plan: await this.deps.planOf(paused.workspace_id),
+      executionId: entry.new_execution_id,
+    };
     const result = await this.deps.startResumed(run, this.deps.workflows.compileVersion(version), {
       input: paused.input,
       mode: 'async',

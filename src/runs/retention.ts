@@ -5,6 +5,7 @@
 // holds a lock for long and the embedded database's one connection is never kept from other work.
 import type { Database } from '../db/database.js';
 import type { Logger } from 'pino';
+import { systemClock, type SchedulerClock, type TimerHandle } from '../schedules/clock.js';
 
 export interface RetentionOptions {
   /** Days a finished run is kept; 0 keeps everything. */
@@ -13,10 +14,25 @@ export interface RetentionOptions {
   batchSize: number;
   /** How often a sweep runs. */
   intervalMs: number;
+  /**
+   * Runs after a sweep that deleted rows: the embedded database's VACUUM of the run tables, so the space is
+   * reused at once rather than after the next periodic pass (docs/architecture.md, "Run-log retention").
+   */
+  reclaim?: () => Promise<void>;
 }
 
 export const DEFAULT_RETENTION_BATCH = 500;
-export const DEFAULT_RETENTION_INTERVAL_MS = 10 * 60_000;
+
+/** The tables a sweep deletes from: executions and the rows that cascade with them. */
+export const RUN_TABLES = ['executions', 'execution_steps', 'paused_executions', 'resume_queue'] as const;
+
+/** VACUUM of the run tables, for PGlite, which has no autovacuum: dead rows become reusable space. */
+export function vacuumRunTables(db: Pick<Database, 'exec'>): () => Promise<void> {
+  return async () => {
+    // One table per statement: VACUUM cannot run in a transaction, and other statements go between them.
+    for (const table of RUN_TABLES) await db.exec(`VACUUM ${table}`);
+  };
+}
 
 /** The workspaces that have runs, read as a loose scan of the logs index (one probe per workspace, not per run). */
 const WORKSPACES_WITH_RUNS = `
@@ -44,27 +60,47 @@ const DELETE_EXPIRED = `
   SELECT count(*)::int AS n FROM gone`;
 
 export class RunRetention {
-  private timer?: ReturnType<typeof setInterval>;
+  private timer?: TimerHandle;
   private running?: Promise<number>;
+  private stopped = false;
 
+  /** `clock`: time and timers, the scheduler's (tests hand in a manual one and advance it). */
   constructor(
     private readonly db: Database,
     private readonly opts: RetentionOptions,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    private readonly clock: SchedulerClock = systemClock,
   ) {}
 
   start(): void {
     if (this.opts.days <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      this.sweep().catch((err: unknown) => this.log.warn({ err }, 'run-log retention sweep failed'));
-    }, this.opts.intervalMs);
-    this.timer.unref();
+    this.stopped = false;
+    this.arm();
+  }
+
+  /** One sweep per interval, the next armed once the last has ended (a slow sweep never overlaps itself). */
+  private arm(): void {
+    this.timer = this.clock.setTimer(this.opts.intervalMs, () => {
+      this.sweep()
+        .catch((err: unknown) => {
+          this.log.warn({ err }, 'run-log retention sweep failed');
+          return 0;
+        })
+        .finally(() => {
+          if (!this.stopped) this.arm();
+        });
+    });
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    this.stopped = true;
+    this.timer?.cancel();
     this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** Resolves once the sweep under way, if any, has ended. */
+  async settled(): Promise<void> {
     await this.running?.catch(() => undefined);
   }
 
@@ -78,7 +114,7 @@ export class RunRetention {
 
   private async sweepAll(): Promise<number> {
     if (this.opts.days <= 0) return 0;
-    const cutoff = new Date(this.now() - this.opts.days * 86_400_000);
+    const cutoff = new Date(this.clock.now() - this.opts.days * 86_400_000);
     const workspaces = await this.db.query<{ workspace_id: string }>(WORKSPACES_WITH_RUNS);
     let deleted = 0;
     for (const { workspace_id: workspaceId } of workspaces) {
@@ -88,7 +124,10 @@ export class RunRetention {
         if (n < this.opts.batchSize) break;
       }
     }
-    if (deleted > 0) this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
+    if (deleted > 0) {
+      this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
+      await this.opts.reclaim?.();
+    }
     return deleted;
   }
 }

@@ -7,7 +7,8 @@ import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import { limitsSchema } from '../limits/schemas.js';
+import type { RunCost } from '../limits/run-cost.js';
+import { limitsSchema, runCostSchema } from '../limits/schemas.js';
 import { dailyUsage, workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
@@ -37,8 +38,8 @@ const executeBody = z
 const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' =>
   s === 'processing' || s === 'paused' ? 'processing' : s;
 
-/** `charge`: the run's recorded base charge (USD), undefined while none is recorded. */
-function logRecord(r: ExecutionRow, charge: number | undefined) {
+/** `cost`: what the run cost so far (see limits/run-cost.ts), undefined while nothing is recorded. */
+function logRecord(r: ExecutionRow, cost: RunCost | undefined) {
   return {
     id: publicExecutionId(r.id),
     executionId: publicExecutionId(r.id),
@@ -54,7 +55,8 @@ function logRecord(r: ExecutionRow, charge: number | undefined) {
     totalDurationMs: r.duration_ms,
     error: r.error,
     errorBlockId: r.error_block,
-    costUsd: charge ?? null,
+    costUsd: cost?.total ?? null,
+    cost: cost ?? null,
   };
 }
 
@@ -71,8 +73,10 @@ const logSchema = z.object({
   id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),
   status: z.string(), level: z.string(), trigger: z.string(), mode: z.string(), createdAt: z.string(), startedAt: z.string(),
   endedAt: z.string().nullable(), totalDurationMs: z.number().nullable(), error: z.string().nullable(), errorBlockId: z.string().nullable(),
-  costUsd: z.number().nullable().describe(
-    'What the run was charged, USD: its base charge. Model usage of its AI blocks is billed to the same account but is not recorded per run, so it is not included. null while nothing is charged (queued or running runs)',
+  costUsd: z.number().nullable().describe('cost.total: what the run cost, USD. null while nothing is recorded'),
+  cost: runCostSchema.nullable().describe(
+    'What the run cost, USD: its base charge plus the model usage of its agent, router and evaluator blocks (child workflows\' included), by model. ' +
+      'A run still going shows what it spent so far (its base charge is written when it ends). null while nothing is recorded (a queued run)',
   ),
 });
 
@@ -281,10 +285,10 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
         after,
       });
       const p = page(rows, q.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
-      // The page's charges in one query (usage events by their idempotency keys).
-      const charges = await service.limits.runCharges(p.data.map((r) => r.id));
+      // The page's costs in one query (usage events by execution id).
+      const costs = await service.limits.runCosts(p.data.map((r) => r.id));
       return {
-        data: p.data.map((r) => logRecord(r, charges.get(r.id))),
+        data: p.data.map((r) => logRecord(r, costs.get(r.id))),
         ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
         limits: await service.limits.snapshot(access.billedAccount, access.plan),
       };
@@ -316,9 +320,9 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       if (!row) throw new HttpError(404, 'Log not found');
       const access = await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
       const live = row.mode === 'async' && (row.status === 'queued' || row.status === 'processing') && !row.trace?.length;
-      const [trace, charges] = await Promise.all([live ? liveTrace(row) : row.trace ?? [], service.limits.runCharges([row.id])]);
+      const [trace, costs] = await Promise.all([live ? liveTrace(row) : row.trace ?? [], service.limits.runCosts([row.id])]);
       return {
-        data: { ...logRecord(row, charges.get(row.id)), input: row.input, output: row.output ?? null, trace },
+        data: { ...logRecord(row, costs.get(row.id)), input: row.input, output: row.output ?? null, trace },
         limits: await service.limits.snapshot(access.billedAccount, access.plan),
       };
     });

@@ -89,7 +89,8 @@ function pausedView(p: PausedRow) {
   };
 }
 
-const costOf = (charge: number | undefined) => (charge === undefined ? null : { total: charge });
+/** `cost` of v2: the run's total cost (base charge and model usage), USD; null while nothing is recorded. */
+const costOf = (total: number | undefined) => (total === undefined ? null : { total });
 
 export interface ResourceOptions {
   includeOutput: boolean;

@@ -22,18 +22,13 @@ import { PauseService, type ResumeOutcome } from './pauses.js';
 import { RunWrites } from './run-writes.js';
 import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
+import type { RunContext } from './run-context.js';
 import * as store from './store.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
 
 const MAX_DEPTH = 10;
 
 /** Who a run belongs to and who pays for it. */
-export interface RunContext {
-  workspaceId: string;
-  billedAccount: string;
-  plan: string;
-}
-
 /** Builds the engine's ports for one run (scoped to its workspace, billed to its account). */
 export type PortFactory = (run: RunContext) => EnginePorts;
 
@@ -48,6 +43,8 @@ export interface RunsDeps {
   ports: PortFactory;
   /** Told when async runs start and runs finish (metrics, the run log line, traces). */
   observer?: RunObserver;
+  /** Whether the Redis behind the queue answers; absent when runs are not dispatched through Redis. */
+  pingRedis?: () => Promise<boolean>;
 }
 
 /** A run admitted past the deploy and limit gates, with the version it runs. */
@@ -94,6 +91,11 @@ export class ExecutionService {
 
   /** Runs' writes, group-committed across the runs that write at the same time. */
   private readonly writes: RunWrites;
+
+  /** True when runs are dispatched through Redis and it answers PING now. */
+  redisAvailable(): Promise<boolean> {
+    return this.deps.pingRedis ? this.deps.pingRedis() : Promise.resolve(false);
+  }
 
   constructor(private readonly deps: RunsDeps) {
     this.limits = deps.limits;
@@ -228,7 +230,7 @@ export class ExecutionService {
       const version = await this.deps.workflows.loadVersion(admitted.versionId);
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
-      const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
+      const result = await this.execute({ ...run, executionId }, this.deps.workflows.compileVersion(version), {
         input, mode: 'sync', signal: tracked.signal, trigger: opts.trigger,
         // Kept in memory: only a pause needs them (its snapshot).
         onStep: async (s) => {
@@ -421,7 +423,7 @@ export class ExecutionService {
       const version = row.version_id ? await this.durable(executionId, () => this.deps.workflows.loadVersion(row.version_id as string)) : undefined;
       if (!version) throw new Error('The deployed version of this run no longer exists');
       const plan = await this.durable(executionId, () => this.deps.accounts.workspacePlan(row.workspace_id));
-      const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan };
+      const run: RunContext = { workspaceId: row.workspace_id, billedAccount: row.billed_account, plan, executionId: row.id };
       const result = await this.execute(run, this.deps.workflows.compileVersion(version), {
         input: row.input, mode: 'async', signal: tracked.signal, recorded, onStep, trigger: row.trigger, timeoutMs: row.timeout_ms,
       });

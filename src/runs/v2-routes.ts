@@ -45,7 +45,8 @@ const finishedRunSchema = z.object({
   startedAt: z.string().optional(), endedAt: z.string().optional(), durationMs: z.number().optional(),
 });
 const queuedRunSchema = z.object({ runId: z.string(), statusUrl: z.string(), queuePosition: z.number().int().optional() });
-const costSchema = z.object({ total: z.number() }).nullable().describe('The run\'s base charge in USD (Weft\'s credits are dollars)');
+const costSchema = z.object({ total: z.number() }).nullable()
+  .describe('What the run cost in USD (Weft\'s credits are dollars): its base charge plus the model usage of its agent, router and evaluator blocks; null while nothing is recorded');
 const listItemSchema = z.object({
   runId: z.string(), workflowId: z.string(), status: z.string(), trigger: z.string(), startedAt: z.string(),
   endedAt: z.string().nullable(), durationMs: z.number().nullable(), cost: costSchema,
@@ -250,8 +251,8 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       const nextCursor = rows.length > q.limit && last
         ? Buffer.from(JSON.stringify({ t: last.started.toISOString(), id: last.id, f: binding })).toString('base64url')
         : null;
-      const charges = await service.limits.runCharges(page.map((r) => r.id));
-      return { data: page.map((r) => runListItem(r, charges.get(r.id))), nextCursor };
+      const costs = await service.limits.runCosts(page.map((r) => r.id));
+      return { data: page.map((r) => runListItem(r, costs.get(r.id)?.total)), nextCursor };
     });
 
     app.get('/workflows/:id/runs/:runId', {
@@ -277,8 +278,8 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
         throw new HttpError(404, 'Run not found');
       }
       const paused = row.status === 'paused' ? await service.pauses.find(access.workspaceId, id, runId) : undefined;
-      const charge = (await service.limits.runCharges([row.id])).get(row.id);
-      return { data: runResource(row, paused, charge, { includeOutput, selectors: selected ? idSelectors(selected) : undefined }) };
+      const cost = (await service.limits.runCosts([row.id])).get(row.id)?.total;
+      return { data: runResource(row, paused, cost, { includeOutput, selectors: selected ? idSelectors(selected) : undefined }) };
     });
 
     app.post('/workflows/:id/runs/:runId/cancel', {
@@ -304,8 +305,10 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       const row = await service.findRun(access.workspaceId, id, runId);
       if (!row) throw new HttpError(404, 'Run not found');
       const o = await service.cancel(row);
-      // Cancellation is recorded in the database, which every process watches: no Redis is involved.
-      return { data: { success: o.success, runId: o.runId, redisAvailable: true, durablyRecorded: o.durablyRecorded, locallyAborted: o.locallyAborted, pausedCancelled: o.pausedCancelled, reason: o.reason } };
+      // Cancellation is recorded in the database, which every process watches: Redis is not needed for
+      // it, and `redisAvailable` reports whether the queue's Redis (if any) answers right now.
+      const redisAvailable = await service.redisAvailable();
+      return { data: { success: o.success, runId: o.runId, redisAvailable, durablyRecorded: o.durablyRecorded, locallyAborted: o.locallyAborted, pausedCancelled: o.pausedCancelled, reason: o.reason } };
     });
 
     app.post('/workflows/:id/runs/:runId/resume', {

@@ -1,9 +1,16 @@
-import { randomBytes, randomInt, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, randomInt, scrypt, type ScryptOptions } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 
 // Passwords are hashed with scrypt (node:crypto, run on libuv's thread pool, so the event loop keeps
 // serving). The stored form names its parameters, so they can be raised later without breaking old hashes.
 
-const LOG2_N = 15; // N = 32768, r = 8: 32 MiB and about 50 to 100 ms a hash on this machine class
+/** N = 2^15, r = 8: 32 MiB and about 50 to 100 ms a hash on this machine class. */
+export const DEFAULT_HASH_COST = 15;
+/** The lowest cost a production configuration accepts (see config.ts, WEFT_PASSWORD_HASH_COST). */
+export const MIN_PRODUCTION_HASH_COST = 15;
+/** The lowest cost at all (test runs, where hashing at full cost was most of the sign-in suites' time). */
+export const MIN_HASH_COST = 10;
+const MAX_HASH_COST = 20;
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
@@ -20,10 +27,11 @@ function derive(password: string, salt: Buffer, log2N: number, r: number, p: num
   });
 }
 
-export async function hashPassword(password: string): Promise<string> {
+/** Hashes with N = 2^`cost`; the cost is stored in the hash, so any cost set later still verifies it. */
+export async function hashPassword(password: string, cost = DEFAULT_HASH_COST): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
-  const key = await derive(password, salt, LOG2_N, R, P);
-  return `scrypt$${LOG2_N}$${R}$${P}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+  const key = await derive(password, salt, cost, R, P);
+  return `scrypt$${cost}$${R}$${P}$${salt.toString('base64url')}$${key.toString('base64url')}`;
 }
 
 /** True when `password` matches the stored hash; compared in constant time. A malformed hash matches nothing. */
@@ -31,23 +39,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const m = /^scrypt\$(\d{1,2})\$(\d{1,2})\$(\d{1,2})\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/.exec(stored);
   if (!m) return false;
   const [log2N, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (log2N < 10 || log2N > 20 || r < 1 || r > 32 || p < 1 || p > 16) return false;
+  if (log2N < MIN_HASH_COST || log2N > MAX_HASH_COST || r < 1 || r > 32 || p < 1 || p > 16) return false;
   const expected = Buffer.from(m[5] ?? '', 'base64url');
   const key = await derive(password, Buffer.from(m[4] ?? '', 'base64url'), log2N, r, p);
-  return expected.length === key.length && timingSafeEqual(expected, key);
-}
-
-let dummy: Promise<string> | undefined;
-
-/**
- * Spends the time of one verification on a hash that nothing matches: a sign-in with an unknown email
- * (or a user without a password) then takes as long as one with a wrong password, so response times do
- * not tell which emails exist.
- */
-export async function verifyNothing(password: string): Promise<false> {
-  dummy ??= hashPassword(randomBytes(16).toString('hex'));
-  await verifyPassword(password, await dummy);
-  return false;
+  return constantTimeEqual(expected, key);
 }
 
 /** What the sessions area does with passwords; scrypt in production, a counting wrapper in tests. */
@@ -58,7 +53,25 @@ export interface PasswordHasher {
   verifyNothing(password: string): Promise<false>;
 }
 
-export const scryptPasswords: PasswordHasher = { hash: hashPassword, verify: verifyPassword, verifyNothing };
+/**
+ * scrypt at N = 2^`cost`. `verifyNothing` spends the time of one verification on a hash that nothing
+ * matches: a sign-in with an unknown email (or a user without a password) then takes as long as one
+ * with a wrong password, so response times do not tell which emails exist.
+ */
+export function scryptHasher(cost = DEFAULT_HASH_COST): PasswordHasher {
+  let dummy: Promise<string> | undefined;
+  return {
+    hash: (password) => hashPassword(password, cost),
+    verify: verifyPassword,
+    verifyNothing: async (password) => {
+      dummy ??= hashPassword(randomBytes(16).toString('hex'), cost);
+      await verifyPassword(password, await dummy);
+      return false;
+    },
+  };
+}
+
+export const scryptPasswords: PasswordHasher = scryptHasher();
 
 const ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 

@@ -1,6 +1,7 @@
 // Provider presets: token authentication, signatures over the raw body, verification challenges and the
 // delivery key. Pure functions over the request; comparisons of secrets in constant time.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import { constantTimeEqual } from '../constant-time.js';
 import type { WebhookConfig } from '../engine/index.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
@@ -13,13 +14,6 @@ export const header = (h: Headers, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-/** Equal strings, compared in constant time (lengths hidden by hashing first). */
-export function safeEqual(a: string, b: string): boolean {
-  const x = createHash('sha256').update(a).digest();
-  const y = createHash('sha256').update(b).digest();
-  return timingSafeEqual(x, y) && a.length === b.length;
-}
-
 const hmacHex = (secret: string, data: Buffer | string) => createHmac('sha256', secret).update(data).digest('hex');
 
 /** The configured token, by `Authorization: Bearer` or the configured header. */
@@ -28,11 +22,11 @@ export function tokenAccepted(cfg: WebhookConfig, h: Headers): boolean {
   const token = cfg.token ?? '';
   if (cfg.tokenHeader) {
     const given = header(h, cfg.tokenHeader);
-    if (given !== undefined && safeEqual(given, token)) return true;
+    if (given !== undefined && constantTimeEqual(given, token)) return true;
   }
   const auth = header(h, 'authorization');
   const m = auth ? /^bearer\s+(.+)$/i.exec(auth.trim()) : null;
-  return m !== null && safeEqual(m[1], token);
+  return m !== null && constantTimeEqual(m[1], token);
 }
 
 /** Why the provider's signature is refused (null: accepted or none defined). */
@@ -44,7 +38,7 @@ export function signatureProblem(cfg: WebhookConfig, h: Headers, raw: Buffer, no
     case 'meta': {
       const sig = header(h, 'x-hub-signature-256');
       if (!sig) return 'Missing X-Hub-Signature-256';
-      return safeEqual(sig, `sha256=${hmacHex(secret, raw)}`) ? null : 'Invalid signature';
+      return constantTimeEqual(sig, `sha256=${hmacHex(secret, raw)}`) ? null : 'Invalid signature';
     }
     case 'stripe': {
       const sig = header(h, 'stripe-signature');
@@ -55,7 +49,7 @@ export function signatureProblem(cfg: WebhookConfig, h: Headers, raw: Buffer, no
       if (!t || !/^\d+$/.test(t) || v1.length === 0) return 'Malformed Stripe-Signature';
       if (Math.abs(nowMs / 1000 - Number(t)) > SIGNATURE_TOLERANCE_S) return 'Signature timestamp outside the tolerance';
       const expected = hmacHex(secret, Buffer.concat([Buffer.from(`${t}.`), raw]));
-      return v1.some((v) => safeEqual(v, expected)) ? null : 'Invalid signature';
+      return v1.some((v) => constantTimeEqual(v, expected)) ? null : 'Invalid signature';
     }
     case 'slack': {
       const sig = header(h, 'x-slack-signature');
@@ -63,7 +57,7 @@ export function signatureProblem(cfg: WebhookConfig, h: Headers, raw: Buffer, no
       if (!sig || !ts) return 'Missing X-Slack-Signature or X-Slack-Request-Timestamp';
       if (!/^\d+$/.test(ts) || Math.abs(nowMs / 1000 - Number(ts)) > SIGNATURE_TOLERANCE_S) return 'Signature timestamp outside the tolerance';
       const expected = `v0=${hmacHex(secret, Buffer.concat([Buffer.from(`v0:${ts}:`), raw]))}`;
-      return safeEqual(sig, expected) ? null : 'Invalid signature';
+      return constantTimeEqual(sig, expected) ? null : 'Invalid signature';
     }
     default:
       return null;
@@ -75,7 +69,7 @@ export function clientStateProblem(cfg: WebhookConfig, body: unknown): string | 
   if (cfg.provider !== 'microsoft' || !cfg.secret) return null;
   const items = (body as { value?: unknown } | null)?.value;
   if (!Array.isArray(items) || items.length === 0) return 'Missing notifications';
-  const ok = items.every((n) => typeof (n as { clientState?: unknown })?.clientState === 'string' && safeEqual((n as { clientState: string }).clientState, cfg.secret ?? ''));
+  const ok = items.every((n) => typeof (n as { clientState?: unknown })?.clientState === 'string' && constantTimeEqual((n as { clientState: string }).clientState, cfg.secret ?? ''));
   return ok ? null : 'Invalid clientState';
 }
 
@@ -99,7 +93,7 @@ export function challenge(cfg: WebhookConfig, method: string, query: Record<stri
   }
   if (cfg.provider === 'meta' && method === 'GET' && query['hub.mode'] === 'subscribe' && typeof query['hub.challenge'] === 'string') {
     const given = query['hub.verify_token'] ?? '';
-    if (cfg.token && !safeEqual(given, cfg.token)) return { status: 403, json: { error: 'Verify token mismatch' } };
+    if (cfg.token && !constantTimeEqual(given, cfg.token)) return { status: 403, json: { error: 'Verify token mismatch' } };
     return { status: 200, text: query['hub.challenge'] };
   }
   return null;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 
@@ -53,10 +54,15 @@ describe('authentication', () => {
 
   it('stores keys hashed: the secret never appears in the database', async () => {
     const created = await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: 'hash-check', type: 'workspace' });
-    const rows = await t.server.ctx.db.query<{ key_hash: string; display_suffix: string }>('SELECT key_hash, display_suffix FROM api_keys WHERE id = $1', [created.body.data.id]);
-    expect(rows[0].key_hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(rows[0].key_hash).not.toContain(created.body.data.key);
-    expect(rows[0].display_suffix.length).toBeLessThan(20);
+    const secret: string = created.body.data.key;
+    const rows = await t.server.ctx.db.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [created.body.data.id]);
+    // The stored form is the SHA-256 of the secret (what a lookup recomputes), and no column of the
+    // row holds the secret's random part or any 8-character piece of it (only its last four are shown).
+    expect(rows[0].key_hash).toBe(createHash('sha256').update(secret, 'utf8').digest('hex'));
+    expect(rows[0].display_suffix).toBe(`sk-weft-...${secret.slice(-4)}`);
+    const row = JSON.stringify(rows[0]);
+    const random = secret.slice('sk-weft-'.length);
+    for (let i = 0; i + 8 <= random.length; i++) expect(row).not.toContain(random.slice(i, i + 8));
   });
 
   it('refuses a workspace key on another workspace with 403 and a personal key where disabled', async () => {

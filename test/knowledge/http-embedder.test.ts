@@ -126,10 +126,9 @@ describe('HttpEmbedder (OpenAI-compatible wire format)', () => {
   });
 
   test('a slow server -> EmbeddingError after timeoutMs', async () => {
-    reply = (req) => ({ ...wellFormed(req), delayMs: 2_000 });
-    const started = Date.now();
+    // The server would answer only after the test's own timeout: a rejection at all proves the client gave up.
+    reply = (req) => ({ ...wellFormed(req), delayMs: 120_000 });
     await expect(make({ timeoutMs: 100 }).embed(['t-1'])).rejects.toThrow(/did not answer within 100 ms/);
-    expect(Date.now() - started).toBeLessThan(1_500);
   });
 
   test('the caller aborting -> EmbeddingError', async () => {

@@ -28,4 +28,4 @@ afterAll(async () => {
 });
 
 const redis = process.env.TEST_REDIS_URL;
-if (redis) limiterConformance('Redis', async (clock) => new RedisLimits(redis, clock, `weft-test-${randomBytes(4).toString('hex')}:`));
+limiterConformance('Redis', async (clock) => new RedisLimits(redis!, clock, `weft-test-${randomBytes(4).toString('hex')}:`), redis ? undefined : 'needs TEST_REDIS_URL');

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
 import type { Database } from '../../src/db/database.js';
-import { createObservability } from '../../src/observability/index.js';
+import { createObservability, workerMetricsListener } from '../../src/observability/index.js';
 import { isLoopbackHost } from '../../src/observability/http.js';
 import { runCostUsd } from '../../src/observability/observer.js';
 import { freePort } from '../support/cli.js';
@@ -33,8 +33,10 @@ describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
     const port = await freePort();
     const config = loadConfig({ WEFT_METRICS_PORT: String(port), WEFT_METRICS_TOKEN: 'tok' });
     const db = { mode: 'postgres', poolStats: () => ({ total: 3, idle: 2, waiting: 0 }) } as unknown as Database;
-    const ctx: AppContext = { config, db, log: pino({ level: 'silent' }), role: 'worker', onClose: [] };
+    const ctx: AppContext = { config, db, log: pino({ level: 'silent' }), role: 'worker' };
     const obs = createObservability(ctx, { queueDepth: async () => 7 });
+    const listener = workerMetricsListener(ctx, obs)!;
+    await listener.start?.();
     try {
       obs.runStarted({ trigger: 'api', waitMs: 120 });
       const url = `http://127.0.0.1:${port}/metrics`;
@@ -49,7 +51,8 @@ describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
       expect(total(m, 'weft_queue_wait_seconds_count', { trigger: 'api' })).toBe(1);
       expect((await request(`http://127.0.0.1:${port}/other`, 'GET')).status).toBe(404);
     } finally {
-      for (const close of ctx.onClose) await close();
+      await listener.stop?.();
+      await obs.close();
     }
   });
 
@@ -64,8 +67,9 @@ describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
     const lines: { msg: string; level: number }[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const db = { mode: 'postgres', poolStats: () => ({ total: 1, idle: 1, waiting: 0 }) } as unknown as Database;
-    const ctx: AppContext = { config, db, log, role: 'worker', onClose: [] };
-    createObservability(ctx, { queueDepth: async () => 0 });
+    const ctx: AppContext = { config, db, log, role: 'worker' };
+    const listener = workerMetricsListener(ctx, createObservability(ctx, { queueDepth: async () => 0 }))!;
+    await listener.start?.();
     try {
       const url = `http://127.0.0.1:${port}/metrics`;
       let r = await request(url, 'GET').catch(() => undefined);
@@ -78,7 +82,7 @@ describe.skipIf(dbMode() === 'postgres')('observability setup', () => {
       expect(warned).toHaveLength(1);
       expect(warned[0]!.msg).toContain('Set WEFT_METRICS_TOKEN');
     } finally {
-      for (const close of ctx.onClose) await close();
+      await listener.stop?.();
     }
   });
 

@@ -11,13 +11,12 @@ import { queueConformance } from './conformance.js';
 queueConformance('in-process', (concurrency) => new InProcessQueue(concurrency));
 
 const redis = process.env.TEST_REDIS_URL;
-if (redis) {
-  queueConformance('BullMQ', (concurrency) => new BullMqQueue(redis, concurrency, `weft-test-${randomBytes(4).toString('hex')}`));
-}
+queueConformance('BullMQ', (concurrency) => new BullMqQueue(redis!, concurrency, `weft-test-${randomBytes(4).toString('hex')}`), redis ? undefined : 'needs TEST_REDIS_URL');
 
 // Dispatch through PostgreSQL alone (needs TEST_DATABASE_URL): a copy of the migrated template, one
 // queue name per queue so the suite's queues never see each other's rows.
 const pgBase = process.env.TEST_DATABASE_URL;
+if (!pgBase) queueConformance('PostgreSQL', () => { throw new Error('not run'); }, 'needs TEST_DATABASE_URL');
 if (pgBase) {
   let db: Database;
   let databaseUrl = '';

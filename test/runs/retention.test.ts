@@ -2,6 +2,8 @@
 // APIs; paused runs stay answerable; usage totals do not change.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunRetention } from '../../src/runs/retention.js';
+import { systemClock } from '../../src/schedules/clock.js';
+import { ManualClock, startScheduledServer, T0 } from '../schedules/support.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { deploy, fn, start } from '../support/workflows.js';
 
@@ -15,8 +17,9 @@ afterAll(async () => {
 
 const DAY = 86_400_000;
 /** A sweep as the server's would run it, at a time `days` from now. */
+const at = (days: number) => ({ ...systemClock, now: () => Date.now() + days * DAY });
 const sweepAt = (days: number, batchSize = 2) =>
-  new RunRetention(t.server.ctx.db, { days: t.config.logRetentionDays, batchSize, intervalMs: 60_000 }, t.server.ctx.log, () => Date.now() + days * DAY).sweep();
+  new RunRetention(t.server.ctx.db, { days: t.config.logRetentionDays, batchSize, intervalMs: 60_000 }, t.server.ctx.log, at(days)).sweep();
 const usageCost = async () => (await t.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost as number;
 
 describe('run-log retention', () => {
@@ -49,10 +52,46 @@ describe('run-log retention', () => {
   });
 
   it('keeps everything when the retention is 0', async () => {
-    const keep = new RunRetention(t.server.ctx.db, { days: 0, batchSize: 10, intervalMs: 60_000 }, t.server.ctx.log, () => Date.now() + 1000 * DAY);
+    const keep = new RunRetention(t.server.ctx.db, { days: 0, batchSize: 10, intervalMs: 60_000 }, t.server.ctx.log, at(1000));
     const wf = await deploy(t, 'retention-keep', { blocks: [start(), fn('f', 'return 2')], edges: [{ from: 'start', to: 'f' }] });
     const id = (await t.call('POST', `/api/workflows/${wf}/execute`, { inputs: {} })).body.executionId;
     expect(await keep.sweep()).toBe(0);
     expect((await t.call('GET', `/api/v1/logs/${id}`)).status).toBe(200);
+  });
+
+  it('sweeps every WEFT_LOG_RETENTION_INTERVAL_SECONDS and, embedded, vacuums the run tables after deleting', async () => {
+    // Runs are stamped by the database's clock (today); the server's clock starts in 2030, so they are expired.
+    const clock = new ManualClock(T0);
+    const s = await startScheduledServer(clock, { env: { WEFT_LOG_RETENTION_DAYS: '30', WEFT_LOG_RETENTION_INTERVAL_SECONDS: '120' } });
+    try {
+      expect(s.config.logRetentionIntervalMs).toBe(120_000);
+      const wf = await deploy(s, 'retention-interval', { blocks: [start(), fn('f', 'return 3')], edges: [{ from: 'start', to: 'f' }] });
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await s.call('POST', `/api/workflows/${wf}/execute`, { inputs: {} })).body.executionId);
+      const vacuums = async () => (await s.server.ctx.db.query<{ n: number }>(
+        `SELECT coalesce(vacuum_count, 0)::int AS n FROM pg_stat_user_tables WHERE relname = 'executions'`))[0]?.n ?? 0;
+      const before = await vacuums();
+
+      // Short of the interval, no sweep.
+      clock.advance(119_000);
+      await s.server.services.retention.settled();
+      for (const id of ids) expect((await s.call('GET', `/api/v1/logs/${id}`)).status).toBe(200);
+
+      clock.advance(1_000);
+      await new Promise((r) => setImmediate(r));
+      await s.server.services.retention.settled();
+      for (const id of ids) expect((await s.call('GET', `/api/v1/logs/${id}`)).status).toBe(404);
+      // PGlite has no autovacuum: the sweep's own VACUUM makes the deleted rows' space reusable.
+      if (s.server.ctx.db.mode === 'pglite') expect(await vacuums()).toBeGreaterThan(before);
+
+      // The next sweep is armed again.
+      const again = (await s.call('POST', `/api/workflows/${wf}/execute`, { inputs: {} })).body.executionId as string;
+      clock.advance(120_000);
+      await new Promise((r) => setImmediate(r));
+      await s.server.services.retention.settled();
+      expect((await s.call('GET', `/api/v1/logs/${again}`)).status).toBe(404);
+    } finally {
+      await s.close();
+    }
   });
 });

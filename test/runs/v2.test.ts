@@ -315,7 +315,7 @@ describe('v2 cancel', () => {
     expect(listed.body.data.map((x: { runId: string; status: string }) => [x.runId, x.status])).toEqual([[queued, 'pending']]);
     const q = await cancel(wf, queued);
     expect(q.status).toBe(200);
-    expect(q.body.data).toEqual({ success: true, runId: queued, redisAvailable: true, durablyRecorded: true, locallyAborted: false, pausedCancelled: false, reason: 'recorded' });
+    expect(q.body.data).toEqual({ success: true, runId: queued, redisAvailable: false, durablyRecorded: true, locallyAborted: false, pausedCancelled: false, reason: 'recorded' });
     const c = await cancel(wf, running);
     expect(c.body.data).toMatchObject({ success: true, runId: running, durablyRecorded: true, locallyAborted: true, reason: 'recorded' });
     const ended = await pollRun(wf, running, terminal);
@@ -526,3 +526,4 @@ describe('OpenAPI', () => {
     }
   });
 });
+

@@ -57,6 +57,11 @@ describe('data directory lock', () => {
     // The parent's pid with a start time that is not its own: the recorded process is gone, the pid reused.
     fs.writeFileSync(path.join(dir, 'weft.lock'), `${process.ppid}:1`);
     const release = lockDataDir(configFor(dir));
+    // The lock now names this process (pid and its own start time), not the stale record.
+    const held = fs.readFileSync(path.join(dir, 'weft.lock'), 'utf8');
+    expect(held).toMatch(new RegExp(`^${process.pid}:\\d+$`));
+    expect(held).not.toBe(`${process.ppid}:1`);
     release();
+    expect(fs.existsSync(path.join(dir, 'weft.lock'))).toBe(false);
   });
 });

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { IsolatedVmSandbox, SandboxError } from '../../src/sandbox/isolated-vm.js';
 
 // Sandbox slots are shared fairly between workspaces, and a call's timeout starts when its code
-// starts (docs/architecture.md, Where limits are enforced: sandbox memory and time).
+// starts (docs/architecture.md, Where limits are enforced: sandbox memory and time). The order in
+// which waiters are served is checked without clocks in fair-pool.test.ts.
 let sandbox: IsolatedVmSandbox | undefined;
 afterEach(() => {
   sandbox?.dispose(); // also stops any infinite loop still running
@@ -20,33 +21,16 @@ describe('IsolatedVmSandbox fairness', () => {
     const flood = Array.from({ length: 4 }, () =>
       settle(flooder.run({ code: 'while (true) {}', bindings: {}, timeoutMs: 60_000 })).finally(() => floodSettled++));
     await new Promise((r) => setTimeout(r, 300)); // the loops are running and holding the pool
-    const t0 = Date.now();
     const r = await victim.run({ code: 'return 1', bindings: {}, timeoutMs: 10_000 });
-    const took = Date.now() - t0;
     expect(r.value).toBe(1);
-    expect(took).toBeLessThan(5_000);
-    expect(floodSettled).toBe(0); // finished while the flood still runs
+    // The flood's loops only end when the sandbox is disposed below, so the victim was served
+    // while they still held the pool.
+    expect(floodSettled).toBe(0);
     // A second call of the other workspace is served too (round-robin), not queued behind the flood.
     expect((await victim.run({ code: 'return 2', bindings: {}, timeoutMs: 10_000 })).value).toBe(2);
     expect(floodSettled).toBe(0);
     sandbox.dispose();
     expect(await Promise.all(flood)).toHaveLength(4);
-  }, 30_000);
-
-  it('a tenant holds at most its share while another waits: waiters are served in turn', async () => {
-    sandbox = new IsolatedVmSandbox({ poolSize: 2 });
-    const a = sandbox.forTenant('a');
-    const b = sandbox.forTenant('b');
-    const order: string[] = [];
-    const busy = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 1`;
-    // a queues six 150 ms calls, then b queues three: b's calls must not all wait behind a's.
-    const calls = [
-      ...Array.from({ length: 6 }, (_, i) => a.run({ code: busy(150), bindings: {}, timeoutMs: 10_000 }).then(() => order.push(`a${i}`))),
-      ...Array.from({ length: 3 }, (_, i) => b.run({ code: busy(150), bindings: {}, timeoutMs: 10_000 }).then(() => order.push(`b${i}`))),
-    ];
-    await Promise.all(calls);
-    const lastB = Math.max(...order.map((x, i) => (x.startsWith('b') ? i : -1)));
-    expect(lastB).toBeLessThan(order.length - 1); // some of a's calls finished after all of b's
   }, 30_000);
 
   it("a call that waited for a slot still gets its full timeout once it starts", async () => {
@@ -71,14 +55,5 @@ describe('IsolatedVmSandbox fairness', () => {
     expect(await waiting).toBe('run cancelled');
     sandbox.dispose();
     await hog;
-  }, 30_000);
-
-  it('a lone tenant may use the whole pool', async () => {
-    sandbox = new IsolatedVmSandbox({ poolSize: 2 });
-    const t = sandbox.forTenant('alone');
-    const t0 = Date.now();
-    const busy = 'const end = Date.now() + 800; while (Date.now() < end) {} return 1';
-    await Promise.all([t.run({ code: busy, bindings: {}, timeoutMs: 5_000 }), t.run({ code: busy, bindings: {}, timeoutMs: 5_000 })]);
-    expect(Date.now() - t0).toBeLessThan(1_500); // in parallel, not one after the other
   }, 30_000);
 });

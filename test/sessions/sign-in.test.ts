@@ -1,10 +1,13 @@
 // Signing in to the dashboard: passwords, the session cookie, signing out, changing the password,
 // expiry and the failed-sign-in limit, all over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scryptPasswords, type PasswordHasher } from '../../src/sessions/password.js';
+import { scryptHasher, type PasswordHasher } from '../../src/sessions/password.js';
 import { createUser } from '../support/accounts.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { asSession, login } from './support.js';
+
+// The lowest cost: these tests count checks, they do not time them.
+const scryptPasswords = scryptHasher(10);
 
 /** The real scrypt hasher, counting the password checks the server makes (one per sign-in it answers 401 or 200). */
 function countingPasswords(): { hasher: PasswordHasher; checks: { verify: number; verifyNothing: number } } {

@@ -11,10 +11,16 @@ const nodeArgs = ['--no-node-snapshot', path.join(root, 'dist/main.js')];
  */
 export const TEST_ENCRYPTION_KEY = 'dGVzdC1vbmx5LWtleS0zMi1ieXRlcy1sb25nLXh4eHg=';
 
+/**
+ * scrypt at its lowest cost: hashing at the production cost made the sign-in suites spend minutes
+ * hashing. The production floor still holds outside NODE_ENV=test (src/config.ts).
+ */
+export const FAST_PASSWORD_HASHING = { NODE_ENV: 'test', WEFT_PASSWORD_HASH_COST: '10' } as const;
+
 /** Runs the built CLI in a child process; resolves with its exit code and output. */
 export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...process.env, LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, WEFT_AI_SETTLE_WINDOW_MS: '0', ...FAST_PASSWORD_HASHING, ...process.env, LOG_LEVEL: 'warn', ...env } });
     if (stdin !== undefined) child.stdin.end(stdin);
     let stdout = '';
     let stderr = '';
@@ -34,7 +40,8 @@ export async function spawnServer(
   const child = spawn(process.execPath, [...nodeArgs, command], {
     cwd: root,
     // A worker has no /healthz: its start-up log line tells it is ready.
-    env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    // Settlements before the answer (balances read right after a request), as in-process test servers.
+    env: { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, WEFT_AI_SETTLE_WINDOW_MS: '0', ...FAST_PASSWORD_HASHING, ...process.env, LOG_LEVEL: command === 'worker' ? 'info' : 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
   });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -34,10 +34,21 @@ export async function ensureTemplates(): Promise<void> {
     const name = postgresTemplateName();
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.length === 0) {
-      await admin.exec(`CREATE DATABASE ${name}`);
-      const tpl = await connectDatabase({ databaseUrl: postgresUrlFor(base, name), dataDir: '' });
+      // Built under a temporary name and renamed once migrated: a run that dies half-way (or a second
+      // run starting at the same time) never leaves a half-migrated template under the real name.
+      const tmp = `${name}_tmp_${process.pid}`;
+      await admin.exec(`DROP DATABASE IF EXISTS ${tmp}`);
+      await admin.exec(`CREATE DATABASE ${tmp}`);
+      const tpl = await connectDatabase({ databaseUrl: postgresUrlFor(base, tmp), dataDir: '' });
       await migrate(tpl);
       await tpl.close();
+      try {
+        await admin.exec(`ALTER DATABASE ${tmp} RENAME TO ${name}`);
+      } catch (err) {
+        // Another run renamed its copy first: keep that one.
+        await admin.exec(`DROP DATABASE IF EXISTS ${tmp}`);
+        if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).length === 0) throw err;
+      }
     }
     await admin.close();
   }

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
-import { TEST_ENCRYPTION_KEY } from './cli.js';
+import { FAST_PASSWORD_HASHING, TEST_ENCRYPTION_KEY } from './cli.js';
 import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor } from './templates.js';
 
 export type DbMode = 'pglite' | 'postgres';
@@ -77,7 +77,8 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
   const where = opts.reuse ?? (await freshDatabase());
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
+    // Settlements before the answer, so a balance read right after a request has it (test/ai/settle-window.test.ts opts in).
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_SETTLE_WINDOW_MS: '0', ...FAST_PASSWORD_HASHING, ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0,
       host: '127.0.0.1',

@@ -1,8 +1,9 @@
 /*
  * Routes of the dashboard. Contract with the other page authors (also in web/README.md):
  * - Pages live in web/src/pages/<Name>Page.tsx with a default export and are lazy-loaded here.
- * - Call the server only with apiFetch/apiData from ./api/client (cookie session, CSRF header on non-GET,
- *   ApiError {status, message, body} on failure, a 401 goes to /sign-in).
+ * - Call the server only with api() from ./api/client, typed by the generated schema (./api/schema): cookie
+ *   session, CSRF header on non-GET, ApiError {status, message, body} on failure, a 401 goes to /sign-in.
+ *   Derive shapes from ./api/schema rather than declaring them, so a server change breaks this build.
  * - useSession() from ./session gives {user, workspaces, workspaceId, role, setWorkspaceId, csrfToken};
  *   put workspaceId in react-query keys so a workspace switch refetches.
  * - Shared components are in ./ui (props documented at the top of each file).

@@ -2930,6 +2930,27 @@ export interface paths {
                                 error: string | null;
                                 errorBlockId: string | null;
                                 costUsd: number | null;
+                                cost: {
+                                    total: number;
+                                    base: number;
+                                    tokens: {
+                                        prompt: number;
+                                        completion: number;
+                                        total: number;
+                                    };
+                                    models: {
+                                        [key: string]: {
+                                            input: number;
+                                            output: number;
+                                            total: number;
+                                            tokens: {
+                                                prompt: number;
+                                                completion: number;
+                                                total: number;
+                                            };
+                                        };
+                                    };
+                                } | null;
                             }[];
                             nextCursor?: string;
                             limits: {
@@ -3084,6 +3105,27 @@ export interface paths {
                                 error: string | null;
                                 errorBlockId: string | null;
                                 costUsd: number | null;
+                                cost: {
+                                    total: number;
+                                    base: number;
+                                    tokens: {
+                                        prompt: number;
+                                        completion: number;
+                                        total: number;
+                                    };
+                                    models: {
+                                        [key: string]: {
+                                            input: number;
+                                            output: number;
+                                            total: number;
+                                            tokens: {
+                                                prompt: number;
+                                                completion: number;
+                                                total: number;
+                                            };
+                                        };
+                                    };
+                                } | null;
                                 input: unknown;
                                 output: unknown;
                                 trace: {

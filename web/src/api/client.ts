@@ -1,5 +1,6 @@
 // The dashboard's one way to call the server: the public HTTP API with the session cookie. Non-GET
 // requests carry the session's CSRF token; a 401 hands the user to the sign-in page.
+import type { Method, PathParams, PathsWith, RequestBody, Success, paths } from './schema';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -97,4 +98,28 @@ export async function apiFetch<T>(path: string, opts: ApiFetchOptions = {}): Pro
 export async function apiData<T>(path: string, opts?: ApiFetchOptions): Promise<T> {
   const r = await apiFetch<{ data: T }>(path, opts);
   return r.data;
+}
+
+/** What `api()` takes besides the path: path parameters fill its `{name}` parts; the body is typed by the route. */
+export type ApiOptions<P extends keyof paths, M extends Method> = Omit<ApiFetchOptions, 'method' | 'body'> & {
+  method?: M;
+  body?: RequestBody<P, M> | FormData;
+} & ([PathParams<P, M>] extends [never | undefined] ? { params?: never } : { params: PathParams<P, M> });
+
+/** `path` with each `{name}` replaced by its encoded parameter. */
+export function fillPath(path: string, params: Record<string, string | number> | undefined): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params?.[name];
+    if (value === undefined) throw new Error(`Missing path parameter "${name}" for ${path}`);
+    return encodeURIComponent(String(value));
+  });
+}
+
+/**
+ * A call typed by the generated API schema: the path template and method pick the request body and the
+ * successful answer's type, so a server change shows up as a type error in the page that uses it.
+ */
+export async function api<P extends PathsWith<M>, M extends Method = 'get'>(path: P, opts: ApiOptions<P, M>): Promise<Success<P, M>> {
+  const { params, method, ...rest } = opts as ApiFetchOptions & { params?: Record<string, string | number> };
+  return apiFetch<Success<P, M>>(fillPath(path, params), { ...rest, method: method ?? 'get' });
 }

@@ -1,36 +1,21 @@
-// API keys and workspace settings (the public /api/v1 routes the CLI and curl users call too).
-import { apiData } from './client';
+// API keys and workspace settings (the public /api/v1 routes the CLI and curl users call too); shapes from
+// the generated API schema.
+import { api } from './client';
+import type { DataOf } from './schema';
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  type: 'personal' | 'workspace';
-  workspaceId: string | null;
-  userId: string;
-  displayKey: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-}
-
-export interface Workspace {
-  id: string;
-  name: string;
-  allowPersonalKeys: boolean;
-  plan: string;
-  createdAt: string;
-  updatedAt: string;
-}
+export type ApiKey = DataOf<'/api/v1/keys'>['keys'][number];
+export type Workspace = DataOf<'/api/v1/workspaces/{id}'>['workspace'];
 
 export const listKeys = (workspaceId: string) =>
-  apiData<{ keys: ApiKey[] }>('/api/v1/keys', { query: { workspaceId } }).then((d) => d.keys);
+  api('/api/v1/keys', { query: { workspaceId } }).then((r) => r.data.keys);
 
 export const createKey = (workspaceId: string, name: string, type: ApiKey['type']) =>
-  apiData<ApiKey & { key: string }>('/api/v1/keys', { method: 'POST', body: { workspaceId, name, type } });
+  api('/api/v1/keys', { method: 'post', body: { workspaceId, name, type } }).then((r) => r.data);
 
-export const revokeKey = (id: string) => apiData<{ id: string; revoked: true }>(`/api/v1/keys/${encodeURIComponent(id)}`, { method: 'DELETE' });
+export const revokeKey = (id: string) => api('/api/v1/keys/{id}', { method: 'delete', params: { id } }).then((r) => r.data);
 
 export const getWorkspace = (id: string) =>
-  apiData<{ workspace: Workspace }>(`/api/v1/workspaces/${encodeURIComponent(id)}`).then((d) => d.workspace);
+  api('/api/v1/workspaces/{id}', { params: { id } }).then((r) => r.data.workspace);
 
 export const setAllowPersonalKeys = (id: string, allowPersonalKeys: boolean) =>
-  apiData<{ workspace: Workspace }>(`/api/v1/workspaces/${encodeURIComponent(id)}/settings`, { method: 'PATCH', body: { allowPersonalKeys } }).then((d) => d.workspace);
+  api('/api/v1/workspaces/{id}/settings', { method: 'patch', params: { id }, body: { allowPersonalKeys } }).then((r) => r.data.workspace);

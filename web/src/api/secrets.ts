@@ -1,22 +1,16 @@
 // Workspace secrets (the public /api/v1/secrets routes). No route returns a value: the page only writes them.
-import { apiData } from './client';
+import { api } from './client';
+import type { DataOf } from './schema';
 
-export interface Secret {
-  name: string;
-  createdAt: string;
-  updatedAt: string;
-  lastUsedAt: string | null;
-}
+export type Secret = DataOf<'/api/v1/secrets'>['secrets'][number];
 
 export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 export const listSecrets = (workspaceId: string) =>
-  apiData<{ secrets: Secret[] }>('/api/v1/secrets', { query: { workspaceId } }).then((d) => d.secrets);
+  api('/api/v1/secrets', { query: { workspaceId } }).then((r) => r.data.secrets);
 
 export const setSecret = (workspaceId: string, name: string, value: string) =>
-  apiData<{ name: string; created: boolean }>(`/api/v1/secrets/${encodeURIComponent(name)}`, { method: 'PUT', body: { workspaceId, value } });
+  api('/api/v1/secrets/{name}', { method: 'put', params: { name }, body: { workspaceId, value } }).then((r) => r.data);
 
 export const deleteSecret = (workspaceId: string, name: string) =>
-  apiData<{ name: string; deleted: true; usedBy: { id: string; name: string }[] }>(
-    `/api/v1/secrets/${encodeURIComponent(name)}`, { method: 'DELETE', query: { workspaceId } },
-  );
+  api('/api/v1/secrets/{name}', { method: 'delete', params: { name }, query: { workspaceId } }).then((r) => r.data);

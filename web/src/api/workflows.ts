@@ -1,6 +1,10 @@
 // Workflows over the public API: CRUD, deploy, versions, rollback, status, execute (deployed or draft), and the
 // definition's JSON Schema.
-import { ApiError, apiData, apiFetch, apiRaw, errorMessage } from './client';
+import { ApiError, api, apiFetch, apiRaw, errorMessage } from './client';
+import type { DataOf, RequestBody, Success } from './schema';
+
+// The definition is the editor's own model: the server publishes it as an open object (blocks keep extra
+// fields such as the canvas position), so its shape is declared here; everything around it is generated.
 
 export interface BlockDef {
   id: string;
@@ -27,63 +31,46 @@ export interface Definition {
   [extra: string]: unknown;
 }
 
-export interface WorkflowSummary {
-  id: string;
-  workspaceId: string;
-  name: string;
-  description: string;
-  isDeployed: boolean;
-  deployedAt: string | null;
-  version: number | null;
-  createdAt: string;
-  updatedAt: string;
-  webhookUrl?: string;
-  schedule?: { nextRunAt: string[]; enabled: boolean; disabledReason: string | null; consecutiveFailures: number };
-}
+type WorkflowRecord = DataOf<'/api/v1/workflows/{id}'>['workflow'];
+export type WorkflowSummary = DataOf<'/api/v1/workflows'>[number];
+export type Workflow = Omit<WorkflowRecord, 'definition'> & { definition: Definition };
+export type DeployState = DataOf<'/api/v1/workflows/{id}/deploy', 'post'>;
+export type WorkflowStatus = Success<'/api/workflows/{id}/status'>;
+type DefinitionBody = RequestBody<'/api/v1/workflows', 'post'>['definition'];
 
-export interface Workflow extends WorkflowSummary { definition: Definition }
-
-export interface DeployState { id: string; isDeployed: boolean; deployedAt: string | null; version: number | null }
-
-export interface WorkflowStatus { isDeployed: boolean; deployedAt: string | null; needsRedeployment: boolean; version: number | null }
+/** The editor's definition as the request body takes it (blocks without a config get the server's default). */
+const asBody = (definition: Definition) => definition as DefinitionBody;
+const withDefinition = (w: WorkflowRecord): Workflow => ({ ...w, definition: w.definition as Definition });
 
 /** One problem of a definition the server refused: `details` of its 400 answer. */
 export interface DefinitionIssue { path?: (string | number)[]; message: string; blockId?: string; field?: string }
 
 export const listWorkflows = async (workspaceId: string, cursor?: string) =>
-  apiFetch<{ data: WorkflowSummary[]; nextCursor?: string }>('/api/v1/workflows', { query: { workspaceId, limit: 50, cursor } });
+  api('/api/v1/workflows', { query: { workspaceId, limit: 50, cursor } });
 
-export const getWorkflow = (id: string) => apiData<{ workflow: Workflow }>(`/api/v1/workflows/${encodeURIComponent(id)}`).then((d) => d.workflow);
+export const getWorkflow = (id: string) => api('/api/v1/workflows/{id}', { params: { id } }).then((r) => withDefinition(r.data.workflow));
 
 export const createWorkflow = (workspaceId: string, name: string, definition: Definition, description?: string) =>
-  apiData<{ workflow: Workflow }>('/api/v1/workflows', { method: 'POST', body: { workspaceId, name, definition, ...(description ? { description } : {}) } }).then((d) => d.workflow);
+  api('/api/v1/workflows', { method: 'post', body: { workspaceId, name, definition: asBody(definition), ...(description ? { description } : {}) } })
+    .then((r) => withDefinition(r.data.workflow));
 
 export const saveWorkflow = (id: string, body: { name?: string; description?: string; definition: Definition }) =>
-  apiData<{ workflow: Workflow }>(`/api/v1/workflows/${encodeURIComponent(id)}`, { method: 'PUT', body }).then((d) => d.workflow);
+  api('/api/v1/workflows/{id}', { method: 'put', params: { id }, body: { ...body, definition: asBody(body.definition) } }).then((r) => withDefinition(r.data.workflow));
 
-export const deleteWorkflow = (id: string) => apiData<{ id: string; deleted: true }>(`/api/v1/workflows/${encodeURIComponent(id)}`, { method: 'DELETE' });
+export const deleteWorkflow = (id: string) => api('/api/v1/workflows/{id}', { method: 'delete', params: { id } }).then((r) => r.data);
 
-export const deployWorkflow = (id: string) => apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/deploy`, { method: 'POST' });
-export const undeployWorkflow = (id: string) => apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/deploy`, { method: 'DELETE' });
+export const deployWorkflow = (id: string) => api('/api/v1/workflows/{id}/deploy', { method: 'post', params: { id } }).then((r) => r.data);
+export const undeployWorkflow = (id: string) => api('/api/v1/workflows/{id}/deploy', { method: 'delete', params: { id } }).then((r) => r.data);
 export const rollbackWorkflow = (id: string, version?: number) =>
-  apiData<DeployState>(`/api/v1/workflows/${encodeURIComponent(id)}/rollback`, { method: 'POST', body: version === undefined ? {} : { version } });
+  api('/api/v1/workflows/{id}/rollback', { method: 'post', params: { id }, body: version === undefined ? {} : { version } }).then((r) => r.data);
 
 /** A deployed version, as GET /api/v1/workflows/{id}/versions lists them (newest first). */
-export interface WorkflowVersion {
-  id: string;
-  version: number;
-  isActive: boolean;
-  createdAt: string;
-  /** The user who deployed it; null when a workspace key did. */
-  deployedBy: string | null;
-  blockCount: number;
-  edgeCount: number;
-}
+export type WorkflowVersion = DataOf<'/api/v1/workflows/{id}/versions'>[number];
 
 export const listVersions = (id: string, cursor?: string) =>
-  apiFetch<{ data: WorkflowVersion[]; nextCursor?: string }>(`/api/v1/workflows/${encodeURIComponent(id)}/versions`, { query: { limit: 20, cursor } });
+  api('/api/v1/workflows/{id}/versions', { params: { id }, query: { limit: 20, cursor } });
 
-export const workflowStatus = (id: string) => apiFetch<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/status`);
+export const workflowStatus = (id: string) => api('/api/workflows/{id}/status', { params: { id } });
 
 /** A sync run's answer as the caller sees it. `custom`: a Response block chose the status and body. */
 export interface RunAnswer {

@@ -9,7 +9,7 @@ import {
 import type { BlockDef, Definition } from '../api/workflows';
 import { EditorContext } from './context';
 import {
-  containerSize, edgeFromHandle, edgeKey, indexBlocks, insertBlock, isContainer, removeBlocks, sourceHandleOf, updateBlock,
+  containerSize, edgeFromHandle, edgeKey, ENTRY_TYPES, indexBlocks, insertBlock, isContainer, removeBlocks, sourceHandleOf, updateBlock,
   NODE_HEIGHT, NODE_WIDTH, type Located,
 } from './graph';
 import { nodeTypes } from './nodes';
@@ -200,7 +200,7 @@ export function Canvas({ definition, onChange, selection, onSelect, issuesByBloc
     if (!type || readOnly) return;
     e.preventDefault();
     const point = flow.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-    const parent = isContainer({ type }) ? null : containerAt(point, index, absolute, new Set());
+    const parent = isContainer({ type }) || ENTRY_TYPES.has(type) ? null : containerAt(point, index, absolute, new Set());
     const base = parent ? absolute(parent) ?? { x: 0, y: 0 } : { x: 0, y: 0 };
     onDropType(type, round({ x: point.x - base.x - NODE_WIDTH / 2, y: point.y - base.y - 20 }), parent, presetOf(e.dataTransfer.getData(DRAG_PRESET)));
   };

@@ -14,8 +14,8 @@ import { Button, ConfirmDialog, ErrorBanner, StatusBadge } from '../ui';
 import { Canvas, type BlockPreset, type Selection } from './Canvas';
 import { DeployPanel } from './DeployPanel';
 import {
-  branchHandles, CONTAINER_MIN, containerSize, freeSpot, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
-  removeBlocks, titleOf, uniqueId, uniqueName, NODE_HEIGHT, NODE_WIDTH,
+  branchHandles, CONTAINER_MIN, containerSize, ENTRY_TYPES, freeSpot, indexBlocks, insertBlock, isContainer, layoutMissing, normalizeName,
+  removeBlocks, titleOf, unavailableReason, uniqueId, uniqueName, NODE_HEIGHT, NODE_WIDTH,
 } from './graph';
 import { Inspector } from './Inspector';
 import { Palette } from './Palette';
@@ -140,6 +140,8 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
 
   const addBlock = useCallback((type: string, position?: { x: number; y: number }, parentIdIn?: string | null, preset?: BlockPreset) => {
     const fromPalette = !position;
+    // a drop bypasses the palette's check; the server would refuse the result at save
+    if (unavailableReason(type, def.blocks)) return;
     const index = indexBlocks(def.blocks);
     const ids = new Set(index.keys());
     const names = new Set([...index.values()].map((l) => normalizeName(l.block.name)));
@@ -151,9 +153,11 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
       config: preset?.config ?? initialConfig(type, info?.config ?? {}),
       ...(isContainer({ type }) ? { blocks: [], size: { ...CONTAINER_MIN } } : {}),
     };
-    let parentId = parentIdIn ?? null;
+    // Entry blocks live at the top level and take no incoming edge, so they never join the selection.
+    const entry = ENTRY_TYPES.has(type);
+    let parentId = entry ? null : (parentIdIn ?? null);
     let edges = def.edges;
-    const sel = selectedId ? index.get(selectedId) : undefined;
+    const sel = selectedId && !entry ? index.get(selectedId) : undefined;
     if (!position) {
       if (sel && isContainer(sel.block) && !isContainer(block)) {
         // into the selected container, after its last child
@@ -225,7 +229,7 @@ export function Editor({ initial, types }: { initial: Workflow; types: BlockType
         </div>
       ) : null}
       <div className="editor-body">
-        <Palette types={types} onAdd={(t, preset) => addBlock(t, undefined, null, preset)} disabled={!canWrite} />
+        <Palette types={types} onAdd={(t, preset) => addBlock(t, undefined, null, preset)} disabled={!canWrite} unavailable={(t) => unavailableReason(t, def.blocks)} />
         <ReactFlowProvider>
           <Canvas
             definition={def}

@@ -14,7 +14,13 @@ export function operationPreset(connector: Connector, op: ConnectorOperation): B
   return { name: op.operationId, config: { connectorId: connector.id, operationId: op.operationId, parameters: {} } };
 }
 
-export function Palette({ types, onAdd, disabled }: { types: BlockTypeInfo[]; onAdd(type: string, preset?: BlockPreset): void; disabled: boolean }) {
+/**
+ * `unavailable` gives, per type, why it cannot be added now (e.g. a second Start block): such an entry
+ * stays focusable and says why in its tooltip, but adds nothing.
+ */
+export function Palette({ types, onAdd, disabled, unavailable }: {
+  types: BlockTypeInfo[]; onAdd(type: string, preset?: BlockPreset): void; disabled: boolean; unavailable(type: string): string | null;
+}) {
   const { workspaceId } = useSession();
   const known = new Set(types.map((t) => t.type));
   // Without the connector block type (an older server) there is nothing to place.
@@ -33,25 +39,29 @@ export function Palette({ types, onAdd, disabled }: { types: BlockTypeInfo[]; on
       {groups.map((g) => (
         <div key={g.label} className="palette-group" role="group" aria-label={g.label}>
           <div className="palette-group-label">{g.label}</div>
-          {g.types.map((t) => (
-            <button
-              key={t}
-              type="button"
-              className="palette-item"
-              draggable={!disabled}
-              disabled={disabled}
-              onDragStart={(e) => onDragStart(e, t)}
-              onClick={() => onAdd(t)}
-              aria-label={`Add ${t} block`}
-              title={BLOCK_HELP[t]}
-            >
-              <span className={`palette-dot type-${t}`} aria-hidden="true" />
-              <span className="palette-text">
-                <span className="palette-name">{titleOf(t)}</span>
-                <span className="palette-help">{BLOCK_HELP[t] ?? ''}</span>
-              </span>
-            </button>
-          ))}
+          {g.types.map((t) => {
+            const reason = disabled ? null : unavailable(t);
+            return (
+              <button
+                key={t}
+                type="button"
+                className="palette-item"
+                draggable={!disabled && !reason}
+                disabled={disabled}
+                aria-disabled={reason ? true : undefined}
+                onDragStart={(e) => (reason ? e.preventDefault() : onDragStart(e, t))}
+                onClick={() => { if (!reason) onAdd(t); }}
+                aria-label={`Add ${t} block`}
+                title={reason ?? BLOCK_HELP[t]}
+              >
+                <span className={`palette-dot type-${t}`} aria-hidden="true" />
+                <span className="palette-text">
+                  <span className="palette-name">{titleOf(t)}</span>
+                  <span className="palette-help">{reason ? 'Already in this workflow' : (BLOCK_HELP[t] ?? '')}</span>
+                </span>
+              </button>
+            );
+          })}
         </div>
       ))}
       {(connectors.data ?? []).filter((c) => c.operations.length > 0).map((c) => (

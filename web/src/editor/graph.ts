@@ -76,6 +76,17 @@ export function uniqueName(base: string, takenNormalized: Set<string>): string {
 
 export const titleOf = (type: string) => type.charAt(0).toUpperCase() + type.slice(1);
 
+/**
+ * Why the palette cannot add a block of `type` to this tree, or null when it can. The server takes at
+ * most one block of each entry type (start, webhook, schedule), so a second one is refused at save.
+ */
+export function unavailableReason(type: string, blocks: BlockDef[]): string | null {
+  if (!ENTRY_TYPES.has(type)) return null;
+  const existing = [...indexBlocks(blocks).values()].find((l) => l.block.type === type)?.block;
+  if (!existing) return null;
+  return `This workflow already has a ${titleOf(type)} block ("${existing.name}"); a workflow takes only one.`;
+}
+
 /** Outgoing branch handles of a block (condition ids, router route ids); empty for plain blocks. */
 export function branchHandles(b: BlockDef): string[] {
   const c = b.config ?? {};

@@ -1,13 +1,11 @@
 // /: a short overview of the workspace: runs of the last day, workflows, recent runs, links onwards.
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { apiFetch } from '../api/client';
+import { api } from '../api/client';
 import { listWorkflows } from '../api/workflows';
 import { roleAllows, useSession } from '../session';
 import { ErrorBanner, Loading, PageHeader, StatusBadge, formatDuration, formatRelative } from '../ui';
-
-interface LogEntry { id: string; executionId: string; workflowId: string; status: string; trigger: string; createdAt: string; totalDurationMs: number | null }
-interface LogPage { data: LogEntry[]; nextCursor?: string }
+import type { LogPage } from './runs/api';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -27,11 +25,11 @@ export default function HomePage() {
   // "the last day" is computed when the query runs, so the key stays stable while the page is open
   const runs = useQuery({
     queryKey: ['home-runs', workspaceId],
-    queryFn: () => apiFetch<LogPage>('/api/v1/logs', { query: { workspaceId, startDate: new Date(Date.now() - DAY_MS).toISOString(), limit: 200 } }),
+    queryFn: () => api('/api/v1/logs', { query: { workspaceId, startDate: new Date(Date.now() - DAY_MS).toISOString(), limit: 200 } }),
   });
   const paused = useQuery({
     queryKey: ['home-paused', workspaceId],
-    queryFn: () => apiFetch<LogPage>('/api/v1/logs', { query: { workspaceId, status: 'paused', limit: 100 } }),
+    queryFn: () => api('/api/v1/logs', { query: { workspaceId, status: 'paused', limit: 100 } }),
   });
   const workflows = useQuery({ queryKey: ['workflows-first', workspaceId], queryFn: () => listWorkflows(workspaceId) });
 

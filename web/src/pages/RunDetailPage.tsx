@@ -3,11 +3,12 @@
 import { useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { apiFetch, ApiError } from '../api/client';
+import { api, ApiError } from '../api/client';
 import { roleAllows, useSession } from '../session';
 import { Button, ConfirmDialog, CopyButton, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge, formatDate, formatDuration } from '../ui';
 import { getLog, isLive, workflowNames, type LogDetail } from './runs/api';
 import { formatUsd, prettyValue } from './runs/format';
+import { RunCostBreakdown } from './runs/RunCostBreakdown';
 import { Waterfall } from './runs/Waterfall';
 import './runs/runs.css';
 
@@ -54,7 +55,7 @@ export default function RunDetailPage() {
   const now = useNow(live);
   const names = useQuery({ queryKey: ['workflow-names', workspaceId], queryFn: () => workflowNames(workspaceId), enabled: Boolean(workspaceId), staleTime: 60_000 });
   const cancel = useMutation({
-    mutationFn: () => apiFetch(`/api/v2/workflows/${encodeURIComponent(data?.workflowId ?? '')}/runs/${encodeURIComponent(executionId)}/cancel`, { method: 'POST' }),
+    mutationFn: () => api('/api/v2/workflows/{id}/runs/{runId}/cancel', { method: 'post', params: { id: data?.workflowId ?? '', runId: executionId } }),
     onSuccess: async () => {
       setConfirmCancel(false);
       await qc.invalidateQueries({ queryKey: ['log', workspaceId, executionId] });
@@ -98,6 +99,12 @@ export default function RunDetailPage() {
         <h2 id="run-summary-h" className="sr-only">Summary</h2>
         <Summary run={data} workflowName={workflowName} />
       </section>
+      {data.cost ? (
+        <section className="card stack" aria-labelledby="run-cost-h">
+          <h2 id="run-cost-h">Cost</h2>
+          <RunCostBreakdown cost={data.cost} />
+        </section>
+      ) : null}
       <section className="card stack" aria-labelledby="run-timeline-h">
         <h2 id="run-timeline-h">Timeline</h2>
         {data.trace.length === 0 ? (

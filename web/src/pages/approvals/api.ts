@@ -1,7 +1,11 @@
 // Paused runs and their pause points: listed through the logs API (status=paused), each read through
 // GET /api/resume/{workflowId}/{executionId}, answered through POST /api/resume/.../{contextId}.
-import { apiFetch } from '../../api/client';
+import { api } from '../../api/client';
 import type { LogRecord } from '../runs/api';
+
+// The server publishes the paused record and the resume answer as open objects (their content depends on
+// the paused blocks), so their fields are declared here; the routes and the log records are typed by the
+// generated schema.
 
 export type FieldType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'files';
 export interface HumanField { name: string; type: FieldType; required?: boolean; description?: string }
@@ -34,13 +38,13 @@ export interface Approval { log: LogRecord; paused: PausedExecution }
 
 /** Paused runs of the workspace (newest first), one page, each with its pause record. */
 export async function listApprovals(workspaceId: string, cursor?: string): Promise<{ items: Approval[]; nextCursor?: string }> {
-  const page = await apiFetch<{ data: LogRecord[]; nextCursor?: string }>('/api/v1/logs', {
+  const page = await api('/api/v1/logs', {
     query: { workspaceId, status: 'paused', limit: '20', ...(cursor ? { cursor } : {}) },
   });
   const items = await Promise.all(page.data.map(async (log) => {
     try {
-      const paused = await apiFetch<PausedExecution>(`/api/resume/${encodeURIComponent(log.workflowId)}/${encodeURIComponent(log.executionId)}`);
-      return { log, paused };
+      const paused = await api('/api/resume/{workflowId}/{executionId}', { params: { workflowId: log.workflowId, executionId: log.executionId } });
+      return { log, paused: paused as unknown as PausedExecution };
     } catch {
       // Resumed or cancelled between the two reads: nothing left to answer.
       return null;
@@ -54,10 +58,9 @@ export interface ResumeAnswer {
 }
 
 export function resume(workflowId: string, executionId: string, contextId: string, input: Record<string, unknown>): Promise<ResumeAnswer> {
-  return apiFetch<ResumeAnswer>(
-    `/api/resume/${encodeURIComponent(workflowId)}/${encodeURIComponent(executionId)}/${encodeURIComponent(contextId)}`,
-    { method: 'POST', body: { input } },
-  );
+  return api('/api/resume/{workflowId}/{executionId}/{contextId}', {
+    method: 'post', params: { workflowId, executionId, contextId }, body: { input },
+  }) as Promise<ResumeAnswer>;
 }
 
 /** Form text to the field's type; an error message when it does not convert. Empty means "not given". */

@@ -1,29 +1,23 @@
-// Shapes of the Tables API (/api/v1/tables) the page uses, and its calls.
-import { apiFetch } from '../../api/client';
+// The Tables API (/api/v1/tables) calls the page makes; the shapes come from the generated API schema.
+import { api } from '../../api/client';
+import type { DataOf, RequestBody } from '../../api/schema';
 
-export type ColumnType = 'string' | 'number' | 'boolean' | 'date' | 'json' | 'select';
+export type Table = DataOf<'/api/v1/tables/{tableId}'>['table'];
+export type Column = Table['schema']['columns'][number];
+export type ColumnType = Column['type'];
+export type RowPage = DataOf<'/api/v1/tables/{tableId}/rows'>;
+export type TableRow = RowPage['rows'][number];
+type NewColumn = RequestBody<'/api/v1/tables/{tableId}/columns', 'post'>['column'];
+
 export const COLUMN_TYPES: ColumnType[] = ['string', 'number', 'boolean', 'date', 'json', 'select'];
 
-export interface Column { name: string; type: ColumnType; required: boolean; unique: boolean; options?: string[] }
-export interface Table {
-  id: string; name: string; description: string; schema: { columns: Column[] };
-  rowCount: number; maxRows: number; createdAt: string; updatedAt: string;
-}
-export interface TableRow { id: string; data: Record<string, unknown>; position: number; createdAt: string; updatedAt: string }
-export interface RowPage {
-  rows: TableRow[]; rowCount: number; totalCount: number; limit: number; offset: number;
-  truncated: boolean; nextOffset: number | null; nextCursor: string | null;
-}
-
-interface Envelope<T> { success: true; data: T }
-
 export async function listTables(workspaceId: string): Promise<Table[]> {
-  const r = await apiFetch<Envelope<{ tables: Table[] }>>('/api/v1/tables', { query: { workspaceId } });
+  const r = await api('/api/v1/tables', { query: { workspaceId } });
   return r.data.tables;
 }
 
 export async function getTable(workspaceId: string, tableId: string): Promise<Table> {
-  const r = await apiFetch<Envelope<{ table: Table }>>(`/api/v1/tables/${encodeURIComponent(tableId)}`, { query: { workspaceId } });
+  const r = await api('/api/v1/tables/{tableId}', { params: { tableId }, query: { workspaceId } });
   return r.data.table;
 }
 
@@ -33,37 +27,32 @@ export async function queryRows(workspaceId: string, tableId: string, q: RowQuer
   const query: Record<string, string> = { workspaceId, limit: String(q.limit), offset: String(q.offset) };
   if (q.filter && Object.keys(q.filter).length) query.filter = JSON.stringify(q.filter);
   if (q.sort && Object.keys(q.sort).length) query.sort = JSON.stringify(q.sort);
-  const r = await apiFetch<Envelope<RowPage>>(`/api/v1/tables/${encodeURIComponent(tableId)}/rows`, { query });
+  const r = await api('/api/v1/tables/{tableId}/rows', { params: { tableId }, query });
   return r.data;
 }
 
 export async function updateRow(workspaceId: string, tableId: string, rowId: string, data: Record<string, unknown>): Promise<TableRow> {
-  const r = await apiFetch<Envelope<{ row: TableRow }>>(`/api/v1/tables/${encodeURIComponent(tableId)}/rows/${encodeURIComponent(rowId)}`, {
-    method: 'PATCH', body: { workspaceId, data },
-  });
+  const r = await api('/api/v1/tables/{tableId}/rows/{rowId}', { method: 'patch', params: { tableId, rowId }, body: { workspaceId, data } });
   return r.data.row;
 }
 
 export async function insertRows(workspaceId: string, tableId: string, rows: Record<string, unknown>[]): Promise<number> {
-  const r = await apiFetch<Envelope<{ insertedCount: number }>>(`/api/v1/tables/${encodeURIComponent(tableId)}/rows`, {
-    method: 'POST', body: { workspaceId, rows },
-  });
-  return r.data.insertedCount;
+  const r = await api('/api/v1/tables/{tableId}/rows', { method: 'post', params: { tableId }, body: { workspaceId, rows } });
+  // a one-row body answers with that row; a batch with its count
+  return 'insertedCount' in r.data ? r.data.insertedCount : 1;
 }
 
 export async function deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {
-  await apiFetch(`/api/v1/tables/${encodeURIComponent(tableId)}/rows/${encodeURIComponent(rowId)}`, { method: 'DELETE', query: { workspaceId } });
+  await api('/api/v1/tables/{tableId}/rows/{rowId}', { method: 'delete', params: { tableId, rowId }, query: { workspaceId } });
 }
 
-export async function addColumn(workspaceId: string, tableId: string, column: Omit<Column, 'required' | 'unique'> & { required?: boolean; unique?: boolean }): Promise<Column[]> {
-  const r = await apiFetch<Envelope<{ columns: Column[] }>>(`/api/v1/tables/${encodeURIComponent(tableId)}/columns`, {
-    method: 'POST', body: { workspaceId, column },
-  });
+export async function addColumn(workspaceId: string, tableId: string, column: NewColumn): Promise<Column[]> {
+  const r = await api('/api/v1/tables/{tableId}/columns', { method: 'post', params: { tableId }, body: { workspaceId, column } });
   return r.data.columns;
 }
 
 export async function createTable(workspaceId: string, name: string, columns: Column[]): Promise<Table> {
-  const r = await apiFetch<Envelope<{ table: Table }>>('/api/v1/tables', { method: 'POST', body: { workspaceId, name, schema: { columns } } });
+  const r = await api('/api/v1/tables', { method: 'post', body: { workspaceId, name, schema: { columns } } });
   return r.data.table;
 }
 

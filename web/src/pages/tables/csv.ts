@@ -1,20 +1,40 @@
 // CSV import and export of table rows, done in the browser: the Tables API has no CSV route.
 // Parsing uses csv-parse (already the server's CSV parser), loaded only when someone imports a file.
-import type { Column, TableRow } from './api';
+import type { Column, ColumnType, TableRow } from './api';
+
+/**
+ * A leading =, +, - or @ (or tab, CR) makes spreadsheets run the cell as a formula, so export prefixes
+ * such text with a quote. Text that already starts with quotes before one of those characters is
+ * guarded too: import then removes exactly one quote, only where export added it, so `'=x` survives.
+ * Plain numbers (-5, +1e3) are left alone.
+ */
+function needsGuard(text: string): boolean {
+  return /^'*[=+\-@\t\r]/.test(text) && !/^[+-]?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text);
+}
+
+/** The export's guard taken off again; text the export did not guard is returned as it is. */
+export function unguard(raw: string): string {
+  return raw.startsWith("'") && needsGuard(raw.slice(1)) ? raw.slice(1) : raw;
+}
+
+/** A cell's text: JSON columns hold JSON (a string value keeps its quotes so it parses back), others their value. */
+function cellText(value: unknown, type: ColumnType | undefined): string {
+  if (value === null || value === undefined) return '';
+  if (type === 'json' || typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
 
 /** One CSV field: quoted when it holds a comma, quote, CR or LF, or starts/ends with a space (RFC 4180). */
-function field(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  // A leading =, +, - or @ makes spreadsheets run the cell as a formula: prefix a quote so it stays text.
-  const safe = /^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text) ? `'${text}` : text;
+function field(value: unknown, type?: ColumnType): string {
+  const text = cellText(value, type);
+  const safe = needsGuard(text) ? `'${text}` : text;
   return /[",\r\n]|^\s|\s$/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 /** Rows as CSV text: a header of the column names, then one line per row (CRLF, as RFC 4180 says). */
 export function rowsToCsv(columns: Column[], rows: TableRow[]): string {
   const lines = [columns.map((c) => field(c.name)).join(',')];
-  for (const r of rows) lines.push(columns.map((c) => field(r.data[c.name])).join(','));
+  for (const r of rows) lines.push(columns.map((c) => field(r.data[c.name], c.type)).join(','));
   return `${lines.join('\r\n')}\r\n`;
 }
 
@@ -50,7 +70,7 @@ function convert(col: Column, raw: string): { value?: unknown; error?: string } 
       }
     default:
       // Undo the export's formula guard, so an exported file imports back unchanged.
-      return { value: /^'[=+\-@\t\r]/.test(raw) ? raw.slice(1) : raw };
+      return { value: unguard(raw) };
   }
 }
 

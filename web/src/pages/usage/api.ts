@@ -1,21 +1,12 @@
-// Shapes of the usage-limits, credits and ledger APIs, and the cost-per-day series the chart draws.
-import { apiFetch } from '../../api/client';
+// The usage-limits, credits and ledger APIs, and the cost-per-day series the chart draws; shapes from the generated schema.
+import { api } from '../../api/client';
+import type { Success } from '../../api/schema';
 
-export interface Bucket {
-  limit: number; remaining: number; reset: string; requestsPerMinute: number; maxBurst: number; resetAt: string; isLimited: boolean;
-}
-export interface UsageLimits {
-  success: true;
-  rateLimit: { sync: Bucket; async: Bucket; authType: string };
-  usage: { currentPeriodCost: number; limit: number; plan: string; isExceeded: boolean };
-  storage: { usedBytes: number; limitBytes: number; percentUsed: number };
-}
-export interface Credits { account: string; balanceUsd: number; reservedUsd: number; updatedAt: string | null }
-export interface LedgerEntry {
-  id: string; kind: string; amountUsd: number; balanceAfterUsd: number; costUsd: number | null;
-  requestId: string | null; model: string | null; note: string | null; createdAt: string;
-}
-export interface LedgerPage { data: LedgerEntry[]; nextCursor?: string }
+export type UsageLimits = Success<'/api/users/me/usage-limits'>;
+export type Bucket = UsageLimits['rateLimit']['sync'];
+export type Credits = Success<'/api/v1/ai/credits'>;
+export type LedgerPage = Success<'/api/v1/ai/credits/ledger'>;
+export type LedgerEntry = LedgerPage['data'][number];
 
 /**
  * Which billed account a page shows: the caller's own (no workspace), or a workspace's own account
@@ -25,15 +16,15 @@ export interface AccountView { workspaceId?: string }
 
 const viewQuery = (view: AccountView): Record<string, string> => (view.workspaceId ? { workspaceId: view.workspaceId } : {});
 
-export const usageLimits = (view: AccountView = {}) => apiFetch<UsageLimits>('/api/users/me/usage-limits', { query: viewQuery(view) });
-export const credits = (view: AccountView = {}) => apiFetch<Credits>('/api/v1/ai/credits', { query: viewQuery(view) });
+export const usageLimits = (view: AccountView = {}) => api('/api/users/me/usage-limits', { query: viewQuery(view) });
+export const credits = (view: AccountView = {}) => api('/api/v1/ai/credits', { query: viewQuery(view) });
 
 export function ledger(view: AccountView, cursor: string | undefined, limit = 20): Promise<LedgerPage> {
-  return apiFetch<LedgerPage>('/api/v1/ai/credits/ledger', { query: { ...viewQuery(view), limit: String(limit), ...(cursor ? { cursor } : {}) } });
+  return api('/api/v1/ai/credits/ledger', { query: { ...viewQuery(view), limit: String(limit), ...(cursor ? { cursor } : {}) } });
 }
 
-export interface DayCost { date: string; costUsd: number; runs: number }
-export interface DailyUsage { account: string; data: DayCost[] }
+export type DailyUsage = Success<'/api/v1/usage/daily'>;
+export type DayCost = DailyUsage['data'][number];
 
 /**
  * Cost and charged runs per UTC day over the last `days` days, oldest first (every day present): run
@@ -41,7 +32,7 @@ export interface DailyUsage { account: string; data: DayCost[] }
  * caller's account is looked up in; with `workspaceAccount` the workspace's own account is read instead.
  */
 export function dailyUsage(workspaceId: string, days: number, workspaceAccount: boolean): Promise<DailyUsage> {
-  return apiFetch<DailyUsage>('/api/v1/usage/daily', {
+  return api('/api/v1/usage/daily', {
     query: { workspaceId, days: String(days), ...(workspaceAccount ? { account: 'workspace' } : {}) },
   });
 }

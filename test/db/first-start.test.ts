@@ -1,0 +1,36 @@
+// The embedded database's first start on an empty data directory (initdb), then a reopen of what it wrote.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectDatabase, embeddedDatabaseExists } from '../../src/db/connect.js';
+
+const mode = process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite';
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe.skipIf(mode !== 'pglite')('the embedded database on an empty data directory', () => {
+  // initdb runs here (the harness's other suites copy a template): seconds on a quiet machine, more on a busy one.
+  it('creates the database, serves statements, and reopens with what was written', { timeout: 300_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-first-start-'));
+    dirs.push(dir);
+    expect(embeddedDatabaseExists(dir)).toBe(false);
+
+    const first = await connectDatabase({ dataDir: dir });
+    expect(embeddedDatabaseExists(dir)).toBe(true);
+    await first.exec('CREATE TABLE kept (v text)');
+    await first.query('INSERT INTO kept VALUES ($1)', ['written on the first start']);
+    const inTx = await first.tx(async (q) => (await q.query<{ n: number }>('SELECT count(*)::int AS n FROM kept'))[0].n);
+    expect(inTx).toBe(1);
+    await first.close();
+
+    const again = await connectDatabase({ dataDir: dir });
+    try {
+      expect(await again.query<{ v: string }>('SELECT v FROM kept')).toEqual([{ v: 'written on the first start' }]);
+    } finally {
+      await again.close();
+    }
+  });
+});
