@@ -94,7 +94,12 @@ describe('connectors', () => {
     expect(await operations.getByRole('row').nth(2).innerText()).toMatch(/POST\s+\/pets\s+post_pets\s+Add a pet/);
     await page.getByText('bearer · {{PETS_TOKEN}}').waitFor();
     expect(await page.locator('body').innerText()).not.toContain(TOKEN);
-    await shot(page, 'connectors-page', { fullPage: true });
+    await shot(page, 'connectors-page', { fullPage: false });
+    // With a connector listed the form folds behind a button.
+    await page.getByRole('button', { name: 'Add a connector' }).click();
+    await page.getByLabel('OpenAPI document (JSON)').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Add a connector' }).waitFor();
 
     // The editor's palette lists the operations; placing one gives a form from its schemas.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows' }).click();
@@ -110,12 +115,14 @@ describe('connectors', () => {
     await node(page, 'connector').waitFor();
     expect(await node(page, 'connector').innerText()).toContain('getPet');
     const params = page.getByRole('group', { name: 'Parameters' });
+    // Path parameters first, then the others by name.
+    expect((await params.locator('.field-label, label.checkbox').allInnerTexts()).map((t) => t.trim())).toEqual(['Pet ID *', 'Limit', 'Species', 'Verbose']);
     await params.getByLabel('Pet ID').fill('<start.message>');
     await params.getByLabel('Limit').fill('3');
     await params.getByLabel('Verbose').check();
     await params.getByLabel('Species').selectOption('cat');
     expect(await page.getByLabel('Operation').inputValue()).toBe('getPet');
-    await shot(page, 'connector-block-form');
+    await shot(page, 'connector-block-form', { fullPage: false });
 
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await page.getByRole('status').filter({ hasText: /^Saved$/ }).waitFor();
@@ -139,6 +146,7 @@ describe('connectors', () => {
     await page.getByText('This operation takes no parameters.').waitFor();
     await page.getByLabel('Body').waitFor();
     expect(await page.getByText('A JSON object with name (required), tags.').count()).toBe(1);
+    await shot(page, 'connector-body-form', { fullPage: false });
     expect(pageErrors(page)).toEqual([]);
   });
 });

@@ -7,27 +7,10 @@ import { useQuery } from '@tanstack/react-query';
 import { listConnectors, type Connector } from '../pages/connectors/api';
 import { useSession } from '../session';
 import { JsonField, ObjectFields, type FormContext } from './SchemaForm';
+import { parametersForm, typesOf } from './connector-schema';
 import type { JsonSchema } from './schema';
 
 type Obj = Record<string, unknown>;
-
-const typesOf = (s: JsonSchema): string[] => (Array.isArray(s.type) ? s.type : s.type ? [s.type] : []);
-
-/** One parameter's schema reshaped so its field also takes a reference. */
-export function acceptingReferences(s: JsonSchema): JsonSchema {
-  if (s.enum || s.const !== undefined || s.anyOf || s.oneOf) return s;
-  const kinds = typesOf(s);
-  if (kinds.includes('string')) return s;
-  if (kinds.includes('number') || kinds.includes('integer')) return { anyOf: [{ type: 'string' }, { type: 'number' }], description: s.description };
-  if (kinds.includes('boolean')) return s;
-  // objects, arrays and schemas without a type: JSON, or text such as a reference
-  return { anyOf: [{ ...s, description: undefined }, { type: 'string' }], description: s.description };
-}
-
-export function parametersForm(schema: JsonSchema): JsonSchema {
-  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, acceptingReferences(v)]));
-  return { type: 'object', properties, required: schema.required };
-}
 
 export function ConnectorFields({ schema, value, onChange, ctx }: { schema: JsonSchema; value: Obj; onChange(v: Obj): void; ctx: FormContext }) {
   const { workspaceId } = useSession();
@@ -38,7 +21,7 @@ export function ConnectorFields({ schema, value, onChange, ctx }: { schema: Json
   const list: Connector[] = connectors.data ?? [];
   const connector = list.find((c) => c.id === value.connectorId);
   const op = connector?.operations.find((o) => o.operationId === value.operationId);
-  const paramsSchema = op ? parametersForm(op.parameters) : null;
+  const paramsSchema = op ? parametersForm(op.parameters, op.path) : null;
   const params = value.parameters && typeof value.parameters === 'object' && !Array.isArray(value.parameters) ? (value.parameters as Obj) : {};
   const timeoutSchema: JsonSchema = { type: 'object', properties: schema.properties?.timeoutMs ? { timeoutMs: schema.properties.timeoutMs } : {} };
 

@@ -34,7 +34,7 @@ function parseDocument(text: string): { doc?: Record<string, unknown>; error?: s
   }
 }
 
-function AddConnectorForm({ onAdded }: { onAdded(c: Connector): void }) {
+function AddConnectorForm({ onAdded, onCancel }: { onAdded(c: Connector): void; onCancel?(): void }) {
   const { workspaceId } = useSession();
   const [name, setName] = useState('');
   const [source, setSource] = useState<Source>('document');
@@ -113,7 +113,10 @@ function AddConnectorForm({ onAdded }: { onAdded(c: Connector): void }) {
         <ErrorBanner error={secrets.error} />
       </fieldset>
       <ErrorBanner error={add.error} title="Not added" />
-      <div><Button type="submit" variant="primary" busy={add.isPending} disabled={!ready}>Add connector</Button></div>
+      <div className="row gap">
+        <Button type="submit" variant="primary" busy={add.isPending} disabled={!ready}>Add connector</Button>
+        {onCancel ? <Button onClick={onCancel}>Cancel</Button> : null}
+      </div>
     </form>
   );
 }
@@ -166,7 +169,11 @@ export default function ConnectorsPage() {
   const wsName = workspaces.find((w) => w.id === workspaceId)?.name ?? '';
   const [notice, setNotice] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<Connector | null>(null);
+  // The form is open while there is nothing to list; afterwards the list comes first and a button opens it.
+  const [formOpen, setFormOpen] = useState(false);
   const connectors = useQuery({ queryKey: ['connectors', workspaceId], queryFn: () => listConnectors(workspaceId) });
+  const empty = connectors.data?.length === 0;
+  const showForm = canWrite && (formOpen || empty);
   const remove = useMutation({
     mutationFn: (c: Connector) => deleteConnector(c.id),
     onSuccess: (_r, c) => {
@@ -181,13 +188,18 @@ export default function ConnectorsPage() {
       <PageHeader
         title="Connectors"
         description={<>APIs described by OpenAPI, for workflows in <strong>{wsName}</strong>: each operation is a block in the editor's palette and can be an agent's tool.</>}
+        actions={canWrite && !showForm && connectors.data ? <Button variant="primary" onClick={() => { setNotice(null); setFormOpen(true); }}>Add a connector</Button> : undefined}
       />
       {notice ? <div className="banner" role="status">{notice}</div> : null}
-      {canWrite ? (
-        <AddConnectorForm onAdded={(c) => {
-          setNotice(`Added ${c.name} with ${c.operations.length} operation${c.operations.length === 1 ? '' : 's'}.`);
-          void qc.invalidateQueries({ queryKey: ['connectors', workspaceId] });
-        }} />
+      {showForm ? (
+        <AddConnectorForm
+          onCancel={empty ? undefined : () => setFormOpen(false)}
+          onAdded={(c) => {
+            setNotice(`Added ${c.name} with ${c.operations.length} operation${c.operations.length === 1 ? '' : 's'}.`);
+            setFormOpen(false);
+            void qc.invalidateQueries({ queryKey: ['connectors', workspaceId] });
+          }}
+        />
       ) : null}
       <section className="stack" aria-labelledby="connectors-title">
         <h2 id="connectors-title">Connectors</h2>

@@ -1,55 +1,33 @@
 // Workspace connectors (the public /api/v1/connectors routes), kept in one module: the Connectors page
-// and the editor's palette and connector form read them from here.
-import { apiData } from '../../api/client';
+// and the editor's palette and connector form read them from here. Shapes come from the generated schema;
+// the operations' JSON Schemas (records there) are read as the editor's JsonSchema.
+import { api } from '../../api/client';
+import type { DataOf, RequestBody } from '../../api/schema';
 import type { JsonSchema } from '../../editor/schema';
 
-export type ConnectorAuthType = 'bearer' | 'header' | 'query' | 'basic';
+type ConnectorData = DataOf<'/api/v1/connectors'>['connectors'][number];
+type OperationData = ConnectorData['operations'][number];
 
-export interface ConnectorAuth {
-  type: ConnectorAuthType;
-  /** Name of a workspace secret, never a value. */
-  secret: string;
-  /** Header (header) or query parameter (query) name. */
-  name?: string;
-}
-
-export interface ConnectorOperation {
-  operationId: string;
-  method: string;
-  path: string;
-  summary: string;
-  description?: string;
+export type ConnectorOperation = Omit<OperationData, 'parameters' | 'requestBody'> & {
   /** JSON Schema of an object: one property per path, query or header parameter. */
   parameters: JsonSchema;
   /** JSON Schema of the JSON request body, or null when the operation takes none. */
   requestBody: JsonSchema | null;
-}
+};
 
-export interface Connector {
-  id: string;
-  workspaceId: string;
-  name: string;
-  baseUrl: string;
-  auth: ConnectorAuth | null;
-  operations: ConnectorOperation[];
-  createdAt: string;
-  updatedAt: string;
-}
+export type Connector = Omit<ConnectorData, 'operations'> & { operations: ConnectorOperation[] };
 
-export interface NewConnector {
-  name: string;
-  /** Exactly one of spec (a parsed OpenAPI document) and specUrl. */
-  spec?: Record<string, unknown>;
-  specUrl?: string;
-  baseUrl?: string;
-  auth?: ConnectorAuth;
-}
+/** What the add form sends: exactly one of spec (a parsed OpenAPI document) and specUrl. */
+export type NewConnector = Omit<RequestBody<'/api/v1/connectors', 'post'>, 'workspaceId'>;
+export type ConnectorAuthType = NonNullable<NewConnector['auth']>['type'];
+
+const asConnector = (c: ConnectorData): Connector => c as Connector;
 
 export const listConnectors = (workspaceId: string) =>
-  apiData<{ connectors: Connector[] }>('/api/v1/connectors', { query: { workspaceId } }).then((d) => d.connectors);
+  api('/api/v1/connectors', { query: { workspaceId } }).then((r) => r.data.connectors.map(asConnector));
 
 export const createConnector = (workspaceId: string, input: NewConnector) =>
-  apiData<{ connector: Connector }>('/api/v1/connectors', { method: 'POST', body: { workspaceId, ...input } }).then((d) => d.connector);
+  api('/api/v1/connectors', { method: 'post', body: { workspaceId, ...input } }).then((r) => asConnector(r.data.connector));
 
 export const deleteConnector = (id: string) =>
-  apiData<{ id: string; deleted: true }>(`/api/v1/connectors/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  api('/api/v1/connectors/{id}', { method: 'delete', params: { id } }).then((r) => r.data);
