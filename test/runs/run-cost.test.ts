@@ -224,3 +224,22 @@ describe('the ledger of a shared database (PostgreSQL mode) records the executio
     expect(costs.has(runs[2])).toBe(false);
   });
 });
+
+describe('with a settle window', () => {
+  // The gateway may write its own settlements up to the window after answering; a run's calls settle before
+  // the block returns, so the cost read right after the run's answer is complete (docs/architecture.md, Per-run cost).
+  it('a run\'s model usage is in its cost as soon as the run has answered', async () => {
+    const windowed = await startTestServer({ env: { ...fake.env, WEFT_AI_SETTLE_WINDOW_MS: '1000' } });
+    try {
+      await ledger.grant(windowed.server.ctx.db, `workspace:${windowed.workspaceId}`, ledger.usdToNano(5), 'test');
+      const id = await deploy(windowed, 'cost-windowed', { blocks: [start(), agent('ask')], edges: chain('start', 'ask') });
+      const r = await windowed.call('POST', `/api/workflows/${id}/execute`, {});
+      expect(r.status, r.text).toBe(200);
+      const log = await windowed.call('GET', `/api/v1/logs/${r.body.executionId as string}`);
+      expect(log.body.data.cost.models).toEqual({ 'gpt-4o': gpt4o });
+      expect(log.body.data.cost.total).toBeCloseTo(BASE + 0.0075, 9);
+    } finally {
+      await windowed.close();
+    }
+  });
+});
