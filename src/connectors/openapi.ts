@@ -3,6 +3,7 @@
 // followed (`#/...`): a `$ref` to a file or another host is refused before the parser sees it, so saving a
 // connector never makes the service read a file or call a host the caller chose.
 import { dereference, validate } from '@readme/openapi-parser';
+import type { ConnectorOperationInfo } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -20,16 +21,8 @@ export interface OperationParameter {
   schema: Record<string, unknown>;
 }
 
-export interface ConnectorOperation {
-  operationId: string;
-  method: string;
-  path: string;
-  summary: string;
-  description?: string;
-  /** One object schema over every path, query and header parameter, by name. */
-  parameters: Record<string, unknown>;
-  /** JSON Schema of the JSON request body, or null when the operation takes none. */
-  requestBody: Record<string, unknown> | null;
+/** An operation as the engine sees it (the port's shape), plus its parameters one by one for building requests. */
+export interface ConnectorOperation extends ConnectorOperationInfo {
   bodyRequired: boolean;
   /** Parameters one by one, with where each goes. */
   params: OperationParameter[];

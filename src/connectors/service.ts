@@ -27,15 +27,8 @@ export interface ConnectorInput {
   auth?: ConnectorAuth | null;
 }
 
-export interface PublicOperation {
-  operationId: string;
-  method: string;
-  path: string;
-  summary: string;
-  description?: string;
-  parameters: Record<string, unknown>;
-  requestBody: Record<string, unknown> | null;
-}
+/** An operation as the API shows it. */
+export type PublicOperation = Omit<ConnectorOperationInfo, 'bodyRequired'>;
 
 export interface PublicConnector {
   id: string;
