@@ -53,7 +53,7 @@ export interface CreatedKey { key: PublicKey; secret: string }
 export interface BilledAccount { account: string; plan: string; workspaceIds: string[] }
 
 export interface AccountsOptions {
-  /** How long positive key and access lookups are reused (revocations elsewhere bite within it). */
+  /** How long key, access, billed-account and plan lookups are reused (changes made elsewhere bite within it). */
   keyCacheMs: number;
   /** Plan of users and workspaces created here. */
   defaultPlan: string;
@@ -118,12 +118,12 @@ export class AccountsService implements AccessControlled {
       value = { account: `user:${auth.userId}`, plan: user?.plan ?? 'free', workspaceIds: ws };
     }
     if (this.billed.size > 10_000) this.billed.clear();
-    this.billed.set(auth.keyId, { value, until: Date.now() + 5_000 });
+    this.billed.set(auth.keyId, { value, until: Date.now() + this.opts.keyCacheMs });
     return value;
   }
 
   /**
-   * A workspace's plan, reused for a few seconds (it sets timeouts and limits of runs). Inside a
+   * A workspace's plan, reused for `keyCacheMs` (it sets timeouts and limits of runs). Inside a
    * transaction pass its `q`: on PGlite a query on the database itself would wait for the transaction.
    */
   async workspacePlan(workspaceId: string, q: Queryable = this.db): Promise<string> {
@@ -131,7 +131,7 @@ export class AccountsService implements AccessControlled {
     if (hit && hit.until > Date.now()) return hit.plan;
     const plan = (await store.findWorkspace(q, workspaceId))?.plan ?? 'free';
     if (this.plans.size > 10_000) this.plans.clear();
-    this.plans.set(workspaceId, { plan, until: Date.now() + 5_000 });
+    this.plans.set(workspaceId, { plan, until: Date.now() + this.opts.keyCacheMs });
     return plan;
   }
 

@@ -6,6 +6,7 @@ import { startFakeProviders, type FakeProviders } from '../support/fake-provider
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
 import { AiGateway } from '../../src/ai/gateway.js';
+import { HeldCreditLedger } from '../../src/ai/held-ledger.js';
 import { depositPromptTokens, estimatePromptTokens } from '../../src/ai/tokens.js';
 import { periodCost, recordCost, UsageRecorder } from '../../src/limits/usage.js';
 
@@ -118,40 +119,64 @@ describe('concurrency', () => {
   });
 });
 
+// Both ledgers on both databases: the embedded server uses the held one, PostgreSQL the other
+// (docs/architecture.md, Credit ledgers), and each must keep the same promises whatever the database.
+const batchLedgers = [
+  { kind: 'in the database', suffix: 'b', make: (): ledger.RequestLedger => new ledger.CreditLedger(db()) },
+  {
+    kind: 'held in memory',
+    suffix: 'c',
+    make: () => new HeldCreditLedger(db(), {
+      ensureAccount: (acct) => ledger.ensureAccount(db(), acct, 0),
+      readBalance: async (acct) => (await ledger.getBalance(db(), acct))?.balanceNano,
+    }),
+  },
+];
+
 describe('batched ledger writes', () => {
-  it('reservations and settlements issued together keep every account within its balance and the ledger chained', async () => {
-    const accounts = ['workspace:00000000-0000-4000-8000-0000000000b1', 'user:00000000-0000-4000-8000-0000000000b2'];
-    await ledger.grant(db(), accounts[0], 1_000_000, 'test');
-    await ledger.grant(db(), accounts[1], 350_000, 'test');
-    const deposits = Array.from({ length: 40 }, (_, i) => ({ account: accounts[i % 2], deposit: 50_000 + (i % 5) * 20_000, id: `chatcmpl-batch-${i}` }));
-    const results = await Promise.all(deposits.map((d) => t.gateway.ledger.reserve({
-      id: d.id, account: d.account, depositNano: d.deposit, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api',
-    })));
-    for (const [ai, acct] of accounts.entries()) {
-      const admitted = deposits.filter((d, i) => d.account === acct && results[i].ok).reduce((n, d) => n + d.deposit, 0);
-      const b = (await t.gateway.balance(acct))!;
-      expect(b.reservedNano).toBe(admitted);
-      expect(b.balanceNano).toBe([1_000_000, 350_000][ai] - admitted);
-      for (const [i, r] of results.entries()) if (!r.ok && deposits[i].account === acct) expect(r.balanceNano).toBeLessThan(deposits[i].deposit);
-    }
-    const admittedIds = deposits.filter((_, i) => results[i].ok);
-    const settled = await Promise.all(admittedIds.map((d, i) => t.gateway.ledger.settle(d.id, {
-      costNano: i * 1000, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed',
-    })));
-    expect(settled.every((x) => x !== undefined)).toBe(true);
-    for (const acct of accounts) {
-      const rows = await db().query<{ amount_nano: number; balance_after_nano: number }>(
-        'SELECT amount_nano::int8 AS amount_nano, balance_after_nano::int8 AS balance_after_nano FROM ai_credit_ledger WHERE account = $1 ORDER BY id', [acct]);
-      let running = 0;
-      for (const r of rows) {
-        running += Number(r.amount_nano);
-        expect(Number(r.balance_after_nano)).toBe(running);
+  for (const { kind, suffix, make } of batchLedgers) {
+    it(`${kind}: reservations and settlements issued together keep every account within its balance and the ledger chained`, async () => {
+      const l = make();
+      const accounts = [`workspace:00000000-0000-4000-8000-0000000000${suffix}1`, `user:00000000-0000-4000-8000-0000000000${suffix}2`];
+      const balanceOf = async (acct: string) => {
+        const row = (await ledger.getBalance(db(), acct))!;
+        const held = l.heldNano(acct);
+        return { balanceNano: row.balanceNano - held, reservedNano: row.reservedNano + held };
+      };
+      await ledger.grant(db(), accounts[0], 1_000_000, 'test');
+      await ledger.grant(db(), accounts[1], 350_000, 'test');
+      const deposits = Array.from({ length: 40 }, (_, i) => ({ account: accounts[i % 2], deposit: 50_000 + (i % 5) * 20_000, id: `chatcmpl-batch-${suffix}-${i}` }));
+      const results = await Promise.all(deposits.map((d) => l.reserve({
+        id: d.id, account: d.account, depositNano: d.deposit, model: 'gpt-4o', provider: 'openai', stream: false, source: 'api',
+      })));
+      // Some are refused: the deposits together exceed both balances.
+      expect(results.some((r) => !r.ok)).toBe(true);
+      for (const [ai, acct] of accounts.entries()) {
+        const admitted = deposits.filter((d, i) => d.account === acct && results[i].ok).reduce((n, d) => n + d.deposit, 0);
+        const b = await balanceOf(acct);
+        expect(b.reservedNano).toBe(admitted);
+        expect(b.balanceNano).toBe([1_000_000, 350_000][ai] - admitted);
+        for (const [i, r] of results.entries()) if (!r.ok && deposits[i].account === acct) expect(r.balanceNano).toBeLessThan(deposits[i].deposit);
       }
-      const b = (await t.gateway.balance(acct))!;
-      expect(b.reservedNano).toBe(0);
-      expect(b.balanceNano).toBe(running);
-    }
-  });
+      const admittedIds = deposits.filter((_, i) => results[i].ok);
+      const settled = await Promise.all(admittedIds.map((d, i) => l.settle(d.id, {
+        costNano: i * 1000, promptTokens: 1, completionTokens: 1, estimated: false, outcome: 'completed',
+      })));
+      expect(settled.every((x) => x !== undefined)).toBe(true);
+      for (const acct of accounts) {
+        const rows = await db().query<{ amount_nano: number; balance_after_nano: number }>(
+          'SELECT amount_nano::int8 AS amount_nano, balance_after_nano::int8 AS balance_after_nano FROM ai_credit_ledger WHERE account = $1 ORDER BY id', [acct]);
+        let running = 0;
+        for (const r of rows) {
+          running += Number(r.amount_nano);
+          expect(Number(r.balance_after_nano)).toBe(running);
+        }
+        const b = await balanceOf(acct);
+        expect(b.reservedNano).toBe(0);
+        expect(b.balanceNano).toBe(running);
+      }
+    });
+  }
 });
 
 describe('streaming and disconnects', () => {

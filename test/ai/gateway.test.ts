@@ -373,16 +373,25 @@ describe('billing arithmetic', () => {
   }
 
   it('reserves the deposit from max_tokens (or the default cap) and sends the cap upstream', async () => {
-    fake.handler = () => ({ text: 'ok', delayMs: 300, usage: { prompt: 10, completion: 10 } });
+    // The upstream holds its answer until the deposit has been read: the request is in flight meanwhile.
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    let arrived!: () => void;
+    const upstreamReached = new Promise<void>((r) => (arrived = r));
+    fake.handler = () => {
+      arrived();
+      return { text: 'ok', hold, usage: { prompt: 10, completion: 10 } };
+    };
     const before = await balanceNano();
     const pending = chat({ model: 'gpt-4o', messages: hi, max_tokens: 1000 });
-    await new Promise((r) => setTimeout(r, 150));
+    await upstreamReached;
     // The gateway's view: on the embedded database the deposit is held in memory, not written.
     const during = await t.gateway.balance(account);
     // 1000 completion tokens at $10/M = $0.01, plus the prompt estimate.
     expect(during!.reservedNano).toBeGreaterThanOrEqual(10_000_000);
     expect(during!.reservedNano).toBeLessThan(10_100_000);
     expect(before - during!.balanceNano).toBe(during!.reservedNano);
+    release();
     const r = await pending;
     expect(r.status).toBe(200);
     expect(fake.requests.at(-1)!.body.max_completion_tokens).toBe(1000);

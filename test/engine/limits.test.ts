@@ -32,9 +32,7 @@ describe('step budget', () => {
   }, 60_000);
 
   it('a small maxSteps stops quickly at the block that would exceed it', async () => {
-    const t0 = Date.now();
     const r = await run(nested, { maxSteps: 50 });
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(r.status).toBe('failed');
     expect(r.error?.message).toBe('Step budget exceeded: the run executed 50 blocks (limit 50); stopped at block "Set"');
     expect(r.error?.blockId).toBe('set');

@@ -245,12 +245,11 @@ describe('response block', () => {
 
   it('does not wait for a slow parallel branch', async () => {
     const d = workflow(
-      [start(), { id: 'w', type: 'wait', name: 'W', config: { seconds: 5 } }, fn('never', 'return 1'), { id: 'resp', type: 'response', name: 'Resp', config: { data: 'fast' } }],
+      [start(), { id: 'w', type: 'wait', name: 'W', config: { seconds: 300 } }, fn('never', 'return 1'), { id: 'resp', type: 'response', name: 'Resp', config: { data: 'fast' } }],
       [{ from: 'start', to: 'w' }, { from: 'w', to: 'never' }, { from: 'start', to: 'resp' }],
     );
-    const t0 = Date.now();
+    // The other branch waits five minutes, past the test's timeout: the run can only have answered by not waiting for it.
     const r = await run(d);
-    expect(Date.now() - t0).toBeLessThan(1000);
     expect(r.response?.data).toBe('fast');
     expect(r.trace.map((t) => t.blockId)).toEqual(['start', 'resp']);
   });
@@ -278,14 +277,13 @@ describe('run output', () => {
 
 describe('timeout and cancellation', () => {
   const def = workflow(
-    [start(), { id: 'w', type: 'wait', name: 'W', config: { seconds: 10 } }, fn('after', 'return 1')],
+    // The wait is five minutes, past the test's timeout: a run that ends did so through the timeout or the signal.
+    [start(), { id: 'w', type: 'wait', name: 'W', config: { seconds: 300 } }, fn('after', 'return 1')],
     chain('start', 'w', 'after'),
   );
 
   it('times out with status timed_out', async () => {
-    const t0 = Date.now();
     const r = await run(def, { timeoutMs: 100 });
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(r.status).toBe('timed_out');
     expect(r.error?.message).toBe('Run timed out after 100 ms');
   });
@@ -293,18 +291,14 @@ describe('timeout and cancellation', () => {
   it('is cancelled through the signal, which reaches the running block', async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    const t0 = Date.now();
     const r = await run(def, { signal: ac.signal });
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(r.status).toBe('cancelled');
     expect(r.trace.map((t) => t.blockId)).toEqual(['start']);
   });
 
   it('stops a long-running function through the timeout', async () => {
     const d = workflow([start(), fn('spin', 'while (true) {}')], chain('start', 'spin'));
-    const t0 = Date.now();
     const r = await run(d, { timeoutMs: 200 });
-    expect(Date.now() - t0).toBeLessThan(3000);
     expect(r.status).toBe('timed_out');
   });
 

@@ -124,10 +124,9 @@ export function queueConformance(name: string, make: (concurrency: number) => Jo
 
     it('close with nothing running returns promptly, also before work()', async () => {
       const idle = make(1);
-      const t0 = Date.now();
-      await idle.close(10_000);
-      await idle.close(10_000);
-      expect(Date.now() - t0).toBeLessThan(2000);
+      // A close that waited out its grace would outlast the test's timeout.
+      await idle.close(600_000);
+      await idle.close(600_000);
     });
 
     it('stops taking jobs on close; enqueue afterwards does nothing', async () => {

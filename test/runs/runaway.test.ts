@@ -14,19 +14,21 @@ const nestedLoops = (levels: number) => {
   };
 };
 
-/** Polls /healthz while `work` runs; returns the slowest answer in milliseconds. */
-async function slowestHealthAnswer(url: string, work: Promise<unknown>): Promise<number> {
+/**
+ * Polls /healthz one request after another while `work` runs; returns how many answers came back before
+ * it ended. A run that held the event loop would let at most one through.
+ */
+async function healthAnswersDuring(url: string, work: Promise<unknown>): Promise<number> {
   let done = false;
   void work.finally(() => (done = true));
-  let slowest = 0;
+  let answered = 0;
   while (!done) {
-    const started = performance.now();
     const r = await fetch(`${url}/healthz`);
     expect(r.status).toBe(200);
-    slowest = Math.max(slowest, performance.now() - started);
+    if (!done) answered++;
     await new Promise((res) => setTimeout(res, 20));
   }
-  return slowest;
+  return answered;
 }
 
 describe('a runaway run', () => {
@@ -41,14 +43,14 @@ describe('a runaway run', () => {
   it('fails with the step budget error naming the limit and the block, while /healthz keeps answering', async () => {
     const id = await deploy(t, 'runaway-sync', nestedLoops(2));
     const run = t.call('POST', `/api/workflows/${id}/execute`, {});
-    const slowest = await slowestHealthAnswer(t.url, run);
+    const answered = await healthAnswersDuring(t.url, run);
     const r = await run;
     expect(r.status).toBe(500);
     expect(r.body.success).toBe(false);
     expect(r.body.error).toMatch(/Step budget exceeded/);
     expect(r.body.error).toMatch(/100000/);
     expect(r.body.error).toMatch(/"Set"|"Loop2"|"Loop1"/);
-    expect(slowest).toBeLessThan(1000);
+    expect(answered).toBeGreaterThanOrEqual(3);
     // The failed run has its log row, with a bounded trace.
     const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
     expect(log.status).toBe(200);
@@ -106,10 +108,10 @@ describe('a server killed during a runaway async run', () => {
 
     // The next server listens first, then takes the job over in the background and ends it. (An async run
     // records every block durably, so its budget is spent at the database's pace: a smaller one keeps this short.)
-    const restarted = performance.now();
+    // spawnServer returns once /healthz answers: a server that ran the takeover before listening would
+    // first spend the run's whole budget.
     server = await spawnServer({ ...base, WEFT_MAX_RUN_STEPS: '3000' }, await freePort());
     try {
-      expect(performance.now() - restarted).toBeLessThan(30_000);
       const deadline = Date.now() + 60_000;
       let job: { status: string; error?: string } = { status: '' };
       while (job.status !== 'failed' && job.status !== 'completed' && Date.now() < deadline) {

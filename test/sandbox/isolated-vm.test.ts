@@ -85,9 +85,8 @@ describe('IsolatedVmSandbox', () => {
   });
 
   it('stops an infinite loop at the timeout, and keeps working', async () => {
-    const t0 = Date.now();
+    // The loop never ends by itself: that the call returns at all, with this message, is the timeout at work.
     expect((await failure(exec('while (true) {}', {}, 150))).message).toBe('the code timed out after 150 ms');
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect((await exec('return 1')).value).toBe(1);
   });
 
@@ -117,20 +116,17 @@ describe('IsolatedVmSandbox', () => {
   });
 
   it('the timeout covers code after an awaited fetch', async () => {
-    const t0 = Date.now();
     const err = await failure(sandbox.run({ code: "await fetch(base + '/ok'); while (true) {}", bindings: { base }, timeoutMs: 300, http: httpPort }));
     expect(err.message).toBe('the code timed out after 300 ms');
-    expect(Date.now() - t0).toBeLessThan(3000);
     expect((await exec('return 3')).value).toBe(3);
   });
 
   it('aborts through the signal', async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error('cancelled by test')), 50);
-    const t0 = Date.now();
-    const err = await failure(sandbox.run({ code: "await fetch(base + '/hang'); return 1", bindings: { base }, timeoutMs: 5000, http: httpPort, signal: ac.signal }));
+    // '/hang' never answers and the timeout is far off: only the signal can end this call with its reason.
+    const err = await failure(sandbox.run({ code: "await fetch(base + '/hang'); return 1", bindings: { base }, timeoutMs: 600_000, http: httpPort, signal: ac.signal }));
     expect(err.message).toBe('cancelled by test');
-    expect(Date.now() - t0).toBeLessThan(1000);
   });
 
   it('handles many concurrent calls', async () => {

@@ -73,13 +73,13 @@ export function ApprovalForm({ workflowId, executionId, point, onAnswered }: {
       {fields.length === 0 ? <p className="muted">This approval asks for no fields: submit to continue the run.</p> : null}
       {fields.map((f) => {
         const label = `${f.name}${f.required ? ' (required)' : ''}`;
-        const common = { key: f.name, label, hint: f.description ?? (f.type === 'object' || f.type === 'array' || f.type === 'files' ? `JSON ${f.type === 'object' ? 'object' : 'array'}` : undefined), error: errors[f.name] };
+        const common = { label, hint: f.description ?? (f.type === 'object' || f.type === 'array' || f.type === 'files' ? `JSON ${f.type === 'object' ? 'object' : 'array'}` : undefined), error: errors[f.name] };
         if (f.type === 'boolean') return <BooleanField key={f.name} field={f} value={values[f.name] ?? ''} onChange={(v) => set(f.name, v)} error={errors[f.name]} />;
         if (f.type === 'object' || f.type === 'array' || f.type === 'files') {
-          return <TextAreaField {...common} value={String(values[f.name] ?? '')} onChange={(e) => set(f.name, e.target.value)} rows={3} />;
+          return <TextAreaField key={f.name} {...common} value={String(values[f.name] ?? '')} onChange={(e) => set(f.name, e.target.value)} rows={3} />;
         }
         return (
-          <InputField {...common} type={f.type === 'number' ? 'number' : 'text'} inputMode={f.type === 'number' ? 'decimal' : undefined}
+          <InputField key={f.name} {...common} type={f.type === 'number' ? 'number' : 'text'} inputMode={f.type === 'number' ? 'decimal' : undefined}
             value={String(values[f.name] ?? '')} onChange={(e) => set(f.name, e.target.value)} required={f.required} />
         );
       })}
