@@ -7,7 +7,11 @@ export default defineConfig({
   test: {
     globalSetup: ['./test/support/build-setup.ts', './test/support/global-setup.ts'],
     pool: 'forks',
-    poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 3, minForks: 1 } },
+    // Forks keep their modules from one file to the next (isolate: false): importing the server's module graph
+    // cost each file 1 to 2 s. Files still get their own database and server; shared module state (the engine
+    // suites' sandbox) is never disposed by one file. minForks = maxForks: with idle forks reclaimed, vitest
+    // 3.2 sometimes ended the run with "Terminating worker thread".
+    poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 3, minForks: 3, isolate: false } },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: modes.map((mode) => ({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockTypes, compile, runWorkflow, type ChildWorkflowPort, type WorkflowDefinition } from '../../src/engine/index.js';
-import { chain, fn, json, ports, run, sandbox, start, startServer, workflow, type TestServer } from './helpers.js';
+import { chain, fn, json, ports, run, start, startServer, workflow, type TestServer } from './helpers.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -19,7 +19,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
-  sandbox.dispose();
 });
 
 describe('registry', () => {

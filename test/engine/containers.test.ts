@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, runWorkflow, type BlockDefinition, type StepRecord } from '../../src/engine/index.js';
-import { chain, fn, json, ports, run, sandbox, start, startServer, workflow, type TestServer } from './helpers.js';
+import { chain, fn, json, ports, run, start, startServer, workflow, type TestServer } from './helpers.js';
 
 let server: TestServer;
 let active = 0;
@@ -20,7 +20,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
-  sandbox.dispose();
 });
 
 function loop(config: Record<string, unknown>, blocks: BlockDefinition[], id = 'each'): BlockDefinition {

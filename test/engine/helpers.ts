@@ -6,6 +6,8 @@ import { compile, realClock, runWorkflow, type BlockDefinition, type EdgeDefinit
 import { GuardedHttp } from '../../src/net/guarded-http.js';
 import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
 
+// One sandbox for the worker process, shared by the engine suites (vitest keeps modules across files in a
+// worker): a suite that disposed it would leave the next one without isolates.
 export const sandbox = new IsolatedVmSandbox();
 export const httpPort = new GuardedHttp({ allowPrivateNetwork: true });
 

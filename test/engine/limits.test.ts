@@ -1,9 +1,7 @@
 // No run can hurt another: step budget, event-loop yielding, output cap, trace cap.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compile, RUN_DEFAULTS, runWorkflow, type BlockDefinition, type ClockPort, type StepRecord } from '../../src/engine/index.js';
-import { chain, fn, ports, run, sandbox, start, workflow } from './helpers.js';
-
-afterAll(() => sandbox.dispose());
+import { chain, fn, ports, run, start, workflow } from './helpers.js';
 
 function loop(id: string, count: number, blocks: BlockDefinition[]): BlockDefinition {
   return { id, type: 'loop', name: id, config: { kind: 'for', count }, blocks };

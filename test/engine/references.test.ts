@@ -1,7 +1,5 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { chain, fn, run, sandbox, start, workflow } from './helpers.js';
-
-afterAll(() => sandbox.dispose());
+import { describe, expect, it } from 'vitest';
+import { chain, fn, run, start, workflow } from './helpers.js';
 
 const inputs = [
   { name: 'n', type: 'number' },

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, runWorkflow, type RunOptions, type RunResult, type StepRecord, type WorkflowDefinition } from '../../src/engine/index.js';
-import { chain, fn, json, ports, sandbox, start, startServer, workflow, type TestServer } from './helpers.js';
+import { chain, fn, json, ports, start, startServer, workflow, type TestServer } from './helpers.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -12,7 +12,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
-  sandbox.dispose();
 });
 
 async function exec(def: WorkflowDefinition, recorded: StepRecord[] = [], opts: Partial<RunOptions> = {}): Promise<{ result: RunResult; steps: StepRecord[] }> {

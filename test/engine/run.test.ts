@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, runWorkflow, type StepRecord } from '../../src/engine/index.js';
-import { chain, fn, json, ports, run, sandbox, start, startServer, workflow, type TestServer } from './helpers.js';
-
-afterAll(() => sandbox.dispose());
+import { chain, fn, json, ports, run, start, startServer, workflow, type TestServer } from './helpers.js';
 
 describe('start block', () => {
   const def = workflow(

@@ -1,8 +1,6 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SecretMask } from '../../src/engine/index.js';
-import { chain, fn, ports, run, sandbox, start, workflow } from './helpers.js';
-
-afterAll(() => sandbox.dispose());
+import { chain, fn, ports, run, start, workflow } from './helpers.js';
 
 const VALUE = 'sk-live-9f8e7d6c5b4a';
 
