@@ -92,6 +92,39 @@ async function jsonFetch(url: string, method: string, body: unknown, headers: Re
   return { status: res.status, headers: res.headers, body: parsed };
 }
 
+interface SetupOutput { adminEmail: string; adminPassword: string; apiKey: string; workspaceId: string; userId: string }
+
+/**
+ * `weft setup --json` on `dataDir`. Creating an embedded database costs 10 s or more, so the first spec of
+ * a run sets up a template directory (keyed by the build) and later specs copy it: each still gets its own
+ * database, with the same admin, one-time password and key. Specs that pass their own environment set up
+ * from scratch, since it could change what setup does.
+ */
+async function setUpDataDir(dataDir: string, cli: (args: string[]) => Promise<any>, ownEnv = false): Promise<SetupOutput> {
+  const checked = (out: SetupOutput) => {
+    if (typeof out.adminPassword !== 'string') throw new Error(`weft setup --json gave no adminPassword: ${JSON.stringify(out)}`);
+    return out;
+  };
+  if (ownEnv) return checked(await cli(['setup']));
+  const build = fs.statSync(mainJs).mtimeMs.toFixed(0);
+  const template = path.join(os.tmpdir(), `weft-e2e-template-${build}`);
+  const outputFile = path.join(template, '.setup.json');
+  if (!fs.existsSync(outputFile)) {
+    const out = checked(await cli(['setup']));
+    // Templates of earlier builds are of no further use.
+    for (const old of fs.readdirSync(os.tmpdir())) if (old.startsWith('weft-e2e-template-')) fs.rmSync(path.join(os.tmpdir(), old), { recursive: true, force: true });
+    const tmp = `${template}.tmp-${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.cpSync(dataDir, tmp, { recursive: true });
+    fs.writeFileSync(path.join(tmp, '.setup.json'), JSON.stringify(out));
+    fs.rmSync(template, { recursive: true, force: true });
+    fs.renameSync(tmp, template);
+    return out;
+  }
+  fs.cpSync(template, dataDir, { recursive: true, filter: (src) => src !== outputFile });
+  return checked(JSON.parse(fs.readFileSync(outputFile, 'utf8')) as SetupOutput);
+}
+
 /** Starts `weft serve` from dist/ on a fresh data directory; `npm run build` must have run (it builds web/ too). */
 export async function startApp(opts: StartAppOptions = {}): Promise<E2eApp> {
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` before the e2e tests`);
@@ -116,8 +149,7 @@ export async function startApp(opts: StartAppOptions = {}): Promise<E2eApp> {
     return out as any;
   };
 
-  const setup = await cli(['setup']);
-  if (typeof setup.adminPassword !== 'string') throw new Error(`weft setup --json gave no adminPassword: ${JSON.stringify(setup)}`);
+  const setup = await setUpDataDir(dataDir, cli, opts.env !== undefined);
 
   const child: ChildProcess = spawn(process.execPath, ['--no-node-snapshot', mainJs, 'serve'], { cwd: repoRoot, env });
   let out = '';
