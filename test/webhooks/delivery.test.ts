@@ -8,7 +8,9 @@ import { echo, finishedRuns, post, runsOf, webhookWorkflow } from './support.js'
 let t: TestServer;
 const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 }, team: { storageBytes: 3000 } });
 beforeAll(async () => {
-  t = await startTestServer({ env: { WEFT_PLAN_LIMITS: tiny, WEFT_WEBHOOK_LEASE_MS: '1000' } });
+  // The default claim lease (30 s): with a short one, a renewal delayed on a loaded machine let a duplicate
+  // take a live claim over and answer 409. The takeover tests below expire their leases themselves.
+  t = await startTestServer({ env: { WEFT_PLAN_LIMITS: tiny } });
 });
 afterAll(async () => {
   await t?.close();
