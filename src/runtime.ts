@@ -3,6 +3,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
+import { createEmbeddedDatabase } from './db/create-embedded.js';
 import { retryWhileUnavailable, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { readServerInfo } from './admin/server-info.js';
@@ -134,16 +135,10 @@ export async function openDatabase(
   const unlock = extra.inMemory ? () => undefined : lockDataDir(config);
   let opened: Database | undefined;
   try {
-    // initdb and the first migrations grow the database thread's WebAssembly memory by about 500 MB, which
-    // WebAssembly never gives back: on a first start they run in a thread that then exits, so the first
-    // process is no larger than a restarted one.
+    // initdb and the first migrations leave memory behind that this process would never get back: on a
+    // first start they run in a child process that then exits (db/create-embedded.ts).
     if (!config.databaseUrl && !extra.inMemory && !extra.loadDataDir && !embeddedDatabaseExists(config.dataDir)) {
-      const initial = await connectDatabase({ dataDir: config.dataDir, ...extra });
-      try {
-        await migrate(initial);
-      } finally {
-        await initial.close();
-      }
+      await createEmbeddedDatabase(config.dataDir);
     }
     const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, ...extra });
     opened = db;

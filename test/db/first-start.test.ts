@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase, embeddedDatabaseExists } from '../../src/db/connect.js';
+import { createEmbeddedDatabase } from '../../src/db/create-embedded.js';
+import { migrate } from '../../src/db/migrate.js';
 
 const mode = process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite';
 const dirs: string[] = [];
@@ -32,5 +34,24 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
     } finally {
       await again.close();
     }
+  });
+
+  it('a first start creates and migrates the database in a child process, which reports its failure', { timeout: 300_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-first-start-'));
+    dirs.push(dir);
+    await createEmbeddedDatabase(dir);
+    expect(embeddedDatabaseExists(dir)).toBe(true);
+    const db = await connectDatabase({ dataDir: dir });
+    try {
+      // Every migration was applied by the child: none is left for this process.
+      expect(await migrate(db)).toEqual([]);
+      expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations'))[0].n).toBeGreaterThan(20);
+    } finally {
+      await db.close();
+    }
+
+    const notADirectory = path.join(dir, 'a-file');
+    fs.writeFileSync(notADirectory, 'x');
+    await expect(createEmbeddedDatabase(notADirectory)).rejects.toThrow(/creating the embedded database failed \(exit code 1\): .*(EEXIST|ENOTDIR)/s);
   });
 });
