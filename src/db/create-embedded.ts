@@ -3,7 +3,7 @@
  * first migrations leave about 60 MB in the C heap of the thread that ran them (PGlite's file system and
  * the buffers it loads are allocated there): glibc keeps a thread's heap after the thread exits, so a
  * throwaway thread did not give it back, while a process that exits does. The first start is then no
- * larger than a restart (docs/architecture.md, "Memory").
+ * larger than a restart (docs/architecture.md, "Embedded database").
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -17,7 +17,9 @@ const repoRoot = path.resolve(path.dirname(self), '../..');
 /** Creates the database of `dataDir` (WEFT_DATA_DIR) in a child process; rejects with its output when it fails. */
 export function createEmbeddedDatabase(dataDir: string): Promise<void> {
   // The build runs as it is; from TypeScript sources (tests, tsx) the child loads tsx as this process did.
-  const args = self.endsWith('.ts') ? ['--import', 'tsx', self, dataDir] : ['--no-node-snapshot', self, dataDir];
+  // Absolute: the child runs in the repository's folder (where `--import tsx` resolves), not the caller's.
+  const dir = path.resolve(dataDir);
+  const args = self.endsWith('.ts') ? ['--import', 'tsx', self, dir] : ['--no-node-snapshot', self, dir];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
