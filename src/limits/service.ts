@@ -210,9 +210,13 @@ export class LimitsService {
     return state;
   }
 
-  async snapshot(account: string, plan: string): Promise<ExecutionLimits> {
+  /**
+   * The `limits` object of an answer. `knownCostUsd`: the account's period cost as the statement that wrote
+   * the run returned it (its charge included), which spares a read of the total.
+   */
+  async snapshot(account: string, plan: string, knownCostUsd?: number): Promise<ExecutionLimits> {
     const p = this.plans(plan);
-    const cost = await periodCost(this.db, account, new Date(this.clock.now()));
+    const cost = knownCostUsd ?? await periodCost(this.db, account, new Date(this.clock.now()));
     const view = async (mode: ExecutionMode) => {
       const s = await this.limiter.peek(...this.bucket(account, plan, mode));
       return { requestsPerMinute: s.ratePerMinute, maxBurst: s.limit, remaining: s.remaining, resetAt: s.resetAt.toISOString() };

@@ -67,13 +67,13 @@ export const recordRunCharge = (q: Queryable, account: string, executionId: stri
 /**
  * The base charge of runs written by the same statement: inserts the usage events of the rows of CTE `from`
  * (columns id, billed_account), with the billing period as $2 and the amount as $3, once per run, and
- * returns the `idempotency_key`s recorded now.
+ * returns the `idempotency_key`, `account` and `amount_usd` of each event recorded now.
  */
 export function runChargesSql(from: string): string {
   return `${usageEventsInsertSql(from, {
     account: `${from}.billed_account`, period: '$2', amountUsd: '$3', source: "'run'", idempotencyKey: `'run:' || ${from}.id`,
     metadata: `jsonb_build_object('executionId', ${from}.id)`, executionId: `${from}.id`,
-  })} RETURNING idempotency_key`;
+  })} RETURNING idempotency_key, account, amount_usd`;
 }
 
 /**

@@ -183,13 +183,13 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       request.raw.socket?.once('close', onClose);
       try {
         const outputs = new Map<string, unknown>();
-        const { executionId: id, result, output } = await service.runSync(admitted, run, input, {
+        const { executionId: id, result, output, periodCostUsd } = await service.runSync(admitted, run, input, {
           ...startOpts, signal: abort.signal,
           onBlock: selectors.length > 0 ? (step) => outputs.set(step.blockId, step.output) : undefined,
         });
         // selectedOutputs narrows a completed run's output to the selected values: {blockId: {path: value}}.
         const shaped = selectors.length > 0 && result.status === 'completed' ? selectedValues(selectors, outputs) : output;
-        const answer = await executeAnswer(id, result, shaped, () => service.limits.snapshot(run.billedAccount, run.plan));
+        const answer = await executeAnswer(id, result, shaped, () => service.limits.snapshot(run.billedAccount, run.plan, periodCostUsd));
         if (answer.kind === 'response') {
           reply.code(answer.status as 200).header('content-type', 'application/json; charset=utf-8');
           // executeAnswer already kept only the allow-listed headers of the Response block.

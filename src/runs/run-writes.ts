@@ -11,16 +11,16 @@ import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
  * whole batch (one round trip, one commit), and a batch of one is the same statement.
  */
 export class RunWrites {
-  /** A finished sync run and its base charge; false when its id was taken (a repeat). */
-  readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, boolean>;
+  /** A finished sync run and its base charge; undefined when its id was taken (a repeat). */
+  readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, store.EndedRun | undefined>;
   /** An accepted async run (its queued row); false when its id was taken. */
   readonly claims: GroupCommit<NewExecution, boolean>;
   /** A block's durable step record; one already recorded is kept. */
   readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
   /** A queued (or abandoned) async run taken by this worker, with a lease of `leaseMs`; undefined when it is not to be had. */
   readonly leases: GroupCommit<string, ExecutionRow | undefined>;
-  /** A run's final state and base charge, fenced by its lease attempt when it has one; false when taken over. */
-  readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, boolean>;
+  /** A run's final state and base charge, fenced by its lease attempt when it has one; undefined when taken over. */
+  readonly finishes: GroupCommit<{ id: string; attempt: number | null; f: FinishedExecution }, store.EndedRun | undefined>;
 
   constructor(db: Database, limits: Pick<LimitsService, 'runCharge'>, leaseMs: number) {
     /**
@@ -29,7 +29,7 @@ export class RunWrites {
      */
     const ending = async <T>(items: readonly T[], write: (charge: store.RunChargeSql) => Promise<store.EndedRuns>, idOf: (item: T) => string) => {
       const ended = await write(limits.runCharge());
-      return items.map((item) => ended.has(idOf(item)));
+      return items.map((item) => ended.get(idOf(item)));
     };
     this.finishedRuns = batched((runs) => ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id));
     this.claims = batched(async (runs) => {

@@ -211,7 +211,7 @@ export class ExecutionService {
     run: RunContext,
     input: Record<string, unknown>,
     opts: StartOptions & { signal: AbortSignal; onBlock?: (step: StepRecord) => void },
-  ): Promise<{ executionId: string; result: RunResult; output: unknown }> {
+  ): Promise<{ executionId: string; result: RunResult; output: unknown; periodCostUsd?: number }> {
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : admitted.executionId;
     const base: NewExecution = {
       id: executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
@@ -240,6 +240,8 @@ export class ExecutionService {
       });
       const finished = finishedFrom(result);
       let output = runOutput(result);
+      // The account's cost this period with this run's charge, when the statement that wrote the run said it.
+      let periodCostUsd: number | undefined;
       if (result.status === 'paused') {
         // The paused run's row (with its pause output and base charge) and its pause record commit in one
         // transaction: a paused run never lacks its record, resume links and timeouts.
@@ -254,14 +256,16 @@ export class ExecutionService {
         });
       } else if (opts.executionId) {
         // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
-        await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished });
-      } else if (!(await this.writes.finishedRuns.submit({ e: base, f: finished }))) {
-        throw executionIdConflict(executionId);
+        periodCostUsd = (await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished }))?.periodCostUsd;
+      } else {
+        const ended = await this.writes.finishedRuns.submit({ e: base, f: finished });
+        if (!ended) throw executionIdConflict(executionId);
+        periodCostUsd = ended.periodCostUsd;
       }
       this.deps.observer?.runFinished({
         workflowId: admitted.workflow.id, executionId: publicExecutionId(executionId), workspaceId: run.workspaceId, trigger: opts.trigger, mode: 'sync', ...finished,
       });
-      return { executionId: publicExecutionId(executionId), result, output };
+      return { executionId: publicExecutionId(executionId), result, output, periodCostUsd };
     } finally {
       tracked?.end();
       stopLease();
@@ -493,7 +497,6 @@ export class ExecutionService {
 
   /** Ends an async run: its final state and its base charge commit together (retried while the database is away). */
   private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
-    // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
     const ended = await this.durable(row.id, () => this.writes.finishes.submit({ id: row.id, attempt: row.attempts, f: finished }));
     if (ended) this.observed(row, finished);

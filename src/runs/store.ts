@@ -71,11 +71,32 @@ export interface RunChargeSql {
   amountUsd: string;
 }
 
-/** Runs ended by one statement: each id written now, and whether its base charge was recorded now. */
-export type EndedRuns = Map<string, { account: string; charged: boolean }>;
+/**
+ * A run ended by one statement: its account, whether its base charge was recorded now, and the account's
+ * cost this period with that statement's charges in it (what the execute answer's `limits` shows, so the
+ * answer needs no second read).
+ */
+export interface EndedRun { account: string; charged: boolean; periodCostUsd: number }
 
-const endedRuns = (rows: { id: string; billed_account: string; charged: boolean }[]): EndedRuns =>
-  new Map(rows.map((r) => [r.id, { account: r.billed_account, charged: r.charged }]));
+/** Runs ended by one statement, by id: each one written now. */
+export type EndedRuns = Map<string, EndedRun>;
+
+interface EndedRow { id: string; billed_account: string; charged: boolean; period_cost: string }
+
+const endedRuns = (rows: EndedRow[]): EndedRuns =>
+  new Map(rows.map((r) => [r.id, { account: r.billed_account, charged: r.charged, periodCostUsd: Number(r.period_cost) }]));
+
+const endedReturns = 'TABLE (id text, billed_account text, charged boolean, period_cost text)';
+
+/**
+ * The select list of a statement that ends runs (rows of `alias`) and charges them (the `charged` CTE): the
+ * account's period total as the statement began plus what `charged` added to it. The totals' trigger runs at
+ * the statement's end, after this select, so the sum is taken here. `$2` is the charges' period.
+ */
+const endedSelect = (alias: string) => `${alias}.id, ${alias}.billed_account,
+       EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || ${alias}.id) AS charged,
+       (COALESCE((SELECT t.cost_usd FROM usage_totals t WHERE t.account = ${alias}.billed_account AND t.period = $2::date), 0)
+        + COALESCE((SELECT sum(c.amount_usd) FROM charged c WHERE c.account = ${alias}.billed_account), 0))::text AS period_cost`;
 
 /**
  * Writes finished sync runs and their base charges in one statement (so in one round trip and one commit,
@@ -90,8 +111,8 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
     output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock, trace: f.trace,
     started_at: f.startedAt, ended_at: f.endedAt, duration_ms: f.durationMs, level: f.status === 'failed' ? 'error' : 'info',
   }));
-  const written = await runStatement<{ id: string; billed_account: string; charged: boolean }>(q, {
-    name: 'weft_insert_finished_runs', args: 'jsonb, text, text', returns: 'TABLE (id text, billed_account text, charged boolean)',
+  const written = await runStatement<EndedRow>(q, {
+    name: 'weft_insert_finished_runs', args: 'jsonb, text, text', returns: endedReturns,
     sql: `WITH written AS (
        INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
        SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
@@ -101,7 +122,7 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
               duration_ms integer, level text)
        ON CONFLICT (id) DO NOTHING RETURNING id, billed_account
      ), charged AS (${charge.sql('written')})
-     SELECT w.id, w.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || w.id) AS charged FROM written w`,
+     SELECT ${endedSelect('w')} FROM written w`,
   }, [JSON.stringify(rows), charge.period, charge.amountUsd]);
   return endedRuns(written);
 }
@@ -143,8 +164,8 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
  * it has one (a run whose lease was taken over is left to its new holder and not in the result).
  */
 export async function finishRuns(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number | null }[], charge: RunChargeSql): Promise<EndedRuns> {
-  const rows = await runStatement<{ id: string; billed_account: string; charged: boolean }>(q, {
-    name: 'weft_finish_runs', args: 'jsonb, text, text', returns: 'TABLE (id text, billed_account text, charged boolean)',
+  const rows = await runStatement<EndedRow>(q, {
+    name: 'weft_finish_runs', args: 'jsonb, text, text', returns: endedReturns,
     sql: `WITH ended AS (
        UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
               started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
@@ -155,7 +176,7 @@ export async function finishRuns(q: Queryable, runs: readonly { id: string; f: F
         WHERE e.id = r.id AND (r.attempt IS NULL OR e.attempts = r.attempt)
        RETURNING e.id, e.billed_account
      ), charged AS (${charge.sql('ended')})
-     SELECT d.id, d.billed_account, EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || d.id) AS charged FROM ended d`,
+     SELECT ${endedSelect('d')} FROM ended d`,
   }, [JSON.stringify(runs.map(({ id, f, attempt }) => ({
       id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
       trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',

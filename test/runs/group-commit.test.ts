@@ -36,5 +36,14 @@ describe('sync runs finishing together', () => {
     const after = await t.call('GET', '/api/users/me/usage-limits');
     const added = after.body.usage.currentPeriodCost - before.body.usage.currentPeriodCost;
     expect(added).toBeCloseTo(60 * BASE_RUN_CHARGE_USD, 9);
+
+    // Each answer's `limits` counts its own run's charge (the statement that wrote the run returns the
+    // total), never more than the period held at the end; the batch written last saw every charge.
+    const answered = runs.map((r) => r.body.limits.usage.currentPeriodCost as number);
+    for (const cost of answered) {
+      expect(cost).toBeGreaterThanOrEqual(before.body.usage.currentPeriodCost + BASE_RUN_CHARGE_USD - 1e-9);
+      expect(cost).toBeLessThanOrEqual(after.body.usage.currentPeriodCost + 1e-9);
+    }
+    expect(Math.max(...answered)).toBeCloseTo(after.body.usage.currentPeriodCost, 9);
   });
 });
