@@ -1,4 +1,4 @@
-import type { JobQueue } from './port.js';
+import type { JobQueue, ReservedSlot } from './port.js';
 
 /**
  * Embedded dispatcher: an in-memory FIFO in front of the durable rows. Enqueue wakes a worker at
@@ -11,6 +11,8 @@ export class InProcessQueue implements JobQueue {
   private readonly running = new Set<Promise<void>>();
   private handler?: (jobId: string) => Promise<void>;
   private closed = false;
+  /** Slots taken by `reserve` whose run is not started yet. */
+  private reserved = 0;
 
   constructor(private readonly concurrency: number, private readonly onError: (err: unknown, jobId: string) => void = () => undefined) {}
 
@@ -27,21 +29,50 @@ export class InProcessQueue implements JobQueue {
     this.pump();
   }
 
+  reserve(): ReservedSlot | undefined {
+    if (this.closed || !this.handler || this.waiting.length > 0 || this.running.size + this.reserved >= this.concurrency) return undefined;
+    this.reserved++;
+    let settled = false;
+    const settle = () => {
+      if (settled) throw new Error('a reserved worker slot is started or released once');
+      settled = true;
+      this.reserved--;
+    };
+    return {
+      start: (jobId, job) => {
+        settle();
+        // Closed meanwhile: the run is not started here; its lease lapses and recovery runs it.
+        if (this.closed) return;
+        const key = `${jobId}\n0`;
+        this.pending.add(key);
+        this.launch(jobId, key, job);
+      },
+      release: () => {
+        settle();
+        this.pump();
+      },
+    };
+  }
+
   private pump(): void {
     const handler = this.handler;
     if (!handler) return;
-    while (!this.closed && this.running.size < this.concurrency && this.waiting.length > 0) {
+    while (!this.closed && this.running.size + this.reserved < this.concurrency && this.waiting.length > 0) {
       const { jobId, key } = this.waiting.shift() as { jobId: string; key: string };
-      const p: Promise<void> = Promise.resolve()
-        .then(() => handler(jobId))
-        .catch((err: unknown) => this.onError(err, jobId))
-        .finally(() => {
-          this.running.delete(p);
-          this.pending.delete(key);
-          this.pump();
-        });
-      this.running.add(p);
+      this.launch(jobId, key, () => handler(jobId));
     }
+  }
+
+  private launch(jobId: string, key: string, job: () => Promise<void>): void {
+    const p: Promise<void> = Promise.resolve()
+      .then(job)
+      .catch((err: unknown) => this.onError(err, jobId))
+      .finally(() => {
+        this.running.delete(p);
+        this.pending.delete(key);
+        this.pump();
+      });
+    this.running.add(p);
   }
 
   /** Every call waits again (up to its grace) for the jobs still running. */

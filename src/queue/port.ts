@@ -27,4 +27,19 @@ export interface JobQueue {
    * adapter's connections are released once they are done.
    */
   close(graceMs?: number): Promise<void>;
+  /**
+   * Only where the worker shares the process (the in-process queue): takes a free worker slot for a run
+   * about to be accepted, so that the run is leased by the statement that accepts it and starts without
+   * a second write or a queue wait. Undefined when no slot is free, jobs are waiting (they go first) or
+   * no handler works yet: the run is then queued and enqueued as usual.
+   */
+  reserve?(): ReservedSlot | undefined;
+}
+
+/** A worker slot taken by `JobQueue.reserve`: exactly one of `start` and `release` is called. */
+export interface ReservedSlot {
+  /** Runs `job` (the accepted, already-leased run `jobId`) in the slot; counts as running until it settles. */
+  start(jobId: string, job: () => Promise<void>): void;
+  /** Gives the slot back (the run was not accepted). */
+  release(): void;
 }

@@ -1,4 +1,4 @@
-import type { JobQueue } from './port.js';
+import type { JobQueue, ReservedSlot } from './port.js';
 
 export type JobHandler = (jobId: string) => Promise<void>;
 
@@ -7,6 +7,8 @@ export interface JobChannel {
   /** See JobQueue.enqueue for `dispatch`. */
   enqueue(jobId: string, dispatch?: number): Promise<void>;
   work(handler: JobHandler): void;
+  /** See JobQueue.reserve: only once this kind's handler works in this process. */
+  reserve?(): ReservedSlot | undefined;
 }
 
 /**
@@ -31,6 +33,9 @@ export class SharedJobQueue {
         else this.handlers.set(kind, handler);
         this.startWorking();
       },
+      ...(this.queue.reserve ? {
+        reserve: () => ((kind === undefined ? this.defaultHandler : this.handlers.get(kind)) ? this.queue.reserve?.() : undefined),
+      } : {}),
     };
   }
 

@@ -13,8 +13,8 @@ import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
 export class RunWrites {
   /** A finished sync run and its base charge; undefined when its id was taken (a repeat). */
   readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, store.EndedRun | undefined>;
-  /** An accepted async run (its queued row); false when its id was taken. */
-  readonly claims: GroupCommit<NewExecution, boolean>;
+  /** An accepted async run (its row, queued or, with `leaseMs`, leased to this process); undefined when its id was taken. */
+  readonly claims: GroupCommit<NewExecution & { leaseMs?: number }, ExecutionRow | undefined>;
   /** A block's durable step record; one already recorded is kept. */
   readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
   /** A queued (or abandoned) async run taken by this worker, with a lease of `leaseMs`; undefined when it is not to be had. */
@@ -34,7 +34,12 @@ export class RunWrites {
     this.finishedRuns = batched((runs) => ending(runs, (charge) => store.insertFinishedRuns(db, runs, charge), (r) => r.e.id));
     this.claims = batched(async (runs) => {
       const claimed = await store.claimExecutions(db, runs);
-      return runs.map((r) => claimed.has(r.id));
+      // An id asked for twice in one batch was claimed by the first asker only.
+      return runs.map((r) => {
+        const row = claimed.get(r.id);
+        claimed.delete(r.id);
+        return row;
+      });
     });
     this.steps = batched(async (items) => {
       await store.recordSteps(db, items);

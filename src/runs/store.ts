@@ -127,21 +127,32 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
   return endedRuns(written);
 }
 
-/** `claimExecution` of several runs in one statement (group commit of enqueues); returns the ids claimed now. */
-export async function claimExecutions(q: Queryable, runs: readonly NewExecution[]): Promise<Set<string>> {
-  const rows = await runStatement<{ id: string }>(q, {
-    name: 'weft_claim_executions', args: 'jsonb', returns: 'TABLE (id text)',
-    sql: `INSERT INTO executions (${insertColumns})
-     SELECT ${insertColumns}
+/**
+ * `claimExecution` of several runs in one statement (group commit of enqueues); returns the rows claimed
+ * now by id. A run with `leaseMs` is accepted already leased by its caller's worker (started now, first
+ * attempt, `processing`): it needs no lease statement and waits in no queue.
+ */
+export async function claimExecutions(q: Queryable, runs: readonly (NewExecution & { leaseMs?: number })[]): Promise<Map<string, ExecutionRow>> {
+  const rows = await runStatement<ExecutionRow>(q, {
+    name: 'weft_claim_executions', args: 'jsonb', returns: 'SETOF executions',
+    sql: `INSERT INTO executions (${insertColumns}, created_at, started_at, lease_until, attempts)
+     SELECT r.id, r.workspace_id, r.workflow_id, r.version_id, r.mode, r.trigger,
+            CASE WHEN r.lease_ms IS NULL THEN r.status ELSE 'processing' END, r.billed_account, r.api_key_id, r.input,
+            r.slot_token, r.resume_entry_id, r.link_base, r.timeout_ms,
+            n.at, CASE WHEN r.lease_ms IS NOT NULL THEN n.at END,
+            CASE WHEN r.lease_ms IS NOT NULL THEN clock_timestamp() + r.lease_ms * interval '1 millisecond' END,
+            CASE WHEN r.lease_ms IS NULL THEN 0 ELSE 1 END
        FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
-            status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text, timeout_ms integer)
-     ON CONFLICT (id) DO NOTHING RETURNING id`,
+            status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text, timeout_ms integer,
+            lease_ms integer),
+            (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) AS n
+     ON CONFLICT (id) DO NOTHING RETURNING *`,
   }, [JSON.stringify(runs.map((e) => ({
     id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
     status: e.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
-    resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null,
+    resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null, lease_ms: e.leaseMs ?? null,
   })))]);
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** Ends a run. With `attempt`, only while that lease is still the run's (a taken-over holder writes nothing); false then. */

@@ -3,9 +3,10 @@ import type { JobQueue } from '../../src/queue/port.js';
 
 /**
  * One suite every JobQueue adapter passes. `skipReason` (e.g. a missing TEST_REDIS_URL) reports the
- * suite as skipped, with the reason in its name, instead of leaving it out unseen.
+ * suite as skipped, with the reason in its name, instead of leaving it out unseen. `reserves`: the adapter
+ * offers `reserve` (its worker shares the caller's process).
  */
-export function queueConformance(name: string, make: (concurrency: number) => JobQueue, skipReason?: string): void {
+export function queueConformance(name: string, make: (concurrency: number) => JobQueue, skipReason?: string, opts: { reserves?: boolean } = {}): void {
   describe.skipIf(Boolean(skipReason))(`JobQueue conformance: ${name}${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
     it('delivers every enqueued job exactly once, `concurrency` at a time', async () => {
       const q = make(3);
@@ -172,5 +173,38 @@ export function queueConformance(name: string, make: (concurrency: number) => Jo
       await q.close(1000);
       expect(runs).toBe(2);
     }, 15_000);
+
+    // Only adapters whose worker shares the caller's process offer `reserve` (the in-process queue).
+    it.skipIf(!opts.reserves)('reserve: a free slot only, after waiting jobs, counted against `concurrency` until its job settles', async () => {
+      const q = make(2);
+      expect(q.reserve?.()).toBeUndefined(); // no handler works yet
+      const ran: string[] = [];
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      q.work(async (id) => {
+        await gate;
+        ran.push(id);
+      });
+      const first = q.reserve?.();
+      const second = q.reserve?.();
+      expect(first).toBeDefined();
+      expect(second).toBeDefined();
+      expect(q.reserve?.()).toBeUndefined(); // both slots are reserved
+      // A job enqueued now waits behind the reservations, and while it waits nothing is reserved.
+      await q.enqueue('queued');
+      second!.release();
+      expect(() => second!.release()).toThrow();
+      let reservedRan = false;
+      first!.start('reserved', async () => {
+        await gate;
+        reservedRan = true;
+      });
+      expect(q.reserve?.()).toBeUndefined(); // one runs reserved, the released slot went to 'queued'
+      open();
+      await q.close(1000);
+      expect(reservedRan).toBe(true);
+      expect(ran).toEqual(['queued']);
+      expect(q.reserve?.()).toBeUndefined(); // closed
+    });
   });
 }

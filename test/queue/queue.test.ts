@@ -8,7 +8,7 @@ import { PostgresQueue } from '../../src/queue/postgres.js';
 import { postgresTemplateName, postgresUrlFor } from '../support/templates.js';
 import { queueConformance } from './conformance.js';
 
-queueConformance('in-process', (concurrency) => new InProcessQueue(concurrency));
+queueConformance('in-process', (concurrency) => new InProcessQueue(concurrency), undefined, { reserves: true });
 
 const redis = process.env.TEST_REDIS_URL;
 queueConformance('BullMQ', (concurrency) => new BullMqQueue(redis!, concurrency, `weft-test-${randomBytes(4).toString('hex')}`), redis ? undefined : 'needs TEST_REDIS_URL');

@@ -16,7 +16,8 @@ let original: Database['query'];
 let outage: { pattern: RegExp; until?: number; times?: number; failures: number } | undefined;
 
 beforeAll(async () => {
-  t = await startTestServer({ env: { WEFT_JOB_LEASE_MS: '1000' } });
+  // One worker slot: a run accepted while it is taken waits queued, and its lease is a statement of its own.
+  t = await startTestServer({ env: { WEFT_JOB_LEASE_MS: '1000', WEFT_WORKER_CONCURRENCY: '1' } });
   db = t.server.ctx.db;
   original = db.query.bind(db);
   db.query = (async (text: string, params?: readonly unknown[]) => {
@@ -48,12 +49,25 @@ describe('async run writes meeting a lost connection', () => {
 
   it('a lease that cannot be taken for longer than the lease: the sweep dispatches the run again', async () => {
     const id = await deploy(t, 'lease-retry', { blocks: [start(), fn('f', 'return 7')], edges: [{ from: 'start', to: 'f' }] });
+    // A run accepted while the worker has a free slot is leased by the statement that accepts it; this
+    // one holds the only slot for a second, so the run under test is queued and leased on its own.
+    const holder = await deploy(t, 'lease-holder', {
+      blocks: [start(), { id: 'nap', type: 'wait', name: 'Nap', config: { seconds: 1 } }], edges: [{ from: 'start', to: 'nap' }],
+    });
+    const held = await t.call('POST', `/api/workflows/${holder}/execute`, { async: true });
+    expect(held.status).toBe(202);
     // On the embedded database the lease runs as a session function (weft_lease_jobs).
-    outage = { pattern: /SET status = 'processing'|weft_lease_jobs/, until: Date.now() + 2_500, failures: 0 };
+    outage = { pattern: /SET status = 'processing'|weft_lease_jobs/, times: Number.POSITIVE_INFINITY, failures: 0 };
     const r = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
     expect(r.status).toBe(202);
-    const job = await waitForJob(t, r.body.jobId, 30_000);
+    // The lease fails from its first try until well past the lease's length, then the database is back.
+    const deadline = Date.now() + 30_000;
+    while (outage.failures === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(outage.failures).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    outage = undefined;
+    const job = await waitForJob(t, r.body.jobId, 30_000);
     expect(job.status).toBe('completed');
+    expect((await waitForJob(t, held.body.jobId, 30_000)).status).toBe('completed');
   });
 });
