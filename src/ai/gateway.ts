@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AiConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
+import { pooledRandomId } from '../ids.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
@@ -54,7 +54,7 @@ export interface AiGatewayDeps {
   workspaceKey?: (workspaceId: string, provider: ProviderName) => Promise<string | undefined>;
 }
 
-export const newCompletionId = (): string => `chatcmpl-${randomBytes(15).toString('base64url')}`;
+export const newCompletionId = (): string => `chatcmpl-${pooledRandomId(15)}`;
 
 const ZERO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
