@@ -47,5 +47,6 @@ describe('weft secrets', () => {
     } finally {
       await t.close();
     }
-  }, 120_000);
+    // Many CLI processes in a row: 72 s in CI on a slow day (2026-11-27); the bound leaves room for a slower one.
+  }, 240_000);
 });
