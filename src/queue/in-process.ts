@@ -1,5 +1,8 @@
 import type { JobQueue, ReservedSlot } from './port.js';
 
+/** One dispatch of a job: its id and dispatch number (see JobQueue.enqueue). */
+const dispatchKey = (jobId: string, dispatch: number) => `${jobId}\n${dispatch}`;
+
 /**
  * Embedded dispatcher: an in-memory FIFO in front of the durable rows. Enqueue wakes a worker at
  * once (no polling); rows survive a crash and are re-enqueued by the recovery sweep at start-up.
@@ -17,7 +20,7 @@ export class InProcessQueue implements JobQueue {
   constructor(private readonly concurrency: number, private readonly onError: (err: unknown, jobId: string) => void = () => undefined) {}
 
   async enqueue(jobId: string, dispatch = 0): Promise<void> {
-    const key = `${jobId}\n${dispatch}`;
+    const key = dispatchKey(jobId, dispatch);
     if (this.closed || this.pending.has(key)) return;
     this.pending.add(key);
     this.waiting.push({ jobId, key });
@@ -43,7 +46,7 @@ export class InProcessQueue implements JobQueue {
         settle();
         // Closed meanwhile: the run is not started here; its lease lapses and recovery runs it.
         if (this.closed) return;
-        const key = `${jobId}\n0`;
+        const key = dispatchKey(jobId, 0);
         this.pending.add(key);
         this.launch(jobId, key, job);
       },

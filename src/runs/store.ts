@@ -89,14 +89,17 @@ const endedRuns = (rows: EndedRow[]): EndedRuns =>
 const endedReturns = 'TABLE (id text, billed_account text, charged boolean, period_cost text)';
 
 /**
- * The select list of a statement that ends runs (rows of `alias`) and charges them (the `charged` CTE): the
- * account's period total as the statement began plus what `charged` added to it. The totals' trigger runs at
- * the statement's end, after this select, so the sum is taken here. `$2` is the charges' period.
+ * The final select of a statement that ends the runs of CTE `ended` and charges them (CTE `charged`): each
+ * run, whether its charge was recorded now, and its account's period total as the statement began plus what
+ * `charged` added to it (the totals' trigger runs at the statement's end, after this select). Joins, so a
+ * batch costs one pass over `charged`. `$2` is the charges' period.
  */
-const endedSelect = (alias: string) => `${alias}.id, ${alias}.billed_account,
-       EXISTS (SELECT 1 FROM charged c WHERE c.idempotency_key = 'run:' || ${alias}.id) AS charged,
-       (COALESCE((SELECT t.cost_usd FROM usage_totals t WHERE t.account = ${alias}.billed_account AND t.period = $2::date), 0)
-        + COALESCE((SELECT sum(c.amount_usd) FROM charged c WHERE c.account = ${alias}.billed_account), 0))::text AS period_cost`;
+const endedResult = (ended: string) => `SELECT x.id, x.billed_account, c.idempotency_key IS NOT NULL AS charged,
+            (COALESCE(t.cost_usd, 0) + COALESCE(a.added, 0))::text AS period_cost
+       FROM ${ended} x
+       LEFT JOIN charged c ON c.idempotency_key = 'run:' || x.id
+       LEFT JOIN usage_totals t ON t.account = x.billed_account AND t.period = $2::date
+       LEFT JOIN (SELECT account, sum(amount_usd) AS added FROM charged GROUP BY account) a ON a.account = x.billed_account`;
 
 /**
  * Writes finished sync runs and their base charges in one statement (so in one round trip and one commit,
@@ -122,7 +125,7 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
               duration_ms integer, level text)
        ON CONFLICT (id) DO NOTHING RETURNING id, billed_account
      ), charged AS (${charge.sql('written')})
-     SELECT ${endedSelect('w')} FROM written w`,
+     ${endedResult('written')}`,
   }, [JSON.stringify(rows), charge.period, charge.amountUsd]);
   return endedRuns(written);
 }
@@ -187,7 +190,7 @@ export async function finishRuns(q: Queryable, runs: readonly { id: string; f: F
         WHERE e.id = r.id AND (r.attempt IS NULL OR e.attempts = r.attempt)
        RETURNING e.id, e.billed_account
      ), charged AS (${charge.sql('ended')})
-     SELECT ${endedSelect('d')} FROM ended d`,
+     ${endedResult('ended')}`,
   }, [JSON.stringify(runs.map(({ id, f, attempt }) => ({
       id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
       trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',
