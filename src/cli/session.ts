@@ -1,12 +1,12 @@
 // Where a CLI command's operations run. With an embedded data directory held by a running server, in
 // that server, through its admin socket; otherwise in this process, on a database it opens (embedded,
 // taking the data directory's lock, or PostgreSQL). Either way the same operation (admin/operations.ts).
+// Only what every command needs is imported here: the services, their operations and the admin client
+// load when a command uses them, and in a direct session while the database opens (a command on the
+// embedded database took 2.4 s, about half of it loading modules it then waited on the database with).
 import type { Readable } from 'node:stream';
-import { dumpDatabase, blobStream, PG_DUMP_ADVICE, writeBackup } from '../admin/backup.js';
-import { callAdmin, fetchBackup } from '../admin/client.js';
-import { CommandError, needsRuns, perform, type ArgsOf, type OperationName, type ResultOf } from '../admin/operations.js';
+import type { ArgsOf, OperationName, ResultOf } from '../admin/operations.js';
 import { readServerInfo, type ServerInfo } from '../admin/server-info.js';
-import { composeCore, composeServices } from '../compose.js';
 import { loadConfig, type Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { createLogger, dataDirHolder, DataDirInUseError, openDatabase } from '../runtime.js';
@@ -36,14 +36,13 @@ export function runningServer(dataDir: string): ServerInfo | undefined {
  * whole run machinery when they run in this process).
  */
 export async function openSession(config: Config, names: readonly OperationName[]): Promise<Session> {
-  const runs = names.some(needsRuns);
-  if (config.databaseUrl) return openDirect(config, runs);
+  if (config.databaseUrl) return openDirect(config, names);
   const deadline = Date.now() + WAIT_FOR_HOLDER_MS;
   for (;;) {
     const server = runningServer(config.dataDir);
     if (server) return serverSession(server);
     try {
-      return await openDirect(config, runs);
+      return await openDirect(config, names);
     } catch (err) {
       // Held by a server still opening its database, or by another command: wait for it a while.
       if (!(err instanceof DataDirInUseError) || Date.now() > deadline) throw err;
@@ -53,20 +52,37 @@ export async function openSession(config: Config, names: readonly OperationName[
 }
 
 function serverSession(server: ServerInfo): Session {
+  const client = import('../admin/client.js');
   return {
     via: 'server',
-    call: async (name, args) => (await callAdmin(server, name, args)) as ResultOf<typeof name>,
-    backup: async (file) => writeBackup(await fetchBackup(server), file),
+    call: async (name, args) => (await (await client).callAdmin(server, name, args)) as ResultOf<typeof name>,
+    backup: async (file) => {
+      const [{ fetchBackup }, { writeBackup }] = await Promise.all([client, import('../admin/backup.js')]);
+      return writeBackup(await fetchBackup(server), file);
+    },
     close: async () => undefined,
   };
 }
 
-async function openDirect(config: Config, runs: boolean): Promise<Session> {
-  const opened = await openDatabase(config);
+/** The modules a direct session runs its operations with. */
+function directModules() {
+  return Promise.all([import('../compose.js'), import('../admin/operations.js'), import('../admin/backup.js')]);
+}
+
+async function openDirect(config: Config, names: readonly OperationName[]): Promise<Session> {
+  // The database (a thread of its own when embedded) opens while the services' modules load.
+  const [database, modules] = await Promise.allSettled([openDatabase(config), directModules()]);
+  if (database.status === 'rejected') throw database.reason;
+  const opened = database.value;
+  if (modules.status === 'rejected') {
+    await opened.release();
+    throw modules.reason;
+  }
+  const [{ composeCore, composeServices }, { CommandError, needsRuns, perform }, { blobStream, dumpDatabase, PG_DUMP_ADVICE, writeBackup }] = modules.value;
   const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api' };
   let services;
   try {
-    services = runs ? composeServices(ctx) : composeCore(ctx);
+    services = names.some(needsRuns) ? composeServices(ctx) : composeCore(ctx);
   } catch (err) {
     await opened.release();
     throw err;

@@ -2,8 +2,6 @@
 // Streamable HTTP, with every request sent through the guarded HTTP client (private addresses refused
 // unless WEFT_ALLOW_PRIVATE_NETWORK), and bounds on time, tool count and result size. A session lives for
 // one agent block's run; nothing is cached across runs or workspaces.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { HttpPort, McpPort, McpSession, McpToolInfo } from '../engine/index.js';
 
 /** Tools read from one server (a server listing more is cut here; an agent offers at most 64 anyway). */
@@ -53,6 +51,13 @@ function resultValue(result: Record<string, unknown>): unknown {
   return json.length > MAX_MCP_RESULT_CHARS ? `${json.slice(0, MAX_MCP_RESULT_CHARS)}…(truncated)` : content;
 }
 
+// The MCP client SDK (with its schemas, about 0.25 s to load) loads on the first MCP call: an instance
+// whose workflows call no MCP server never carries it (docs/architecture.md, "Start-up").
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/client/index.js'), typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js')]> | undefined;
+function mcpSdk(): NonNullable<typeof sdk> {
+  return (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]));
+}
+
 /** The engine's MCP port over the guarded HTTP client. */
 export function mcpPort(http: HttpPort): McpPort {
   return {
@@ -65,6 +70,7 @@ export function mcpPort(http: HttpPort): McpPort {
       }
       if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new Error(`MCP server ${url}: only http and https URLs are allowed`);
       const where = `${endpoint.origin}${endpoint.pathname}`;
+      const [{ Client }, { StreamableHTTPClientTransport }] = await mcpSdk();
       let requestTimeout = timeoutMs;
       const transport = new StreamableHTTPClientTransport(endpoint, {
         requestInit: { headers },

@@ -2,9 +2,13 @@
 // validated and its `$ref`s resolved by @readme/openapi-parser; only references inside the document are
 // followed (`#/...`): a `$ref` to a file or another host is refused before the parser sees it, so saving a
 // connector never makes the service read a file or call a host the caller chose.
-import { dereference, validate } from '@readme/openapi-parser';
 import type { ConnectorOperationInfo } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
+
+// The parser and its validators load on the first document (about 0.15 s and several MB of heap):
+// an instance whose workspaces import no OpenAPI connector never carries them (docs/architecture.md,
+// "Start-up").
+let openApiParser: Promise<typeof import('@readme/openapi-parser')> | undefined;
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 /** Operations per connector: bounds what one document costs to store and to offer to a model. */
@@ -146,6 +150,7 @@ export async function parseDocument(input: unknown): Promise<ParsedDocument> {
       external.map((e) => ({ path: e.path, message: `external $ref ${JSON.stringify(e.ref)} is refused` })));
   }
   const options = { resolve: { external: false, file: false }, dereference: { circular: 'ignore' as const }, validate: { errors: { colorize: false } } };
+  const { dereference, validate } = await (openApiParser ??= import('@readme/openapi-parser'));
   let result;
   try {
     result = await validate(structuredClone(input) as never, options);
