@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import { blobFromText, blobParam } from '../db/blob.js';
 import { type TagFilterSql, tagFilterSql } from './tag-filter-sql.js';
 
 /** SQL of the knowledge area. Every lookup is scoped by workspace; documents also by their base. */
@@ -155,7 +156,7 @@ export async function insertDocument(q: Queryable, d: NewDocument): Promise<Docu
     [d.id, d.knowledgeBaseId, d.workspaceId, d.filename, d.mimeType, d.fileKind, d.content.byteLength, JSON.stringify(d.tags), d.sourceUrl, d.billedAccount,
       JSON.stringify(d.tagSlots ?? {})],
   );
-  await q.query('INSERT INTO knowledge_files (document_id, content) VALUES ($1, $2)', [d.id, d.content]);
+  await q.query("INSERT INTO knowledge_files (document_id, content) VALUES ($1, decode($2, 'base64'))", [d.id, blobParam(d.content)]);
   return rows[0] as DocumentRow;
 }
 
@@ -273,10 +274,9 @@ export async function renewDocumentLease(q: Queryable, id: string, attempt: numb
 }
 
 export async function readFile(q: Queryable, documentId: string): Promise<Uint8Array | undefined> {
-  const rows = await q.query<{ content: Uint8Array }>('SELECT content FROM knowledge_files WHERE document_id = $1', [documentId]);
+  const rows = await q.query<{ content: string }>("SELECT encode(content, 'base64') AS content FROM knowledge_files WHERE document_id = $1", [documentId]);
   const content = rows[0]?.content;
-  // pg answers a Buffer, PGlite a Uint8Array: parsers get a plain Uint8Array either way (pdf.js refuses Buffers).
-  return content === undefined ? undefined : new Uint8Array(content);
+  return content === undefined ? undefined : blobFromText(content);
 }
 
 export interface IngestedChunk {

@@ -1,5 +1,6 @@
 // SQL of the webhooks area: the path registry (webhooks) and delivery claims (webhook_deliveries).
 import type { Queryable } from '../db/database.js';
+import { blobFromText, blobParam } from '../db/blob.js';
 
 export interface WebhookRow {
   workflow_id: string;
@@ -159,14 +160,15 @@ export interface NewFile {
 
 export async function insertFile(q: Queryable, f: NewFile): Promise<void> {
   await q.query(
-    'INSERT INTO webhook_files (id, workspace_id, workflow_id, name, content_type, size, data) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    [f.id, f.workspaceId, f.workflowId, f.name, f.contentType, f.data.length, f.data]);
+    "INSERT INTO webhook_files (id, workspace_id, workflow_id, name, content_type, size, data) VALUES ($1, $2, $3, $4, $5, $6, decode($7, 'base64'))",
+    [f.id, f.workspaceId, f.workflowId, f.name, f.contentType, f.data.length, blobParam(f.data)]);
 }
 
 export async function findFile(q: Queryable, id: string): Promise<{ workspace_id: string; name: string; content_type: string; data: Uint8Array } | undefined> {
-  const rows = await q.query<{ workspace_id: string; name: string; content_type: string; data: Uint8Array }>(
-    'SELECT workspace_id, name, content_type, data FROM webhook_files WHERE id = $1', [id]);
-  return rows[0];
+  const rows = await q.query<{ workspace_id: string; name: string; content_type: string; data: string }>(
+    "SELECT workspace_id, name, content_type, encode(data, 'base64') AS data FROM webhook_files WHERE id = $1", [id]);
+  const row = rows[0];
+  return row && { ...row, data: blobFromText(row.data) };
 }
 
 /** Bytes of a workspace's uploaded webhook files (its storage source). */

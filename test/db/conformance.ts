@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { blobFromText, blobParam } from '../../src/db/blob.js';
 import { uniqueViolation, type Database } from '../../src/db/database.js';
 import { runStatement } from '../../src/db/session-function.js';
 
@@ -202,6 +204,22 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       expect(await runStatement(db, list, [[tricky, 'b'], 7])).toEqual([{ x: tricky, n: 7 }, { x: 'b', n: 7 }]);
       expect(await runStatement(db, list, [[], 7])).toEqual([]);
       expect(await db.query("SELECT 1 FROM pg_tables WHERE tablename = 'conf_items'")).toHaveLength(1);
+    });
+
+    it('stores and reads bytes through the base64 blob form exactly: every byte value, empty, and 3 MB of random data', async () => {
+      await db.exec('CREATE TABLE conf_blobs (id int PRIMARY KEY, content bytea NOT NULL)');
+      const values = [Uint8Array.from({ length: 256 }, (_, i) => i), new Uint8Array(0), new Uint8Array(randomBytes(3 * 1024 * 1024))];
+      for (const [i, bytes] of values.entries()) {
+        await db.query("INSERT INTO conf_blobs (id, content) VALUES ($1, decode($2, 'base64'))", [i, blobParam(bytes)]);
+      }
+      const rows = await db.query<{ id: number; n: number; content: string }>(
+        "SELECT id, octet_length(content) AS n, encode(content, 'base64') AS content FROM conf_blobs ORDER BY id");
+      expect(rows.map((r) => r.n)).toEqual(values.map((v) => v.byteLength));
+      for (const [i, r] of rows.entries()) expect(Buffer.from(blobFromText(r.content)).equals(Buffer.from(values[i] as Uint8Array))).toBe(true);
+      // A view into a larger buffer sends only its own bytes.
+      const view = new TextEncoder().encode('xxHELLOxx').subarray(2, 7);
+      const [one] = await db.query<{ s: string }>("SELECT convert_from(decode($1, 'base64'), 'UTF8') AS s", [blobParam(view)]);
+      expect(one?.s).toBe('HELLO');
     });
 
     it('ping resolves on a live database', async () => {
