@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import type { Database } from '../../src/db/database.js';
-import { request, startTestServer } from '../support/harness.js';
+import { freshDatabase, request, startTestServer } from '../support/harness.js';
 import { postgresUrlFor } from '../support/templates.js';
 
 // PostgreSQL terminating the adapter's connections (a restart, a failover, an operator's
@@ -113,11 +113,9 @@ describe.skipIf(skip !== undefined)(`pg adapter survives dropped connections${sk
 
 describe.skipIf(skip !== undefined)(`start-up survives its connections terminated${skip ? ` (skipped: ${skip})` : ''}`, () => {
   it('a connection cut inside a start-up migration transaction: the server retries and comes up instead of exiting', async () => {
-    // An empty database: start-up opens a migration transaction only for a migration not yet applied.
+    const where = await freshDatabase();
+    const dbName = new URL(where.databaseUrl as string).pathname.slice(1);
     const admin = await connectDatabase({ databaseUrl: base, dataDir: '', applicationName: 'weft_fault_admin' });
-    const dbName = `weft_t_${randomBytes(6).toString('hex')}`;
-    await admin.exec(`CREATE DATABASE ${dbName}`);
-    const where = { databaseUrl: postgresUrlFor(base as string, dbName) };
     const holder = await connectDatabase({ databaseUrl: where.databaseUrl, dataDir: '', applicationName: 'weft_fault_holder' });
     const uncaughtDuringStart: unknown[] = [];
     const onUncaught = (err: unknown) => uncaughtDuringStart.push(err);
