@@ -16,9 +16,13 @@ export function listMigrations(): { name: string; sql: string }[] {
 export async function migrate(db: Database): Promise<string[]> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-  // Every start and every CLI command comes through here: read what is applied in one query and open a
-  // transaction only for the rest (which checks again under the lock: another process may have applied it).
-  const already = new Set((await db.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name));
+  // Every start and every CLI command comes through here: read what is applied in one transaction and open
+  // one per migration only for the rest (each checks again: another process may have applied it since).
+  const already = await db.tx(async (q) => {
+    // Several API processes may start together on PostgreSQL: serialize them (see below).
+    if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872341)');
+    return new Set((await q.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name));
+  });
   const applied: string[] = [];
   for (const m of listMigrations()) {
     if (already.has(m.name)) continue;
