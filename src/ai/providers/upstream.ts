@@ -1,4 +1,4 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher, request } from 'undici';
 import { readSse, type SseEvent } from '../sse.js';
 import { ProviderError, type ProviderName } from './types.js';
 
@@ -16,7 +16,21 @@ export interface UpstreamResponse {
  * than `fetch`: the gateway's own overhead is what it adds to the provider's time, and `fetch`'s WHATWG
  * streams and Response objects cost more than the rest of the gateway's path (measured in bench/RESULTS.md).
  */
-const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 });
+// Loaded on the first provider call (undici is 110 modules, about 5 MB of heap and 17 MB resident): an
+// instance that serves no gateway request never carries it (docs/architecture.md, "Start-up").
+interface UpstreamClient { request: typeof request; agent: Agent }
+let upstream: UpstreamClient | undefined;
+let loadingUpstream: Promise<UpstreamClient> | undefined;
+function upstreamClient(): Promise<UpstreamClient> {
+  loadingUpstream ??= import('undici').then((u) => {
+    upstream = { request: u.request, agent: new u.Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 }) };
+    return upstream;
+  });
+  loadingUpstream.catch(() => {
+    loadingUpstream = undefined; // try again on the next call rather than keep a failure
+  });
+  return loadingUpstream;
+}
 
 /** POSTs JSON to a provider; a non-2xx answer or a network failure becomes a ProviderError. */
 export async function postJson(
@@ -42,7 +56,8 @@ async function send(
 ): Promise<UpstreamResponse> {
   let res: Dispatcher.ResponseData;
   try {
-    res = await request(url, { ...init, signal, dispatcher: upstreamAgent });
+    const client = upstream ?? (await upstreamClient());
+    res = await client.request(url, { ...init, signal, dispatcher: client.agent });
   } catch (err) {
     throw networkError(provider, err, signal);
   }
