@@ -16,6 +16,7 @@ import { executeAnswer } from './execute-response.js';
 import { streamRun } from './execute-stream.js';
 import { selectedValues } from './output-selection.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
+import { listLogs } from './history-store.js';
 import type { ExecutionService } from './service.js';
 import { v2RunRoutes } from './v2-routes.js';
 import * as store from './store.js';
@@ -273,7 +274,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const after = decodeCursor(q.cursor);
       const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
       const workflowIds = [q.workflowId, ...(q.workflowIds?.split(',') ?? [])].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
-      const rows = await store.listLogs(db, {
+      const rows = await listLogs(db, {
         workspaceId: access.workspaceId,
         workflowIds: workflowIds.length ? workflowIds : undefined,
         statuses: q.status ? [q.status] : undefined,

@@ -6,7 +6,8 @@ import { inputError } from './execute-response.js';
 import { publicExecutionId } from './execution-ids.js';
 import { traceOutputs, valueAt, type OutputSelector } from './output-selection.js';
 import type { PausedRow, QueueRow } from './pause-store.js';
-import type { ExecutionRow, RunListRow } from './store.js';
+import type { RunListRow } from './history-store.js';
+import type { ExecutionRow } from './store.js';
 
 export type RunStatus = 'queued' | 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 

@@ -17,6 +17,7 @@ import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
 import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
 import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
+import { listRuns, type RunFilter, type RunListRow } from './history-store.js';
 import { findResumeRun } from './pause-store.js';
 import { PauseService, type ResumeOutcome } from './pauses.js';
 import { RunWrites } from './run-writes.js';
@@ -309,8 +310,8 @@ export class ExecutionService {
   }
 
   /** Runs of a workflow by start time (the v2 runs list). */
-  listRuns(filter: store.RunFilter): Promise<store.RunListRow[]> {
-    return store.listRuns(this.db, filter);
+  listRuns(filter: RunFilter): Promise<RunListRow[]> {
+    return listRuns(this.db, filter);
   }
 
   /** A resume admitted behind another one, by the run id it was given (its run does not exist yet). */
