@@ -12,6 +12,9 @@ export function listMigrations(): { name: string; sql: string }[] {
     .map((name) => ({ name, sql: fs.readFileSync(migrationsDir + name, 'utf8') }));
 }
 
+/** Several API processes may start together on PostgreSQL: this advisory lock serializes their migrations. */
+const lockMigrations = 'SELECT pg_advisory_xact_lock(872341)';
+
 /** Applies pending SQL migrations in order, each in its own transaction. Returns the names applied. */
 export async function migrate(db: Database): Promise<string[]> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -19,16 +22,14 @@ export async function migrate(db: Database): Promise<string[]> {
   // Every start and every CLI command comes through here: read what is applied in one transaction and open
   // one per migration only for the rest (each checks again: another process may have applied it since).
   const already = await db.tx(async (q) => {
-    // Several API processes may start together on PostgreSQL: serialize them (see below).
-    if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872341)');
+    if (db.mode === 'postgres') await q.query(lockMigrations);
     return new Set((await q.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name));
   });
   const applied: string[] = [];
   for (const m of listMigrations()) {
     if (already.has(m.name)) continue;
     const done = await db.tx(async (q) => {
-      // Several API processes may start together on PostgreSQL: serialize them.
-      if (db.mode === 'postgres') await q.query('SELECT pg_advisory_xact_lock(872341)');
+      if (db.mode === 'postgres') await q.query(lockMigrations);
       const rows = await q.query('SELECT 1 FROM schema_migrations WHERE name = $1', [m.name]);
       if (rows.length > 0) return false;
       try {
