@@ -57,5 +57,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
 # database thread about 40 MB smaller after load at no measured cost, and one V8 platform thread instead of four
 # (a 2-core host gains nothing from more; their heaps and arenas cost memory) (bench/RESULTS.md). `docker run weft <command>` runs any CLI command
 # (api, worker, migrate, keys create ...) in place of serve.
-ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=4", "--v8-pool-size=1", "dist/main.js"]
+ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=4", "--heap-growing-percent=20", "--v8-pool-size=1", "dist/main.js"]
 CMD ["serve"]
