@@ -18,8 +18,8 @@
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's added ms); async runs/s (2,000 runs enqueued by 20 clients,
-// first enqueue to last end) and queue wait; RSS after /readyz and 5 s idle, after the load and idle after
-// a restart, each with where it is (bench/compare-memory.ts, from smaps); time to a healthy /readyz. With
+// first enqueue to last end) and queue wait; RSS 5 s and 30 s (BENCH_SETTLED_SECONDS) after /readyz, after
+// the load, and the same two after a restart, each with where it is (bench/compare-memory.ts, from smaps); time to a healthy /readyz. With
 // --growth N (embedded): the spec path's req/s after a restart, again after N more runs of history, their
 // ratio; the data directory's size before and after, after a retention sweep of every run (a restart with a
 // retention of 0.1 s), and after N more runs on the swept database (its space reused). A table with each target goes to stderr, one JSON line to stdout.
@@ -97,6 +97,9 @@ function n8n(v: string | undefined): number | undefined {
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
+// Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
+// heap that stopped allocating about 8 s after it stopped, so a long-idle server sits at the second figure.
+const settledSeconds = Math.max(idleSeconds, Number(process.env.BENCH_SETTLED_SECONDS ?? 30));
 const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there, how are you?' }], max_tokens: 64 });
 
 interface Target { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }
@@ -138,6 +141,8 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const rssIdleMb = treeRssMb(w.api().child.pid);
   const memoryIdle = memoryBreakdown(w.api().child.pid);
   if (memoryIdle) say(`idle: ${describeBreakdown(memoryIdle)}`);
+  await sleep((settledSeconds - idleSeconds) * 1000);
+  const rssSettledMb = treeRssMb(w.api().child.pid);
   const syncResponseId = await deployWorkflow(w, 'compare-sync-response', 'response');
   const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
   const execute = (id: string, body: unknown): Target => ({
@@ -198,13 +203,15 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const rssIdleAfterRestartMb = treeRssMb(w.api().child.pid);
   const memoryAfterRestart = memoryBreakdown(w.api().child.pid);
   if (memoryAfterRestart) say(`idle after restart: ${describeBreakdown(memoryAfterRestart)}`);
+  await sleep((settledSeconds - idleSeconds) * 1000);
+  const rssSettledAfterRestartMb = treeRssMb(w.api().child.pid);
   const growth = o.growth > 0 && w.dataDir ? await measureGrowth(w, o.growth, targets.syncSpec, drive, say) : undefined;
   return {
     variant: w.variant, queue: w.queue,
     processes: w.workers.length ? `1 weft api + ${w.workers.length} weft worker` : '1 weft serve',
-    rounds, warmupAsync, rssIdleMb, rssAfterLoadMb, rssPeakMb,
+    rounds, warmupAsync, rssIdleMb, rssSettledMb, idleSeconds, settledSeconds, rssAfterLoadMb, rssPeakMb,
     ...(w.workers.length ? { workersRssAfterLoadMb } : {}),
-    rssIdleAfterRestartMb, firstStartMs: w.firstStartMs, restartMs, problems,
+    rssIdleAfterRestartMb, rssSettledAfterRestartMb, firstStartMs: w.firstStartMs, restartMs, problems,
     memory: { idle: memoryIdle, afterLoad: memoryAfterLoad, afterRestart: memoryAfterRestart },
     ...(growth ? { growth } : {}),
   };
