@@ -137,18 +137,23 @@ describe.skipIf(skip !== undefined)(`start-up survives its connections terminate
       const starting = startTestServer({ reuse: where }).then((t) => ({ t }), (err: unknown) => ({ err }));
       void starting.then((outcome) => (settled = outcome));
       let cut = 0;
+      // A terminated backend stays listed (still waiting on the lock) until it has exited: a round must not
+      // take the previous round's backend for the retry's.
+      const terminated = new Set<number>();
       for (let round = 0; round < 3; round++) {
         // The server's backend waiting on the lock, each round a new one (the retry's fresh transaction).
         let waiting: { pid: number }[] = [];
         for (let i = 0; i < 500 && waiting.length === 0 && !settled; i++) {
-          waiting = await admin.query<{ pid: number }>(
-            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'weft' AND wait_event_type = 'Lock'", [dbName]);
+          waiting = (await admin.query<{ pid: number }>(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'weft' AND wait_event_type = 'Lock'", [dbName]))
+            .filter(({ pid }) => !terminated.has(pid));
           if (waiting.length === 0) await new Promise((r) => setTimeout(r, 20));
         }
         // Without a retry, the first cut ends the start-up with the driver's error.
         if (settled && 'err' in settled) throw new Error(`start-up failed after ${cut} cut connection(s): ${String(settled.err)}`);
         expect(waiting.length).toBeGreaterThan(0);
         for (const { pid } of waiting) {
+          terminated.add(pid);
           const [row] = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
           if (row?.ok) cut++;
         }
