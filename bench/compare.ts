@@ -19,13 +19,14 @@
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's added ms); async runs/s (2,000 runs enqueued by 20 clients,
 // first enqueue to last end) and queue wait; RSS 5 s and 30 s (BENCH_SETTLED_SECONDS) after /readyz, after
-// the load, and the same two after a restart, each with where it is (bench/compare-memory.ts, from smaps); time to a healthy /readyz. With
+// the load, and the same two after a restart, with where it is (bench/compare-memory.ts, from smaps); time
+// to a healthy /readyz. With
 // --growth N (embedded): the spec path's req/s after a restart, again after N more runs of history, their
 // ratio; the data directory's size before and after, after a retention sweep of every run (a restart with a
 // retention of 0.1 s), and after N more runs on the swept database (its space reused). A table with each target goes to stderr, one JSON line to stdout.
 // Options: --runs N (async runs, 2000), --workers N (scaled, 2), --growth N (0: none), --n8n-rps X (n8n's
 // webhook req/s measured on the same machine; n8n is not installed here). Environment: BENCH_SECONDS (8),
-// BENCH_WARMUP_SECONDS (1), BENCH_IDLE_SECONDS (5), LOG_LEVEL (warn), BENCH_CPU_PROF (a directory: CPU profiles
+// BENCH_WARMUP_SECONDS (1), BENCH_IDLE_SECONDS (5), BENCH_SETTLED_SECONDS (30), LOG_LEVEL (warn), BENCH_CPU_PROF (a directory: CPU profiles
 // of every Weft process), other WEFT_* pass through to Weft.
 // The scratch database is created on the --postgres server and dropped at the end; give Redis a database
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
@@ -42,7 +43,7 @@ import { table, targetRows, type GrowthFigures, type RoundFigures, type Row, typ
 export const standalone = true;
 
 const usage = `usage: npm run bench -- compare [--peers] [--rounds N] [--runs N] [--growth N] [--n8n-rps X] [--postgres URL [--redis URL] [--workers N]]
-  (after npm run build; BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_IDLE_SECONDS, LOG_LEVEL; see bench/compare.ts)
+  (after npm run build; BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_IDLE_SECONDS, BENCH_SETTLED_SECONDS, LOG_LEVEL; see bench/compare.ts)
 `;
 
 interface Options { peers: boolean; rounds: number; postgres?: string; redis?: string; runs: number; workers: number; growth: number; n8nRps?: number }
@@ -98,7 +99,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
 // Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
-// heap that stopped allocating about 8 s after it stopped, so a long-idle server sits at the second figure.
+// heap about 8 s after it stops allocating, so a server left idle sits at the second figure.
 const settledSeconds = Math.max(idleSeconds, Number(process.env.BENCH_SETTLED_SECONDS ?? 30));
 const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there, how are you?' }], max_tokens: 64 });
 
