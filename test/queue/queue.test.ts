@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/database.js';
 import { BullMqQueue } from '../../src/queue/bullmq.js';
 import { InProcessQueue } from '../../src/queue/in-process.js';
 import { PostgresQueue } from '../../src/queue/postgres.js';
-import { postgresTemplateName, postgresUrlFor } from '../support/templates.js';
+import { postgresTemplateName, postgresUrlFor, testDatabaseName } from '../support/templates.js';
 import { queueConformance } from './conformance.js';
 
 queueConformance('in-process', (concurrency) => new InProcessQueue(concurrency), undefined, { reserves: true });
@@ -22,7 +22,7 @@ if (pgBase) {
   let databaseUrl = '';
   beforeAll(async () => {
     const admin = await connectDatabase({ databaseUrl: pgBase, dataDir: '' });
-    const name = `weft_q_${randomBytes(6).toString('hex')}`;
+    const name = testDatabaseName('q');
     await admin.exec(`CREATE DATABASE ${name} TEMPLATE ${postgresTemplateName()}`);
     await admin.close();
     databaseUrl = postgresUrlFor(pgBase, name);

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { connectDatabase } from '../../src/db/connect.js';
 import { migrate } from '../../src/db/migrate.js';
-import { ensureCacheDir, pgliteTemplateDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFor } from './templates.js';
+import { ensureCacheDir, pgliteTemplateDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFor, runDatabasesPattern } from './templates.js';
 
 /**
  * Builds the database templates once per run: a migrated PGlite data directory dumped to a tarball
@@ -54,6 +55,29 @@ export async function ensureTemplates(): Promise<void> {
   }
 }
 
-export default async function setup(): Promise<void> {
+/** Drops the PostgreSQL databases that run `run` created (templates.ts, `testDatabaseName`). */
+async function dropRunDatabases(base: string, run: string): Promise<void> {
+  const admin = await connectDatabase({ databaseUrl: base, dataDir: '' });
+  try {
+    const rows = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname ~ $1', [runDatabasesPattern(run)]);
+    for (const { datname } of rows) {
+      // FORCE: a server a failed test left running still holds connections.
+      await admin.exec(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch((err: unknown) => {
+        console.warn(`test teardown: could not drop ${datname}: ${err instanceof Error ? err.message : String(err)}`);
+      });
+    }
+  } finally {
+    await admin.close();
+  }
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
+  // Kept when already set: each project of the run calls this, and the forks see one id.
+  process.env.WEFT_TEST_RUN ??= randomBytes(4).toString('hex');
+  const run = process.env.WEFT_TEST_RUN;
   await ensureTemplates();
+  return async () => {
+    const base = process.env.TEST_DATABASE_URL;
+    if (base) await dropRunDatabases(base, run);
+  };
 }

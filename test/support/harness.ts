@@ -1,13 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
 import { FAST_PASSWORD_HASHING, TEST_ENCRYPTION_KEY } from './cli.js';
-import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor } from './templates.js';
+import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor, testDatabaseName } from './templates.js';
 
 export type DbMode = 'pglite' | 'postgres';
 export const dbMode = (): DbMode => (process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite');
@@ -63,7 +62,7 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
   if (dbMode() === 'postgres') {
     const base = process.env.TEST_DATABASE_URL;
     if (!base) throw new Error('WEFT_TEST_DB=postgres needs TEST_DATABASE_URL');
-    const name = `weft_t_${randomBytes(6).toString('hex')}`;
+    const name = testDatabaseName('t');
     const admin = await connectDatabase({ databaseUrl: base, dataDir: '' });
     await admin.exec(`CREATE DATABASE ${name} TEMPLATE ${postgresTemplateName()}`);
     await admin.close();

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { listMigrations } from '../../src/db/migrate.js';
@@ -26,3 +26,15 @@ export function postgresUrlFor(base: string, database: string): string {
 export function ensureCacheDir(): void {
   fs.mkdirSync(cacheDir, { recursive: true });
 }
+
+/**
+ * A new PostgreSQL database's name for a suite (`kind` t: a test server's, q: the queue suite's). It carries the
+ * run's id (WEFT_TEST_RUN, set by the global setup and inherited by the forks), so that the run's teardown drops
+ * what the run created and nothing of a run beside it on the same server.
+ */
+export function testDatabaseName(kind: 't' | 'q'): string {
+  return `weft_${kind}_${process.env.WEFT_TEST_RUN ?? 'adhoc'}_${randomBytes(6).toString('hex')}`;
+}
+
+/** Matches the databases `testDatabaseName` gave out in run `run`. */
+export const runDatabasesPattern = (run: string) => `^weft_[tq]_${run}_[0-9a-f]+$`;
