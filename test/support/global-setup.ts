@@ -72,9 +72,11 @@ async function dropRunDatabases(base: string, run: string): Promise<void> {
 }
 
 export default async function setup(): Promise<() => Promise<void>> {
-  // Kept when already set: each project of the run calls this, and the forks see one id.
-  process.env.WEFT_TEST_RUN ??= randomBytes(4).toString('hex');
-  const run = process.env.WEFT_TEST_RUN;
+  // Kept when already set (each project of the run calls this, and the forks must see one id), if it can be
+  // part of a database name.
+  const given = process.env.WEFT_TEST_RUN ?? '';
+  const run = /^[0-9a-f]{8}$/.test(given) ? given : randomBytes(4).toString('hex');
+  process.env.WEFT_TEST_RUN = run;
   await ensureTemplates();
   return async () => {
     const base = process.env.TEST_DATABASE_URL;
