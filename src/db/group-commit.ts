@@ -5,9 +5,11 @@
  * it only forms under load, while the previous commit is under way. Each submitter still waits for the
  * commit of the batch that holds its write, so "committed before the answer" holds.
  *
- * With `windowMs`, the first write of a batch waits up to that long for others to join it (a full batch
- * goes at once): for writes whose submitter does not wait for them (AI settlements written after the
- * answer), so that a steady trickle of requests costs one transaction per window instead of one each.
+ * With `windowMs`, a batch is written once its oldest write has waited that long (a full batch goes at
+ * once), also under steady load: for writes whose submitter does not wait for them (AI settlements written
+ * after the answer), so that traffic costs one transaction per window instead of one per commit's duration
+ * (a batch statement's fixed cost dominates a small batch). A write then waits at most the window, or the
+ * commit under way when the window ends.
  * `flush()` writes what waits now (shutdown). Where it is used: docs/architecture.md, Embedded database
  * and Credit ledgers.
  */
@@ -25,7 +27,7 @@ export interface GroupCommitOptions<T, R> {
   windowMs?: number;
 }
 
-interface Waiting<T, R> { item: T; resolve: (r: R) => void; reject: (err: unknown) => void }
+interface Waiting<T, R> { item: T; resolve: (r: R) => void; reject: (err: unknown) => void; queuedAt: number }
 
 export class GroupCommit<T, R> {
   private queue: Waiting<T, R>[] = [];
@@ -46,10 +48,8 @@ export class GroupCommit<T, R> {
 
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
-      if (this.writing) return;
-      if (this.windowMs <= 0 || this.queue.length >= this.maxBatch) this.startDrain();
-      else this.timer ??= setTimeout(() => this.startDrain(), this.windowMs);
+      this.queue.push({ item, resolve, reject, queuedAt: this.windowMs > 0 ? Date.now() : 0 });
+      this.schedule();
     });
   }
 
@@ -61,24 +61,35 @@ export class GroupCommit<T, R> {
     }
   }
 
+  /** Starts the next batch now, or when the oldest waiting write's window ends; nothing while a commit runs. */
+  private schedule(): void {
+    if (this.writing || this.queue.length === 0) return;
+    if (this.windowMs <= 0 || this.queue.length >= this.maxBatch) {
+      this.startDrain();
+      return;
+    }
+    if (this.timer) return;
+    const waited = Date.now() - this.queue[0].queuedAt;
+    this.timer = setTimeout(() => this.startDrain(), Math.max(0, this.windowMs - waited));
+  }
+
   private startDrain(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.writing) return;
     this.writing = this.drain().finally(() => {
       this.writing = undefined;
-      // Writes that arrived during the last commit (after the loop looked) start their own window.
-      if (this.queue.length > 0) {
-        if (this.windowMs <= 0) this.startDrain();
-        else this.timer ??= setTimeout(() => this.startDrain(), this.windowMs);
-      }
+      // Writes that arrived during the last commit: at once, or when the oldest one's window ends.
+      this.schedule();
     });
   }
 
   private async drain(): Promise<void> {
+    // Without a window, everything queued meanwhile goes in the next commits; with one, a single batch (the
+    // rest waits for its window, or goes at once when full: `schedule`).
     while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      await this.write(batch);
+      await this.write(this.queue.splice(0, this.maxBatch));
+      if (this.windowMs > 0) break;
     }
   }
 
