@@ -134,6 +134,25 @@ export function rss(pid: number | undefined): { rssMb: number; peakMb: number } 
   }
 }
 
+/**
+ * CPU time a process has used so far, in ms: all its threads, and its main thread alone (the thread whose id
+ * is the pid). /proc counts in clock ticks of USER_HZ, which Linux fixes at 100 a second for user space.
+ */
+export function cpuMs(pid: number | undefined): { totalMs: number; mainMs: number } | undefined {
+  if (!pid) return undefined;
+  const ticks = (file: string) => {
+    const stat = fs.readFileSync(file, 'utf8');
+    // utime and stime are fields 14 and 15; the command name before them may hold spaces, so count after ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  try {
+    return { totalMs: ticks(`/proc/${pid}/stat`) * 10, mainMs: ticks(`/proc/${pid}/task/${pid}/stat`) * 10 };
+  } catch {
+    return undefined; // no /proc (not Linux) or the process is gone
+  }
+}
+
 // One keep-alive agent for the bench's own requests (set-up, enqueueing async runs, polling): cheap per
 // request, so the bench's client side takes as little of the shared CPU as it can.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });

@@ -11,12 +11,19 @@ export interface RoundFigures {
   /** Sync execute of start -> function, posted `{ "inputs": { "n": 21 } }`: the spec's answer, as Sim's SDKs call it. */
   syncSpec: LoadResult;
   direct: LoadResult;
+  /** The bare pass-through proxy in front of the same upstream (bench/compare-servers.ts). */
+  proxy: LoadResult;
   gateway: LoadResult;
   peer?: LoadResult;
   /** One connection: ms per request (1000 / req/s), the client's own time included alike on every path. */
   singleFlightMs: { direct: number; gateway: number; peer?: number };
   async: AsyncFigures;
+  /** CPU time per request of the process serving each path (Weft's API process; the proxy's own process). */
+  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest };
 }
+
+/** CPU ms per request answered during a load: the serving process's threads together, and its main thread. */
+export interface CpuPerRequest { totalMs: number; mainMs: number }
 
 export interface VariantFigures {
   variant: Weft['variant'];
@@ -111,6 +118,17 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   add('gateway req/s', r.map((x) => x.gateway.rps));
   add('gateway p99 ms', r.map((x) => x.gateway.p99));
   add('gateway / direct', r.map((x) => ratio(x.gateway.rps, x.direct.rps)), embedded ? '>= 0.20' : undefined, (x) => x >= 0.2);
+  add('bare proxy req/s (Fastify + undici pass-through)', r.map((x) => x.proxy.rps));
+  add('bare proxy / direct', r.map((x) => ratio(x.proxy.rps, x.direct.rps)));
+  add('gateway / bare proxy', r.map((x) => ratio(x.gateway.rps, x.proxy.rps)));
+  const cpu = (label: string, pick: (x: RoundFigures) => CpuPerRequest | undefined) => {
+    add(`CPU ms per request, ${label}: all threads`, r.map((x) => pick(x)?.totalMs));
+    add(`CPU ms per request, ${label}: main thread`, r.map((x) => pick(x)?.mainMs));
+  };
+  cpu(`sync execute, spec answer (${v.variant === 'embedded' ? 'weft serve' : 'weft api'})`, (x) => x.cpuPerRequest.syncSpec);
+  cpu('sync execute, response block', (x) => x.cpuPerRequest.syncResponse);
+  cpu('gateway', (x) => x.cpuPerRequest.gateway);
+  cpu('bare proxy', (x) => x.cpuPerRequest.proxy);
   add('single flight direct ms/req', r.map((x) => x.singleFlightMs.direct));
   add('single flight gateway ms/req', r.map((x) => x.singleFlightMs.gateway));
   add('single flight gateway added ms', r.map((x) => +(x.singleFlightMs.gateway - x.singleFlightMs.direct).toFixed(3)),

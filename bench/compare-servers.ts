@@ -3,12 +3,18 @@
 //
 //   node --import tsx bench/compare-servers.ts hello      a bare Fastify GET / -> {"hello":"world"}
 //   node --import tsx bench/compare-servers.ts upstream   an OpenAI-wire chat-completions server that answers at once
+//   node --import tsx bench/compare-servers.ts proxy URL  a bare pass-through proxy to URL (an upstream's /v1)
+//
+// The proxy is the floor of any gateway written like Weft's (Fastify, undici): it parses the JSON body,
+// forwards it with undici's `request` over a kept-alive pool, parses the answer and sends it back, and does
+// nothing else (no key, no validation, no deposit, no record). The gateway's figures are read against it.
 //
 // Each listens on a free loopback port, prints {"port":N} on stdout once it listens, and exits when its
 // stdin closes (so it never outlives the bench process, even one killed with SIGKILL) or on SIGTERM/SIGINT.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
+import { Agent, request } from 'undici';
 
 // A fixed small completion with usage, the shape OpenAI answers a non-streaming request with.
 const completion = JSON.stringify({
@@ -45,12 +51,28 @@ async function upstream(): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
+async function proxy(base: string): Promise<number> {
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  const app = Fastify({ logger: false });
+  app.post('/v1/chat/completions', async (req, reply) => {
+    const res = await request(`${base}/chat/completions`, {
+      method: 'POST', dispatcher: agent, body: JSON.stringify(req.body),
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    });
+    const answer: unknown = await res.body.json();
+    return reply.code(res.statusCode).send(answer);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as AddressInfo).port;
+}
+
 const kind = process.argv[2];
-if (kind !== 'hello' && kind !== 'upstream') {
-  process.stderr.write('usage: compare-servers.ts hello|upstream\n');
+const proxyTo = process.argv[3];
+if (kind !== 'hello' && kind !== 'upstream' && !(kind === 'proxy' && proxyTo)) {
+  process.stderr.write('usage: compare-servers.ts hello|upstream|proxy <upstream base URL>\n');
   process.exit(2);
 }
-const port = kind === 'hello' ? await hello() : await upstream();
+const port = kind === 'hello' ? await hello() : kind === 'upstream' ? await upstream() : await proxy(proxyTo!);
 process.stdout.write(JSON.stringify({ port }) + '\n');
 process.stdin.on('end', () => process.exit(0));
 process.stdin.on('error', () => process.exit(0));

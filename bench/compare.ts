@@ -11,13 +11,16 @@
 //   npm run bench -- compare --postgres postgres://postgres@127.0.0.1:5432/postgres --redis redis://127.0.0.1:6379/9
 //                                                   # also scaled: 1 weft api + 2 weft worker on a scratch database
 //
-// Parties: a bare Fastify hello-world and an instant OpenAI-wire upstream (bench/compare-servers.ts), Weft
-// from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
+// Parties: a bare Fastify hello-world, an instant OpenAI-wire upstream and a bare pass-through proxy in front of
+// it (bench/compare-servers.ts), Weft from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
 // Figures: hello-world req/s; sync execute on both paths (req/s, p50, p99, ratio to hello-world): the spec's
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
-// connection: ms per request, the gateway's added ms); async runs/s (2,000 runs enqueued by 20 clients,
+// connection: ms per request, the gateway's added ms); the bare proxy's req/s beside the gateway's (the floor of
+// a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway
+// and the bare proxy (all threads, and the main thread alone, from /proc: it holds when the machine's speed
+// varies between runs, which req/s does not); async runs/s (2,000 runs enqueued by 20 clients,
 // first enqueue to last end) and queue wait; RSS 5 s and 30 s (BENCH_SETTLED_SECONDS) after /readyz, after
 // the load, and the same two after a restart, with where it is (bench/compare-memory.ts, from smaps); time
 // to a healthy /readyz. With
@@ -33,11 +36,11 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { load, machine, type LoadResult } from './support.js';
-import { cleanupAll, firstJsonLine, installExitHandlers, request, rss, sleep, start, type Proc } from './compare-procs.js';
+import { cleanupAll, cpuMs, firstJsonLine, installExitHandlers, request, rss, sleep, start, type Proc } from './compare-procs.js';
 import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, syncPaths, type Weft } from './compare-weft.js';
 import { describeBreakdown, memoryBreakdown } from './compare-memory.js';
 import { startPortkey, type Peer } from './compare-peers.js';
-import { table, targetRows, type GrowthFigures, type RoundFigures, type Row, type VariantFigures } from './compare-report.js';
+import { table, targetRows, type CpuPerRequest, type GrowthFigures, type RoundFigures, type Row, type VariantFigures } from './compare-report.js';
 
 /** bench/run.ts: this scenario starts its own servers and needs no test database templates. */
 export const standalone = true;
@@ -129,13 +132,27 @@ function treeRssMb(pid: number | undefined): number | undefined {
   return total;
 }
 
-async function helper(kind: 'hello' | 'upstream'): Promise<Proc & { port: number }> {
-  const proc = start(kind === 'hello' ? 'hello-world' : 'upstream', process.execPath, ['--import', 'tsx', 'bench/compare-servers.ts', kind]);
+async function helper(kind: 'hello' | 'upstream' | 'proxy', ...args: string[]): Promise<Proc & { port: number }> {
+  const name = kind === 'hello' ? 'hello-world' : kind === 'proxy' ? 'bare proxy' : 'upstream';
+  const proc = start(name, process.execPath, ['--import', 'tsx', 'bench/compare-servers.ts', kind, ...args]);
   const { port } = await firstJsonLine<{ port: number }>(proc);
   return Object.assign(proc, { port });
 }
 
-async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, peer?: Peer): Promise<VariantFigures> {
+/**
+ * Runs a load and reads the CPU time `pid` used meanwhile, per request answered: a figure that holds on a
+ * machine whose speed varies from run to run, where req/s does not.
+ */
+async function withCpu(pid: number | undefined, load: () => Promise<LoadResult>): Promise<{ load: LoadResult; cpu?: CpuPerRequest }> {
+  const before = cpuMs(pid);
+  const r = await load();
+  const after = cpuMs(pid);
+  if (!before || !after || r.requests === 0) return { load: r };
+  const per = (ms: number) => +(ms / r.requests).toFixed(3);
+  return { load: r, cpu: { totalMs: per(after.totalMs - before.totalMs), mainMs: per(after.mainMs - before.mainMs) } };
+}
+
+async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
   const problems: string[] = [];
   const say = (s: string) => process.stderr.write(`compare [${w.variant}] ${s}\n`);
   await sleep(idleSeconds * 1000);
@@ -152,6 +169,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
     direct: { url: `${upstreamBase}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: chat },
+    proxy: { url: `http://127.0.0.1:${proxy.port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: chat },
     syncSpec: execute(syncSpecId, syncPaths.spec.body),
     syncResponse: execute(syncResponseId, syncPaths.response.body),
     gateway: { url: `${w.url}/api/v1/ai/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${w.apiKey}` }, body: chat },
@@ -177,9 +195,11 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     say(`round ${i}/${o.rounds}: 10 connections, ${seconds} s per path`);
     const helloLoad = await drive('hello-world', targets.hello, 10, seconds);
     const direct = await drive('upstream direct', targets.direct, 10, seconds);
-    const syncSpec = await drive('sync execute, spec answer', targets.syncSpec, 10, seconds);
-    const syncResponse = await drive('sync execute, response block', targets.syncResponse, 10, seconds);
-    const gateway = await drive('gateway', targets.gateway, 10, seconds);
+    const bareProxy = await withCpu(proxy.child.pid, () => drive('bare proxy', targets.proxy, 10, seconds));
+    const apiPid = w.api().child.pid;
+    const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds));
+    const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds));
+    const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds));
     const peerLoad = targets.peer ? await drive(peer!.name, targets.peer, 10, seconds) : undefined;
     say(`round ${i}/${o.rounds}: single flight, ${seconds} s per path`);
     const perRequest = async (label: string, t: Target) => +(1000 / Math.max(1, (await drive(`${label} single flight`, t, 1, seconds)).rps)).toFixed(3);
@@ -190,7 +210,11 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     };
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
     const asyncFigures = await asyncRuns(w, `compare-async-${i}`, o.runs, 20);
-    rounds.push({ helloRps: helloLoad.rps, syncSpec, syncResponse, direct, gateway, ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures });
+    rounds.push({
+      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, direct, proxy: bareProxy.load, gateway: gateway.load,
+      ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures,
+      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu },
+    });
   }
   const apiPid = w.api().child.pid;
   const rssAfterLoadMb = treeRssMb(apiPid);
@@ -283,19 +307,20 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
     const hello = await helper('hello');
     const upstream = await helper('upstream');
     const upstreamBase = `http://127.0.0.1:${upstream.port}/v1`;
+    const proxy = await helper('proxy', upstreamBase);
     const peer = o.peers ? await startPortkey() : undefined;
     const variants: VariantFigures[] = [];
 
     process.stderr.write('compare [embedded] starting weft serve on a fresh data directory\n');
     const embedded = await startEmbedded(upstreamBase);
-    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, peer));
+    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, peer));
     await embedded.close();
 
     if (o.postgres) {
       process.stderr.write(`compare [postgres] starting weft api + ${o.workers} weft worker on a scratch database\n`);
       const scaled = await startScaled(upstreamBase, o.postgres, o.redis, o.workers);
       // The peer's figures do not depend on Weft's database: measured once, beside the embedded variant.
-      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase));
+      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy));
       await scaled.close();
     }
 

@@ -2,7 +2,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 
-export interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+export interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number; /** Answered in all (2xx or not). */ requests: number }
 
 /**
  * Drives `url` with autocannon for `seconds` (or for `amount` requests in all) over `connections` and
@@ -18,7 +18,7 @@ export async function load(url: string, opts: { connections?: number; seconds?: 
     headers: opts.headers,
     body: opts.body,
   });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, requests: r.requests.total };
 }
 
 /** The baseline every HTTP scenario is compared with: a bare Fastify hello-world in the same process. */
