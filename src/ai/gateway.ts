@@ -4,6 +4,7 @@ import type { Database } from '../db/database.js';
 import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
 import { pooledRandomId } from '../ids.js';
+import { deadline } from '../net/deadline.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
 import { createAiPort } from './ai-port.js';
@@ -190,9 +191,9 @@ export class AiGateway {
     return r.balanceAfterNano;
   }
 
-  private upstreamSignal(signal?: AbortSignal): AbortSignal {
-    const timeout = AbortSignal.timeout(this.ai.timeoutMs);
-    return signal ? AbortSignal.any([signal, timeout]) : timeout;
+  /** A provider call's signal: the caller's, and the upstream timeout (ended with the call). */
+  private upstreamDeadline(signal?: AbortSignal) {
+    return deadline(this.ai.timeoutMs, signal, `The provider did not answer within ${this.ai.timeoutMs} ms`);
   }
 
   /** A whole (non-streaming) completion, billed. */
@@ -203,11 +204,14 @@ export class AiGateway {
     const deposit = keySource === 'workspace' ? 0 : this.depositNano(request, model, maxTokens);
     await this.reserve(billing, id, model, deposit, false);
     let completion: ChatCompletion;
+    const upstream = this.upstreamDeadline(signal);
     try {
-      completion = await provider.complete(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: this.upstreamSignal(signal) });
+      completion = await provider.complete(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: upstream.signal });
     } catch (err) {
       await this.releaseQuietly(id, err);
       throw this.toHttpError(err);
+    } finally {
+      upstream.end();
     }
     let usage = completion.usage;
     let estimated = false;
@@ -254,10 +258,13 @@ export class AiGateway {
     let usage: Usage | undefined;
     let iterator: AsyncIterator<ChatCompletionChunk>;
     let first: IteratorResult<ChatCompletionChunk>;
+    // The timeout bounds the whole stream: it ends with `finish`.
+    const upstream = this.upstreamDeadline(signal);
     try {
-      iterator = provider.stream(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: this.upstreamSignal(signal) })[Symbol.asyncIterator]();
+      iterator = provider.stream(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: upstream.signal })[Symbol.asyncIterator]();
       first = await iterator.next();
     } catch (err) {
+      upstream.end();
       await this.releaseQuietly(id, err);
       throw this.toHttpError(err);
     }
@@ -286,6 +293,7 @@ export class AiGateway {
     const finish = (outcome: 'completed' | 'aborted' | 'failed', error?: unknown): Promise<SettledStream> => {
       finished ??= (async () => {
         if (outcome !== 'completed') await iterator.return?.().catch(() => undefined);
+        upstream.end();
         // Nothing generated and the provider failed: the request costs nothing.
         if (outcome === 'failed' && !generated && !usage) {
           const bal = await this.ledger.release(id, 'failed', error instanceof Error ? error.message : null);

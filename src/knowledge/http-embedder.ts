@@ -8,6 +8,7 @@
  * `dimension` is a check, not a request: the `dimensions` parameter some models accept is not sent (other
  * servers reject unknown fields). When no dimension is configured it is learned from the first answer.
  */
+import { deadline } from '../net/deadline.js';
 import { EmbeddingError, normalize, type Embedder, type EmbeddingResult } from './embedder.js';
 
 export interface HttpEmbedderOptions {
@@ -105,7 +106,7 @@ export class HttpEmbedder implements Embedder {
 
   private async request(input: string[], signal: AbortSignal | undefined): Promise<EmbeddingResult> {
     if (signal?.aborted) throw new EmbeddingError('embedding was aborted', { cause: signal.reason });
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const call = deadline(this.timeoutMs, signal);
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
 
@@ -115,7 +116,7 @@ export class HttpEmbedder implements Embedder {
         method: 'POST',
         headers,
         body: JSON.stringify({ model: this.model, input }),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        signal: call.signal,
       });
       body = await res.text();
       if (!res.ok) {
@@ -124,8 +125,11 @@ export class HttpEmbedder implements Embedder {
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
       if (signal?.aborted) throw new EmbeddingError('embedding was aborted', { cause: signal.reason });
-      if (timeout.aborted) throw new EmbeddingError(`embeddings endpoint ${this.where} did not answer within ${this.timeoutMs} ms`);
+      // Not the caller's abort (checked above): the timeout's.
+      if (call.signal.aborted) throw new EmbeddingError(`embeddings endpoint ${this.where} did not answer within ${this.timeoutMs} ms`);
       throw new EmbeddingError(this.redact(`embeddings request to ${this.where} failed: ${networkMessage(err)}`));
+    } finally {
+      call.end();
     }
     return this.parse(body, input.length);
   }
