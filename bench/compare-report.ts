@@ -19,11 +19,14 @@ export interface RoundFigures {
   singleFlightMs: { direct: number; gateway: number; peer?: number };
   async: AsyncFigures;
   /** CPU time per request of the process serving each path (Weft's API process; the proxy's own process). */
-  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest };
+  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest; async?: CpuPerRequest };
 }
 
-/** CPU ms per request answered during a load: the serving process's threads together, and its main thread. */
-export interface CpuPerRequest { totalMs: number; mainMs: number }
+/**
+ * CPU ms per request answered during a load (per run for async): the serving process's threads together, and
+ * its main thread; with the embedded database, the ms its thread was busy (`weft_db_busy_seconds_total`).
+ */
+export interface CpuPerRequest { totalMs: number; mainMs: number; databaseMs?: number }
 
 export interface VariantFigures {
   variant: Weft['variant'];
@@ -121,14 +124,25 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   add('bare proxy req/s (Fastify + undici pass-through)', r.map((x) => x.proxy.rps));
   add('bare proxy / direct', r.map((x) => ratio(x.proxy.rps, x.direct.rps)));
   add('gateway / bare proxy', r.map((x) => ratio(x.gateway.rps, x.proxy.rps)));
-  const cpu = (label: string, pick: (x: RoundFigures) => CpuPerRequest | undefined) => {
-    add(`CPU ms per request, ${label}: all threads`, r.map((x) => pick(x)?.totalMs));
-    add(`CPU ms per request, ${label}: main thread`, r.map((x) => pick(x)?.mainMs));
+  const cpu = (label: string, pick: (x: RoundFigures) => CpuPerRequest | undefined, per = 'request') => {
+    add(`CPU ms per ${per}, ${label}: all threads`, r.map((x) => pick(x)?.totalMs));
+    add(`CPU ms per ${per}, ${label}: main thread`, r.map((x) => pick(x)?.mainMs));
+    add(`database thread busy ms per ${per}, ${label}`, r.map((x) => pick(x)?.databaseMs));
   };
   cpu(`sync execute, spec answer (${v.variant === 'embedded' ? 'weft serve' : 'weft api'})`, (x) => x.cpuPerRequest.syncSpec);
   cpu('sync execute, response block', (x) => x.cpuPerRequest.syncResponse);
   cpu('gateway', (x) => x.cpuPerRequest.gateway);
   cpu('bare proxy', (x) => x.cpuPerRequest.proxy);
+  cpu(`async (${v.variant === 'embedded' ? 'weft serve' : 'weft api'}; the bench's polling included)`, (x) => x.cpuPerRequest.async, 'run');
+  // Busy ms per request times requests per second: near 1, the database thread is what bounds the path.
+  const share = (label: string, perSecond: (x: RoundFigures) => number, pick: (x: RoundFigures) => CpuPerRequest | undefined) =>
+    add(`database thread busy, share of the time, ${label}`, r.map((x) => {
+      const ms = pick(x)?.databaseMs;
+      return ms === undefined ? undefined : +((ms * perSecond(x)) / 1000).toFixed(2);
+    }));
+  share('sync execute, spec answer', (x) => x.syncSpec.rps, (x) => x.cpuPerRequest.syncSpec);
+  share('gateway', (x) => x.gateway.rps, (x) => x.cpuPerRequest.gateway);
+  share('async', (x) => x.async.runsPerSecond, (x) => x.cpuPerRequest.async);
   add('single flight direct ms/req', r.map((x) => x.singleFlightMs.direct));
   add('single flight gateway ms/req', r.map((x) => x.singleFlightMs.gateway));
   add('single flight gateway added ms', r.map((x) => +(x.singleFlightMs.gateway - x.singleFlightMs.direct).toFixed(3)),

@@ -18,9 +18,10 @@
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's added ms); the bare proxy's req/s beside the gateway's (the floor of
-// a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway
-// and the bare proxy (all threads, and the main thread alone, from /proc: it holds when the machine's speed
-// varies between runs, which req/s does not); async runs/s (2,000 runs enqueued by 20 clients,
+// a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway,
+// the bare proxy and per async run (all threads, and the main thread alone, from /proc: it holds when the
+// machine's speed varies between runs, which req/s does not), and embedded, the ms the database thread was busy
+// per request (its `weft_db_busy_seconds_total`); async runs/s (2,000 runs enqueued by 20 clients,
 // first enqueue to last end) and queue wait; RSS 5 s and 30 s (BENCH_SETTLED_SECONDS) after /readyz, after
 // the load, and the same two after a restart, with where it is (bench/compare-memory.ts, from smaps); time
 // to a healthy /readyz. With
@@ -143,13 +144,35 @@ async function helper(kind: 'hello' | 'upstream' | 'proxy', ...args: string[]): 
  * Runs a load and reads the CPU time `pid` used meanwhile, per request answered: a figure that holds on a
  * machine whose speed varies from run to run, where req/s does not.
  */
-async function withCpu(pid: number | undefined, load: () => Promise<LoadResult>): Promise<{ load: LoadResult; cpu?: CpuPerRequest }> {
+async function withCpu(pid: number | undefined, load: () => Promise<LoadResult>, metricsUrl?: string): Promise<{ load: LoadResult; cpu?: CpuPerRequest }> {
+  const measured = await costOf(pid, metricsUrl, load, (r) => r.requests);
+  return { load: measured.value, cpu: measured.cost };
+}
+
+/**
+ * What `work` cost the process `pid` per unit of `count` (requests, runs): CPU ms of its threads and of its
+ * main thread, and with `metricsUrl` (an embedded server's /metrics) the ms its database thread was busy.
+ */
+async function costOf<T>(pid: number | undefined, metricsUrl: string | undefined, work: () => Promise<T>, count: (value: T) => number): Promise<{ value: T; cost?: CpuPerRequest }> {
   const before = cpuMs(pid);
-  const r = await load();
+  const busyBefore = await databaseBusySeconds(metricsUrl);
+  const value = await work();
   const after = cpuMs(pid);
-  if (!before || !after || r.requests === 0) return { load: r };
-  const per = (ms: number) => +(ms / r.requests).toFixed(3);
-  return { load: r, cpu: { totalMs: per(after.totalMs - before.totalMs), mainMs: per(after.mainMs - before.mainMs) } };
+  const busyAfter = await databaseBusySeconds(metricsUrl);
+  const n = count(value);
+  if (!before || !after || n === 0) return { value };
+  const per = (ms: number) => +(ms / n).toFixed(3);
+  const databaseMs = busyBefore !== undefined && busyAfter !== undefined ? per((busyAfter - busyBefore) * 1000) : undefined;
+  return { value, cost: { totalMs: per(after.totalMs - before.totalMs), mainMs: per(after.mainMs - before.mainMs), ...(databaseMs !== undefined ? { databaseMs } : {}) } };
+}
+
+/** `weft_db_busy_seconds_total` from a server's /metrics; undefined without a URL or the metric (PostgreSQL). */
+async function databaseBusySeconds(metricsUrl: string | undefined): Promise<number | undefined> {
+  if (!metricsUrl) return undefined;
+  const r = await request('GET', metricsUrl);
+  if (r.status !== 200) return undefined;
+  const line = r.text.split('\n').find((l) => l.startsWith('weft_db_busy_seconds_total '));
+  return line ? Number(line.slice(line.indexOf(' ') + 1)) : undefined;
 }
 
 async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
@@ -197,9 +220,11 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const direct = await drive('upstream direct', targets.direct, 10, seconds);
     const bareProxy = await withCpu(proxy.child.pid, () => drive('bare proxy', targets.proxy, 10, seconds));
     const apiPid = w.api().child.pid;
-    const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds));
-    const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds));
-    const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds));
+    // The embedded server's database thread reports how busy it was (loopback: /metrics needs no token).
+    const metricsUrl = w.variant === 'embedded' ? `${w.url}/metrics` : undefined;
+    const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds), metricsUrl);
+    const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds), metricsUrl);
+    const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds), metricsUrl);
     const peerLoad = targets.peer ? await drive(peer!.name, targets.peer, 10, seconds) : undefined;
     say(`round ${i}/${o.rounds}: single flight, ${seconds} s per path`);
     const perRequest = async (label: string, t: Target) => +(1000 / Math.max(1, (await drive(`${label} single flight`, t, 1, seconds)).rps)).toFixed(3);
@@ -209,11 +234,12 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
       ...(targets.peer ? { peer: await perRequest(peer!.name, targets.peer) } : {}),
     };
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
-    const asyncFigures = await asyncRuns(w, `compare-async-${i}`, o.runs, 20);
+    const asyncMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-${i}`, o.runs, 20), (f) => f.runs);
+    const asyncFigures = asyncMeasured.value;
     rounds.push({
       helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, direct, proxy: bareProxy.load, gateway: gateway.load,
       ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures,
-      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu },
+      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, async: asyncMeasured.cost },
     });
   }
   const apiPid = w.api().child.pid;

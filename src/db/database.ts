@@ -36,6 +36,11 @@ export interface Database extends Queryable {
   close(): Promise<void>;
   /** Connections in use and waiting, for metrics (PGlite: its one connection, and the calls queued behind it). */
   poolStats?(): { total: number; idle: number; waiting: number };
+  /**
+   * The embedded database's thread so far, for metrics: seconds it was busy (statements, transactions,
+   * VACUUM) and statements it ran for callers. Absent on PostgreSQL, whose server has its own statistics.
+   */
+  activity?(): Promise<{ busySeconds: number; statements: number }>;
 }
 
 /** A unique-violation (23505) from either driver, with the constraint name when known. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-module.js';
 import type { Database, Queryable } from './database.js';
-import type { PgliteReply, PgliteRequest, PgliteWorkerData, WasmModule, WireError } from './pglite-worker.js';
+import type { PgliteActivity, PgliteReply, PgliteRequest, PgliteWorkerData, WasmModule, WireError } from './pglite-worker.js';
 import { DEFAULT_VACUUM, type VacuumOptions } from './pglite-vacuum.js';
 import { txQueryable } from './tx-queryable.js';
 
@@ -153,6 +153,10 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
       await call({ op: 'query', text: 'SELECT 1' });
     },
     poolStats: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
+    async activity() {
+      const a = await call<PgliteActivity>({ op: 'stats' });
+      return { busySeconds: a.busyMs / 1000, statements: a.statements };
+    },
     close() {
       closing ??= (async () => {
         await call({ op: 'close' }).catch(() => undefined);

@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
+import { BusyClock } from './busy-clock.js';
 import { EmbeddedVacuum, type VacuumOptions } from './pglite-vacuum.js';
 
 /** A compiled WebAssembly module, as PGlite's options name it (the build's `lib` has no WebAssembly types). */
@@ -30,7 +31,11 @@ export type PgliteRequest =
   | { id: number; op: 'begin' }
   | { id: number; op: 'end'; tx: number; commit: boolean }
   | { id: number; op: 'dump' }
+  | { id: number; op: 'stats' }
   | { id: number; op: 'close' };
+
+/** What this thread did so far (`stats`): its busy time (statements, transactions and VACUUM) and the statements run for callers. */
+export interface PgliteActivity { busyMs: number; statements: number }
 
 /** A database error as plain data: message plus the fields callers read (code, constraint, ...). */
 export interface WireError { message: string; fields: Record<string, string | undefined> }
@@ -64,6 +69,8 @@ const outcomes = new Map<number, Promise<void>>();
 let nextTx = 1;
 let db: PGlite;
 let vacuum: EmbeddedVacuum | undefined;
+const busy = new BusyClock();
+let statements = 0;
 
 /**
  * Opens a transaction and answers once PGlite holds it (its lock taken); the callback then waits for `end`.
@@ -112,6 +119,7 @@ function on(tx: number | undefined): Transaction | PGlite {
 async function handle(req: PgliteRequest): Promise<unknown> {
   switch (req.op) {
     case 'query': {
+      statements++;
       vacuum?.noteStatement();
       // Without parameters, the simple protocol: one call into PGlite instead of the extended protocol's
       // parse, bind and execute (measured: SELECT 1 in 30 us against 55 to 65 us).
@@ -119,6 +127,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
       return (await on(req.tx).query(req.text, req.params)).rows;
     }
     case 'exec':
+      statements++;
       vacuum?.noteStatement();
       await on(req.tx).exec(req.text);
       return undefined;
@@ -130,6 +139,8 @@ async function handle(req: PgliteRequest): Promise<unknown> {
       const blob = await db.dumpDataDir('none');
       return blob.arrayBuffer();
     }
+    case 'stats':
+      return { busyMs: busy.busyMs(), statements } satisfies PgliteActivity;
     case 'close':
       await vacuum?.stop();
       await db.close();
@@ -138,7 +149,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
 }
 
 port.on('message', (req: PgliteRequest) => {
-  handle(req).then(
+  (req.op === 'stats' ? handle(req) : busy.track(() => handle(req))).then(
     (value) => {
       const reply: PgliteReply = { id: req.id, ok: true, value };
       port.postMessage(reply, value instanceof ArrayBuffer ? [value] : []);
@@ -159,7 +170,12 @@ try {
     ...init.binaries,
   });
   if (init.vacuum) {
-    vacuum = new EmbeddedVacuum(db, init.vacuum, (err) => {
+    const pglite = db;
+    const tracked = {
+      exec: (sql: string) => busy.track(() => pglite.exec(sql)),
+      query: <T>(sql: string) => busy.track(() => pglite.query<T>(sql)),
+    };
+    vacuum = new EmbeddedVacuum(tracked, init.vacuum, (err) => {
       // No logger on this thread; a failed pass is retried at the next interval.
       console.warn(`weft: VACUUM of the embedded database failed: ${err instanceof Error ? err.message : String(err)}`);
     });

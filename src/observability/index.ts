@@ -16,11 +16,16 @@ const SERVICE_VERSION = '0.1.0';
  * Metrics always (cheap; scraped on demand), traces only with an OTLP endpoint. Closed (traces flushed)
  * through the composition root's lifecycles; a worker's own /metrics listener is workerMetricsListener.
  */
-export function createObservability(ctx: AppContext, sources: Omit<ScrapeSources, 'poolStats'>): Observability {
+export function createObservability(ctx: AppContext, sources: Omit<ScrapeSources, 'poolStats' | 'databaseActivity'>): Observability {
   const { config, db, log } = ctx;
   const o = config.observability;
   const tracing = o.otlpTracesUrl ? new Tracing({ url: o.otlpTracesUrl, serviceName: o.serviceName, serviceVersion: SERVICE_VERSION }) : undefined;
-  const obs = new Observability(log, { ...sources, poolStats: db.poolStats ? () => db.poolStats?.() : undefined }, tracing);
+  const activity = db.activity;
+  const obs = new Observability(log, {
+    ...sources,
+    poolStats: db.poolStats ? () => db.poolStats?.() : undefined,
+    databaseActivity: activity ? () => activity.call(db) : undefined,
+  }, tracing);
   if (tracing) log.info({ endpoint: o.otlpTracesUrl, serviceName: o.serviceName }, 'exporting traces over OTLP/HTTP');
   const access = metricsAccess(config.host, o.metricsToken);
   // Said once at start-up, by whichever listener would serve /metrics (a worker only with its own port).

@@ -19,6 +19,8 @@ export interface ScrapeSources {
   /** Async runs waiting for a worker (the durable `executions` rows, not the broker's view). */
   queueDepth?: () => Promise<number>;
   poolStats?: () => PoolStats | undefined;
+  /** The embedded database's thread: busy seconds and statements so far (both only grow). */
+  databaseActivity?: () => Promise<{ busySeconds: number; statements: number }>;
 }
 
 export class Metrics {
@@ -69,7 +71,7 @@ export class Metrics {
       help: 'Requests refused by plan limits, by kind: rate (execution buckets), api (API buckets), concurrency, usage (period cost cap)',
       labelNames: ['kind'], registers,
     });
-    const { queueDepth, poolStats } = sources;
+    const { queueDepth, poolStats, databaseActivity } = sources;
     if (queueDepth) {
       new Gauge({
         name: 'weft_queue_depth', help: 'Async runs queued and not yet started (read from the database at scrape time)', registers,
@@ -103,5 +105,40 @@ export class Metrics {
         },
       });
     }
+    if (databaseActivity) registerDatabaseActivity(databaseActivity, registers);
   }
+}
+
+/**
+ * The embedded database's thread as two counters, read from it at scrape time (one read serves both). Its
+ * totals only grow; each scrape adds what they grew by since the scrape before.
+ */
+function registerDatabaseActivity(read: NonNullable<ScrapeSources['databaseActivity']>, registers: Registry[]): void {
+  type Activity = { busySeconds: number; statements: number };
+  let reading: Promise<Activity | undefined> | undefined;
+  // Both counters collect in the same scrape: they share one read, dropped once the scrape's turn is over.
+  const current = () => {
+    reading ??= read()
+      .catch(() => undefined) // the database away: no new sample this scrape
+      .finally(() => setImmediate(() => {
+        reading = undefined;
+      }));
+    return reading;
+  };
+  const counter = (name: string, help: string, pick: (a: Activity) => number) => {
+    let counted = 0;
+    new Counter({
+      name, help, registers,
+      async collect() {
+        const now = await current();
+        if (!now || pick(now) <= counted) return;
+        this.inc(pick(now) - counted);
+        counted = pick(now);
+      },
+    });
+  };
+  counter('weft_db_busy_seconds_total',
+    'Seconds the embedded database thread was busy (statements, transactions, VACUUM); rising at about 1 per second, it is saturated',
+    (a) => a.busySeconds);
+  counter('weft_db_statements_total', 'Statements the embedded database thread ran for the server', (a) => a.statements);
 }

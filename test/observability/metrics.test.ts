@@ -98,6 +98,28 @@ describe('GET /metrics', () => {
     if (t.server.ctx.db.mode === 'pglite') expect(totalConns).toBe(1);
   });
 
+  it('reports how busy the embedded database thread was, growing with the work it did (embedded only)', async () => {
+    const before = await scrape();
+    if (t.server.ctx.db.mode !== 'pglite') {
+      // PostgreSQL keeps its own statistics; the server reports no thread of its own.
+      expect(find(before, 'weft_db_busy_seconds_total')).toEqual([]);
+      expect(find(before, 'weft_db_statements_total')).toEqual([]);
+      return;
+    }
+    for (let n = 0; n < 5; n++) {
+      const r = await t.call('POST', `/api/workflows/${workflowId}/execute`, { n });
+      expect(r.status).toBe(200);
+    }
+    const after = await scrape();
+    // Each sync run writes its row (group-committed, but these five ran one after another).
+    expect(total(after, 'weft_db_statements_total') - total(before, 'weft_db_statements_total')).toBeGreaterThanOrEqual(5);
+    expect(total(after, 'weft_db_busy_seconds_total')).toBeGreaterThan(total(before, 'weft_db_busy_seconds_total'));
+    // Counters never go back from one scrape to the next.
+    const again = await scrape();
+    expect(total(again, 'weft_db_busy_seconds_total')).toBeGreaterThanOrEqual(total(after, 'weft_db_busy_seconds_total'));
+    expect(total(again, 'weft_db_statements_total')).toBeGreaterThanOrEqual(total(after, 'weft_db_statements_total'));
+  });
+
   it('counts AI tokens and cost by model after a gateway call', async () => {
     fake.handler = () => ({ text: 'hi', usage: { prompt: 100, completion: 50 } });
     const before = await scrape();
