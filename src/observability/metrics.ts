@@ -110,30 +110,21 @@ export class Metrics {
 }
 
 /**
- * The embedded database's thread as two counters, read from it at scrape time (one read serves both). Its
- * totals only grow; each scrape adds what they grew by since the scrape before.
+ * The embedded database's thread as two counters, read from it at scrape time. Its totals only grow; each
+ * scrape adds what they grew by since the scrape before.
  */
 function registerDatabaseActivity(read: NonNullable<ScrapeSources['databaseActivity']>, registers: Registry[]): void {
   type Activity = { busySeconds: number; statements: number };
-  let reading: Promise<Activity | undefined> | undefined;
-  // Both counters collect in the same scrape: they share one read, dropped once the scrape's turn is over.
-  const current = () => {
-    reading ??= read()
-      .catch(() => undefined) // the database away: no new sample this scrape
-      .finally(() => setImmediate(() => {
-        reading = undefined;
-      }));
-    return reading;
-  };
   const counter = (name: string, help: string, pick: (a: Activity) => number) => {
     let counted = 0;
     new Counter({
       name, help, registers,
       async collect() {
-        const now = await current();
-        if (!now || pick(now) <= counted) return;
-        this.inc(pick(now) - counted);
-        counted = pick(now);
+        // The database away: no new sample this scrape.
+        const now = await read().then(pick, () => undefined);
+        if (now === undefined || now <= counted) return;
+        this.inc(now - counted);
+        counted = now;
       },
     });
   };
