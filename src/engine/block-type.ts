@@ -108,6 +108,11 @@ export interface BlockType<C = unknown> {
   endsRun?: boolean;
   /** Only one per definition, at the top level, and the entry point of the run. */
   entry?: boolean;
+  /**
+   * Its output is a function of its resolved config and the run's input alone (no I/O, clock, randomness or
+   * code): a replay recomputes it, so its step record need not be durable before its dependants start.
+   */
+  pure?: boolean;
   run(ctx: BlockContext, config: C): Promise<BlockResult>;
 }
 

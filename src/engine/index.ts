@@ -7,6 +7,7 @@ export type {
   RunOptions,
   RunResult,
   StepRecord,
+  StepRecording,
   BlockTrace,
   PausePoint,
   RetryPolicy,

@@ -91,6 +91,10 @@ export interface StepRecord {
   variables?: Record<string, unknown>;
 }
 
+export interface StepRecording {
+  recomputable: boolean;
+}
+
 export interface BlockTrace {
   key: string;
   blockId: string;
@@ -144,8 +148,11 @@ export interface RunOptions {
   variables?: Record<string, unknown>;
   /** Durable replay: a step whose key is here is not run again; its recorded output is used. */
   recorded?: ReadonlyMap<string, StepRecord>;
-  /** Awaited after each block completes and before its dependants start. */
-  onStep?: (step: StepRecord) => Promise<void>;
+  /**
+   * Awaited after each block completes and before its dependants start. `recomputable`: a replay without
+   * this record computes the same output (a pure block's step), so the record may wait for a later one.
+   */
+  onStep?: (step: StepRecord, how: StepRecording) => Promise<void>;
   /**
    * Block executions per run (default 100,000): every block, container, loop iteration's
    * children, retry attempt and replayed step counts. Past it the run fails.

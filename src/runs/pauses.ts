@@ -3,7 +3,7 @@
 // live in resume-claims.ts and the SQL in pause-store.ts. The timeout sweep is the next seam to move out.
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
-import type { CompiledGraph, PausePoint, RunResult, StepRecord } from '../engine/index.js';
+import type { CompiledGraph, PausePoint, RunResult, StepRecord, StepRecording } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
@@ -30,7 +30,7 @@ export interface PauseDeps {
   queue: JobQueue;
   workflows: WorkflowService;
   startResumed(run: RunContext, graph: CompiledGraph, opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal;
-    recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> }): Promise<RunResult>;
+    recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void> }): Promise<RunResult>;
   charge(q: Queryable, account: string, executionId: string): Promise<unknown>;
   planOf(workspaceId: string): Promise<string>;
   baseUrl(): string;
@@ -277,7 +277,7 @@ export class PauseService {
    */
   async runEntry(
     entryId: string,
-    opts: { signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void> },
+    opts: { signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void> },
   ): Promise<{ result: RunResult; output: unknown; lost?: boolean }> {
     const entry = await ps.findResumeEntry(this.db, entryId);
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
@@ -298,9 +298,9 @@ export class PauseService {
       mode: 'async',
       signal: opts.signal,
       recorded,
-      onStep: async (s) => {
+      onStep: async (s, how) => {
         steps.push(s);
-        await opts.onStep?.(s);
+        await opts.onStep?.(s, how);
       },
     });
     // Shutting down: the job row stays unfinished and resumes after the restart.

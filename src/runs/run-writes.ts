@@ -1,6 +1,5 @@
 import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
-import type { StepRecord } from '../engine/index.js';
 import type { LimitsService } from '../limits/service.js';
 import * as store from './store.js';
 import type { ExecutionRow, FinishedExecution, NewExecution } from './store.js';
@@ -16,7 +15,7 @@ export class RunWrites {
   /** An accepted async run (its row, queued or, with `leaseMs`, leased to this process); undefined when its id was taken. */
   readonly claims: GroupCommit<NewExecution & { leaseMs?: number }, ExecutionRow | undefined>;
   /** A block's durable step record; one already recorded is kept. */
-  readonly steps: GroupCommit<{ executionId: string; step: StepRecord }, undefined>;
+  readonly steps: GroupCommit<store.TimedStep, undefined>;
   /** A queued (or abandoned) async run taken by this worker, with a lease of `leaseMs`; undefined when it is not to be had. */
   readonly leases: GroupCommit<string, ExecutionRow | undefined>;
   /** A run's final state and base charge, fenced by its lease attempt when it has one; undefined when taken over. */

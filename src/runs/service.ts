@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { AccountsService, Actor } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
-import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
+import { runWorkflow, type EnginePorts, type RunResult, type StepRecord, type StepRecording } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { Admission, LimitsService } from '../limits/service.js';
@@ -21,6 +21,7 @@ import { listRuns, type RunFilter, type RunListRow } from './history-store.js';
 import { findResumeRun } from './pause-store.js';
 import { PauseService, type ResumeOutcome } from './pauses.js';
 import { RunWrites } from './run-writes.js';
+import { StepRecorder } from './step-recorder.js';
 import { resolveSelectors, type OutputSelector } from './output-selection.js';
 import { capResult, finishedFrom, runLimits, runOutput } from './run-options.js';
 import type { RunContext } from './run-context.js';
@@ -188,7 +189,7 @@ export class ExecutionService {
     run: RunContext,
     graph: ReturnType<WorkflowService['compileVersion']>,
     opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal; depth?: number; trigger?: string;
-      recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord) => Promise<void>; timeoutMs?: number | null },
+      recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void>; timeoutMs?: number | null },
   ): Promise<RunResult> {
     const limits = runLimits(this.deps.config, this.limits.plan(run.plan), opts.mode);
     if (opts.timeoutMs) limits.timeoutMs = Math.min(limits.timeoutMs, opts.timeoutMs);
@@ -420,9 +421,12 @@ export class ExecutionService {
         return;
       }
       const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.db, row.id)) : new Map<string, StepRecord>();
-      const onStep = async (step: StepRecord) => {
+      const steps = new StepRecorder(row.id,
+        (step) => this.durable(executionId, () => this.writes.steps.submit(step)),
+        (step) => this.writes.steps.submit(step));
+      const onStep = async (step: StepRecord, how: StepRecording) => {
         try {
-          await this.durable(executionId, () => this.writes.steps.submit({ executionId: row.id, step }));
+          await steps.record(step, how);
         } catch (err) {
           if (isDatabaseUnavailable(err)) {
             // Stop the run: it resumes from its recorded steps once the database is back.
@@ -465,10 +469,12 @@ export class ExecutionService {
       }
       const finished = finishedFrom(result);
       if (result.status === 'paused') {
+        await steps.settled(); // the snapshot holds every record sent
+        const snapshot = [...(await this.durable(executionId, () => store.loadSteps(this.db, row.id))).values()];
         finished.output = await this.pauses.persistPause({
           executionId, workspaceId: row.workspace_id, workflowId: row.workflow_id, versionId: version.id,
           mode: 'async', billedAccount: row.billed_account, input: row.input, baseUrl: row.link_base ?? this.baseUrl(),
-        }, result, [...(await this.durable(executionId, () => store.loadSteps(this.db, row.id))).values()]);
+        }, result, snapshot);
       }
       await this.finish(row, finished);
     } catch (err) {

@@ -323,26 +323,26 @@ export async function findExecutionAmong(q: Queryable, ids: string[]): Promise<E
   return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1', [ids]).then((r) => r[0]);
 }
 
-export async function recordStep(q: Queryable, executionId: string, step: StepRecord): Promise<void> {
-  await q.query(
-    `INSERT INTO execution_steps (execution_id, step_key, block_id, output) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (execution_id, step_key) DO NOTHING`,
-    [executionId, step.key, step.blockId, JSON.stringify({ output: step.output ?? null, error: step.error, variables: step.variables })],
-  );
+/** A step record to write, with when the step finished (its order in the run's live timeline). */
+export interface TimedStep {
+  executionId: string;
+  step: StepRecord;
+  /** ISO 8601 with microseconds (see StepRecorder). */
+  finishedAt: string;
 }
 
-/** `recordStep` for several runs' steps in one statement (group commit); a step already recorded is kept. */
-export async function recordSteps(q: Queryable, steps: readonly { executionId: string; step: StepRecord }[]): Promise<void> {
+/** Steps of several runs in one statement (group commit); a step already recorded is kept. */
+export async function recordSteps(q: Queryable, steps: readonly TimedStep[]): Promise<void> {
   await runStatement(q, {
     name: 'weft_record_steps', args: 'jsonb', returns: 'TABLE (recorded int)',
     sql: `WITH recorded AS (
-       INSERT INTO execution_steps (execution_id, step_key, block_id, output)
-       SELECT execution_id, step_key, block_id, output
-         FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb)
+       INSERT INTO execution_steps (execution_id, step_key, block_id, output, finished_at)
+       SELECT execution_id, step_key, block_id, output, finished_at
+         FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb, finished_at timestamptz)
        ON CONFLICT (execution_id, step_key) DO NOTHING RETURNING 1
      ) SELECT count(*)::int AS recorded FROM recorded`,
-  }, [JSON.stringify(steps.map(({ executionId, step }) => ({
-    execution_id: executionId, step_key: step.key, block_id: step.blockId,
+  }, [JSON.stringify(steps.map(({ executionId, step, finishedAt }) => ({
+    execution_id: executionId, step_key: step.key, block_id: step.blockId, finished_at: finishedAt,
     output: { output: step.output ?? null, error: step.error, variables: step.variables },
   })))]);
 }

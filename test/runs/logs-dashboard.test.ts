@@ -66,6 +66,9 @@ describe('the timeline of a running async run', () => {
     expect(live.status).toBe('processing');
     expect(live.endedAt).toBeNull();
     expect(live.costUsd).toBeNull();
+    // The start block's record is sent without waiting for it (replay recomputes it), before the block after it
+    // runs: it is there, and first, though its id sorts after "first".
+    expect(live.trace.map((e: { blockId: string }) => e.blockId)).toEqual(['start', 'first']);
     const first = live.trace.find((e: { blockId: string }) => e.blockId === 'first');
     expect(first).toMatchObject({ key: 'first', name: 'First step', type: 'function', status: 'success', output: { step: 1 } });
     expect(first.durationMs).toBeGreaterThanOrEqual(0);

@@ -26,6 +26,7 @@ export const responseBlock = defineBlockType<ResponseConfig>({
   config: responseConfigSchema,
   endsRun: true,
   retryable: false,
+  pure: true,
   async run(_ctx, config) {
     const status = typeof config.status === 'string' ? Number(config.status.trim()) : config.status;
     if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) {

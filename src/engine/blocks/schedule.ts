@@ -57,6 +57,7 @@ export const scheduleBlock = defineBlockType<ScheduleConfig>({
   config: scheduleConfigSchema,
   entry: true,
   retryable: false,
+  pure: true,
   // The trigger's settings are read by the schedules area; references in them are not resolved.
   rawFields: ['cron', 'timezone'],
   outputFields: () => ['scheduledAt', 'missedTicks'],

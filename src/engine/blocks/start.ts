@@ -122,6 +122,7 @@ export const startBlock = defineBlockType<StartConfig>({
   config: startConfigSchema,
   entry: true,
   retryable: false,
+  pure: true,
   // Declared fields plus the raw input; without declared fields the raw input is the output.
   outputFields: (config) => (config.inputFormat.length > 0 ? [...config.inputFormat.map((f) => f.name), 'input'] : null),
   async run(ctx, config) {

@@ -54,6 +54,7 @@ export const webhookBlock = defineBlockType<WebhookConfig>({
   config: webhookConfigSchema,
   entry: true,
   retryable: false,
+  pure: true,
   // The trigger's settings are read by the webhooks area; references in them are not resolved.
   rawFields: ['token', 'secret', 'responseBody', 'path', 'tokenHeader', 'idempotencyField'],
   maskedFields: ['token', 'secret'],
