@@ -243,6 +243,9 @@ export interface AsyncFigures {
   observedRunsPerSecond: number;
   queueWaitP50Ms: number;
   queueWaitP99Ms: number;
+  /** A run from its start to its end (endedAt - startedAt): what its writes and blocks cost it. */
+  runMsP50: number;
+  runMsP99: number;
   /** Scaled: the runs each worker finished in this measurement. */
   perWorker?: number[];
 }
@@ -296,6 +299,7 @@ export async function asyncRuns(w: Weft, name: string, total: number, clients: n
   if (runs.length !== total) throw new Error(`expected ${total} async runs in the logs, found ${runs.length}`);
   const lastEnd = Math.max(...runs.map((r) => Date.parse(r.endedAt ?? r.startedAt)));
   const waits = runs.map((r) => Date.parse(r.startedAt) - Date.parse(r.createdAt)).sort((a, b) => a - b);
+  const durations = runs.map((r) => Date.parse(r.endedAt ?? r.startedAt) - Date.parse(r.startedAt)).sort((a, b) => a - b);
   const after = await Promise.all(w.workers.map(workerAsyncRuns));
   return {
     runs: total,
@@ -305,6 +309,8 @@ export async function asyncRuns(w: Weft, name: string, total: number, clients: n
     observedRunsPerSecond: Math.round(total / (Math.max(1, seenDone - began) / 1000)),
     queueWaitP50Ms: pct(waits, 50),
     queueWaitP99Ms: pct(waits, 99),
+    runMsP50: pct(durations, 50),
+    runMsP99: pct(durations, 99),
     ...(w.workers.length ? { perWorker: after.map((n, i) => n - before[i]) } : {}),
   };
 }
