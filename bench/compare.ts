@@ -106,6 +106,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 // 2 s of the first path after the start are reported apart, as the cold figure.
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 10);
 const coldSeconds = 2;
+const resumeSeconds = 3;
 const baselines = new Set(['hello', 'direct', 'proxy', 'peer']);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
 // Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
@@ -232,6 +233,9 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const apiPid = w.api().child.pid;
     // The embedded server's database thread reports how busy it was (loopback: /metrics needs no token).
     const metricsUrl = w.variant === 'embedded' ? `${w.url}/metrics` : undefined;
+    // Weft sat idle while the baselines ran; after an idle spell its first seconds are slower (bench/RESULTS.md,
+    // "cold and warm"). The figures are for a server under steady load: it gets load again before they are taken.
+    await drive('warm-up (after the baselines) sync execute, spec answer', targets.syncSpec, 10, resumeSeconds);
     const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds), metricsUrl);
     const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds), metricsUrl);
     const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds), metricsUrl);
