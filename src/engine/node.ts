@@ -264,7 +264,10 @@ async function record(scope: ScopeRun, b: CompiledBlock, step: StepRecord): Prom
   const onStep = scope.run.opts.onStep;
   if (!onStep) return null;
   try {
-    await onStep(scope.run.mask.value(step), { recomputable: b.type.pure === true && step.variables === undefined });
+    await onStep(scope.run.mask.value(step), {
+      recomputable: b.type.pure === true && step.variables === undefined,
+      endsRun: b.type.endsRun === true && step.error === undefined,
+    });
     return null;
   } catch (err) {
     return { kind: 'failed', error: blockFailure(b, new Error(`could not record the step: ${errorMessage(err)}`)) };

@@ -92,7 +92,10 @@ export interface StepRecord {
 }
 
 export interface StepRecording {
+  /** A replay without this record computes the same output (a pure block's step). */
   recomputable: boolean;
+  /** The run ends with this step (a response block): no dependant starts after it. */
+  endsRun: boolean;
 }
 
 export interface BlockTrace {
@@ -149,8 +152,9 @@ export interface RunOptions {
   /** Durable replay: a step whose key is here is not run again; its recorded output is used. */
   recorded?: ReadonlyMap<string, StepRecord>;
   /**
-   * Awaited after each block completes and before its dependants start. `recomputable`: a replay without
-   * this record computes the same output (a pure block's step), so the record may wait for a later one.
+   * Awaited after each block completes and before its dependants start. `how` says what a durable record of
+   * the step is worth: a recomputable step's record need not be committed first, and one that also ends the
+   * run is never needed.
    */
   onStep?: (step: StepRecord, how: StepRecording) => Promise<void>;
   /**

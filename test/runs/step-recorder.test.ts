@@ -22,11 +22,11 @@ describe('StepRecorder', () => {
     const sent = held();
     const r = new StepRecorder('run-1', durable.write, sent.write);
 
-    expect(await settledWithin(r.record(step('start'), { recomputable: true }))).toBe(true);
+    expect(await settledWithin(r.record(step('start'), { recomputable: true, endsRun: false }))).toBe(true);
     expect(sent.calls.map((c) => c.step.step.key)).toEqual(['start']);
     expect(durable.calls).toHaveLength(0);
 
-    const fn = r.record(step('fn'), { recomputable: false });
+    const fn = r.record(step('fn'), { recomputable: false, endsRun: false });
     expect(await settledWithin(fn)).toBe(false);
     expect(durable.calls.map((c) => c.step.step.key)).toEqual(['fn']);
     durable.calls[0].settle();
@@ -34,14 +34,28 @@ describe('StepRecorder', () => {
     expect(durable.calls[0].step.executionId).toBe('run-1');
   });
 
+  it('writes nothing for a pure step that ends the run (its final state follows)', async () => {
+    const durable = held();
+    const sent = held();
+    const r = new StepRecorder('run-5', durable.write, sent.write);
+    await r.record(step('respond'), { recomputable: true, endsRun: true });
+    expect(sent.calls).toHaveLength(0);
+    expect(durable.calls).toHaveLength(0);
+    // A step that ends the run but is not pure is still committed first.
+    const fn = r.record(step('end'), { recomputable: false, endsRun: true });
+    expect(durable.calls.map((c) => c.step.step.key)).toEqual(['end']);
+    durable.calls[0].settle();
+    await fn;
+  });
+
   it('fails the block when a durable write fails; a lost recomputable record fails nothing', async () => {
     const durable = held();
     const sent = held();
     const r = new StepRecorder('run-2', durable.write, sent.write);
-    await r.record(step('start'), { recomputable: true });
+    await r.record(step('start'), { recomputable: true, endsRun: false });
     sent.calls[0].settle(new Error('database away'));
     await r.settled();
-    const fn = r.record(step('fn'), { recomputable: false });
+    const fn = r.record(step('fn'), { recomputable: false, endsRun: false });
     durable.calls[0].settle(new Error('database away'));
     await expect(fn).rejects.toThrow('database away');
   });
@@ -49,8 +63,8 @@ describe('StepRecorder', () => {
   it('settled() waits for every record sent without waiting', async () => {
     const sent = held();
     const r = new StepRecorder('run-3', held().write, sent.write);
-    await r.record(step('a'), { recomputable: true });
-    await r.record(step('b'), { recomputable: true });
+    await r.record(step('a'), { recomputable: true, endsRun: false });
+    await r.record(step('b'), { recomputable: true, endsRun: false });
     const settled = r.settled();
     sent.calls[0].settle();
     expect(await settledWithin(settled)).toBe(false);
@@ -62,7 +76,7 @@ describe('StepRecorder', () => {
     const sent = held();
     const r = new StepRecorder('run-4', held().write, sent.write);
     const before = Date.now();
-    for (let i = 0; i < 50; i++) await r.record(step(`s${i}`), { recomputable: true });
+    for (let i = 0; i < 50; i++) await r.record(step(`s${i}`), { recomputable: true, endsRun: false });
     const times = sent.calls.map((c) => c.step.finishedAt);
     for (const t of times) expect(t).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     // Same length, so the text order is the time order; 50 records in well under 50 ms share milliseconds.
