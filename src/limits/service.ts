@@ -10,6 +10,8 @@ import { runCosts, type RunCost } from './run-cost.js';
 import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
 import { reconcileTotals, releaseCharge, reserveCharge } from './usage-totals.js';
 
+export { runUsageKey } from './usage.js';
+
 export type ExecutionMode = 'sync' | 'async';
 export type BucketKind = ExecutionMode | 'api';
 
@@ -27,6 +29,11 @@ export interface Admission {
   slot: string | null;
   /** Frees the concurrency slot and gives back the reserved charge unless the run's charge was written; call once the run ended. */
   release: () => Promise<void>;
+  /**
+   * Tells the admission that the usage event `usageKey` was written, which consumed its reservation when that is
+   * the key it reserved for: `release` then frees the slot without a statement to give the charge back.
+   */
+  charged: (usageKey: string) => void;
 }
 
 /** What an admission is for: the rate bucket it draws on, and how the run executes (its slot's lifetime). */
@@ -95,7 +102,7 @@ export class LimitsService {
    */
   async admitRun(account: string, plan: string, req: AdmissionRequest): Promise<Admission> {
     const bucket = this.bucket(account, plan, req.bucket);
-    if (!this.enabled) return { state: await this.limiter.peek(...bucket), slot: null, release: noop };
+    if (!this.enabled) return { state: await this.limiter.peek(...bucket), slot: null, release: noop, charged: () => undefined };
     const p = this.plans(plan);
     const token = randomUUID();
     const now = this.clock.now();
@@ -121,13 +128,18 @@ export class LimitsService {
           { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
       }
       let released = false;
+      let consumed = false;
       return {
         state,
         slot: token,
         release: async () => {
           if (released) return;
           released = true;
-          await this.releaseSlot(account, token);
+          if (consumed) await this.slots.release(account, token);
+          else await this.releaseSlot(account, token);
+        },
+        charged: (usageKey) => {
+          if (req.usageKey !== undefined && usageKey === req.usageKey) consumed = true;
         },
       };
     } catch (err) {

@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
+import { runStatement, type SessionStatement } from '../db/session-function.js';
 
 // The running usage total of each (billed account, billing period) and the base charges admission
 // reserved against it (migration 0018). The totals follow usage_events through triggers, in the
@@ -41,8 +42,24 @@ export interface ReservationOutcome {
  * sees the reservations before it. Reservations of the period past their expiry are dropped first.
  */
 export async function reserveCharge(q: Queryable, r: Reservation): Promise<ReservationOutcome> {
-  const rows = await q.query<{ cost: string; reserved: string; admitted: boolean }>(
-    `WITH expired AS (
+  const rows = await runStatement<{ cost: string; reserved: string; admitted: boolean }>(q, RESERVE_CHARGE,
+    [r.account, r.period, r.amountUsd.toFixed(9), r.capUsd.toFixed(9), r.token, r.usageKey, r.now.toISOString(), r.expiresAt.toISOString()]);
+  const row = rows[0];
+  return { admitted: row.admitted, costUsd: round9(row.cost), reservedUsd: round9(row.reserved) };
+}
+
+/** Gives a reservation back (its run ended without writing its charge, or was refused by a later gate); a no-op once consumed. */
+export async function releaseCharge(q: Queryable, token: string): Promise<void> {
+  await runStatement(q, RELEASE_CHARGE, [token]);
+}
+
+// Every run's admission and end runs these two: on the embedded database they are session functions, planned
+// once (src/db/session-function.ts); planning the reservation's CTE cost more than running it.
+const RESERVE_CHARGE: SessionStatement = {
+  name: 'weft_reserve_charge',
+  args: 'text, date, numeric, numeric, text, text, timestamptz, timestamptz',
+  returns: 'TABLE (cost text, reserved text, admitted boolean)',
+  sql: `WITH expired AS (
        DELETE FROM usage_reservations WHERE account = $1 AND period = $2::date AND expires_at <= $7::timestamptz RETURNING amount_usd
      ), freed AS (
        SELECT COALESCE(sum(amount_usd), 0) AS amount FROM expired
@@ -58,22 +75,18 @@ export async function reserveCharge(q: Queryable, r: Reservation): Promise<Reser
        INSERT INTO usage_reservations (token, account, period, usage_key, amount_usd, expires_at)
        SELECT $5, $1, $2::date, $6, $3::numeric, $8::timestamptz FROM t WHERE t.last_admitted
      )
-     SELECT cost_usd::text AS cost, reserved_usd::text AS reserved, last_admitted AS admitted FROM t`,
-    [r.account, r.period, r.amountUsd.toFixed(9), r.capUsd.toFixed(9), r.token, r.usageKey, r.now.toISOString(), r.expiresAt.toISOString()],
-  );
-  const row = rows[0];
-  return { admitted: row.admitted, costUsd: round9(row.cost), reservedUsd: round9(row.reserved) };
-}
+     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_admitted AS admitted FROM t`,
+};
 
-/** Gives a reservation back (its run ended without writing its charge, or was refused by a later gate); a no-op once consumed. */
-export async function releaseCharge(q: Queryable, token: string): Promise<void> {
-  await q.query(
-    `WITH gone AS (DELETE FROM usage_reservations WHERE token = $1 RETURNING account, period, amount_usd)
-     UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - g.amount_usd)
-       FROM gone g WHERE u.account = g.account AND u.period = g.period`,
-    [token],
-  );
-}
+const RELEASE_CHARGE: SessionStatement = {
+  name: 'weft_release_charge',
+  args: 'text',
+  returns: 'TABLE (released int)',
+  sql: `WITH gone AS (DELETE FROM usage_reservations WHERE token = $1 RETURNING account, period, amount_usd),
+     eased AS (UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - g.amount_usd)
+       FROM gone g WHERE u.account = g.account AND u.period = g.period RETURNING 1)
+     SELECT count(*)::int AS released FROM eased`,
+};
 
 /** A total that disagreed with the sum of its events. */
 export interface TotalDifference {

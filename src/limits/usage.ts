@@ -51,18 +51,21 @@ export async function recordCost(q: Queryable, e: CostEvent): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** The idempotency key of a run's base charge (its usage event; admission reserves the charge under it). */
+export const runUsageKey = (executionId: string): string => `run:${executionId}`;
+
 /** The base charge (USD) recorded for each of some runs; runs never charged are absent. */
 export async function runCharges(q: Queryable, executionIds: string[]): Promise<Map<string, number>> {
   if (executionIds.length === 0) return new Map();
   const rows = await q.query<{ key: string; amount: number | string }>(
     'SELECT idempotency_key AS key, amount_usd::float8 AS amount FROM usage_events WHERE idempotency_key = ANY($1::text[])',
-    [executionIds.map((id) => `run:${id}`)],
+    [executionIds.map(runUsageKey)],
   );
   return new Map(rows.map((r) => [r.key.slice('run:'.length), Number(r.amount)]));
 }
 
 export const recordRunCharge = (q: Queryable, account: string, executionId: string, at: Date) =>
-  recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: `run:${executionId}`, at, metadata: { executionId }, executionId });
+  recordCost(q, { account, amountUsd: BASE_RUN_CHARGE_USD, source: 'run', idempotencyKey: runUsageKey(executionId), at, metadata: { executionId }, executionId });
 
 /**
  * The base charge of runs written by the same statement: inserts the usage events of the rows of CTE `from`

@@ -10,7 +10,7 @@ import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord, type StepRecording } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
-import type { Admission, LimitsService } from '../limits/service.js';
+import { runUsageKey, type Admission, type LimitsService } from '../limits/service.js';
 import type { RunObserver } from '../observability/observer.js';
 import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
@@ -138,7 +138,7 @@ export class ExecutionService {
       : (await this.deps.workflows.activeVersion(workflow))?.id;
     if (!versionId) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
-    const admission = await this.limits.admitRun(run.billedAccount, run.plan, { bucket: opts.bucket ?? mode, mode, usageKey: `run:${executionId}` });
+    const admission = await this.limits.admitRun(run.billedAccount, run.plan, { bucket: opts.bucket ?? mode, mode, usageKey: runUsageKey(executionId) });
     return { workflow, versionId, admission, executionId };
   }
 
@@ -256,13 +256,15 @@ export class ExecutionService {
           else if (!(await store.insertFinished(q, base, paused))) throw executionIdConflict(executionId);
           await this.limits.chargeRun(run.billedAccount, executionId, q);
         });
-      } else if (opts.executionId) {
-        // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
-        periodCostUsd = (await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished }))?.periodCostUsd;
       } else {
-        const ended = await this.writes.finishedRuns.submit({ e: base, f: finished });
-        if (!ended) throw executionIdConflict(executionId);
-        periodCostUsd = ended.periodCostUsd;
+        // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
+        const ended = opts.executionId
+          ? await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished })
+          : await this.writes.finishedRuns.submit({ e: base, f: finished });
+        if (!ended && !opts.executionId) throw executionIdConflict(executionId);
+        periodCostUsd = ended?.periodCostUsd;
+        // Its charge consumed the reservation made at admission: the release has nothing to give back.
+        if (ended?.charged) admitted.admission.charged(runUsageKey(executionId));
       }
       this.deps.observer?.runFinished({
         workflowId: admitted.workflow.id, executionId: publicExecutionId(executionId), workspaceId: run.workspaceId, trigger: opts.trigger, mode: 'sync', ...finished,

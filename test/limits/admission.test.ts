@@ -269,6 +269,43 @@ describe('the usage cap is reserved atomically', () => {
     expect(await cost(a)).toBe(0.05);
   });
 
+  const reservations = async (a: Account) => {
+    const rows = await t.server.ctx.db.query<{ n: number; reserved: string | null }>(
+      `SELECT (SELECT count(*)::int FROM usage_reservations WHERE account = $1) AS n,
+              (SELECT sum(reserved_usd)::text FROM usage_totals WHERE account = $1) AS reserved`, [a.account]);
+    return { count: rows[0].n, reservedUsd: Number(rows[0].reserved ?? 0) };
+  };
+
+  it('finished sync runs leave nothing reserved: each charge consumed its reservation (with or without a caller-chosen id)', async () => {
+    const a = await freshAccount(simple, 'enterprise');
+    for (let i = 0; i < 3; i++) expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, {})).status).toBe(200);
+    expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, {}, { 'x-execution-id': `mine-${randomUUID()}` })).status).toBe(200);
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
+    expect(await cost(a)).toBe(0.02);
+  });
+
+  it('an admission told of another charge than its own still gives its reservation back', async () => {
+    const a = await freshAccount(simple, 'enterprise');
+    const usageKey = `run:${randomUUID()}`;
+    const held = await limits().admitRun(a.account, a.plan, { bucket: 'sync', mode: 'sync', usageKey });
+    expect(await reservations(a)).toEqual({ count: 1, reservedUsd: 0.005 });
+    held.charged(`run:${randomUUID()}`);
+    await held.release();
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
+  });
+
+  it('an admission told of its own charge frees only its slot (the charge consumed the reservation)', async () => {
+    const a = await freshAccount(simple, 'enterprise');
+    const usageKey = `run:${randomUUID()}`;
+    const held = await limits().admitRun(a.account, a.plan, { bucket: 'sync', mode: 'sync', usageKey });
+    await recordCost(t.server.ctx.db, { account: a.account, amountUsd: 0.005, source: 'run', idempotencyKey: usageKey, at: new Date() });
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
+    held.charged(usageKey);
+    await held.release();
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
+    expect(await cost(a)).toBe(0.005);
+  });
+
   it('a run refused by a later gate gives its reservation back', async () => {
     const a = await freshAccount(simple, 'enterprise');
     const held = await Promise.all(Array.from({ length: 10 }, () => limits().admitRun(a.account, a.plan, { bucket: 'sync', mode: 'sync' })));
