@@ -192,14 +192,14 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
 
 const fmt = (x: number) => (Number.isInteger(x) ? x.toLocaleString('en-US') : Math.abs(x) >= 100 ? Math.round(x).toLocaleString('en-US') : String(+x.toPrecision(3)));
 
-export function table(rows: Row[], meta: { machine: string; seconds: number; rounds: number; logLevel: string; peer?: string; problems: string[] }): string {
+export function table(rows: Row[], meta: { machine: string; seconds: number; rounds: number; logLevel: string; limits: boolean; peer?: string; problems: string[] }): string {
   const cells = rows.map((r) => [r.variant, r.figure, r.values.map(fmt).join(' / '), r.target ?? '', r.met === undefined ? '' : r.met ? 'met' : 'NOT MET']);
   const head = ['variant', 'figure', meta.rounds > 1 ? 'rounds' : 'value', 'target', ''];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((s, i) => (i === 2 ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
   const out = [
     '',
-    `compare: ${meta.machine}; 10 connections, ${meta.seconds} s per path, ${meta.rounds} round(s), Weft LOG_LEVEL ${meta.logLevel}${meta.peer ? `; peer ${meta.peer}` : ''}`,
+    `compare: ${meta.machine}; 10 connections, ${meta.seconds} s per path, ${meta.rounds} round(s), Weft LOG_LEVEL ${meta.logLevel}, limits ${meta.limits ? 'on (plan limits out of reach)' : 'off'}${meta.peer ? `; peer ${meta.peer}` : ''}`,
     line(head),
     line(widths.map((w) => '-'.repeat(w))),
     ...cells.map(line),

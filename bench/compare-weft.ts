@@ -50,13 +50,21 @@ export function assertBuilt(): void {
 
 // Settings the bench chooses; any other WEFT_* variable of the caller's environment passes through (and is
 // reported), so a setting can be tried without editing the bench. WEFT_TEST_* belong to the test harness.
-const owned = /^(WEFT_DATA_DIR|WEFT_LIMITS|WEFT_DEFAULT_PLAN|WEFT_AI_STARTING_CREDITS_USD|WEFT_METRICS_PORT|DATABASE_URL|REDIS_URL|PORT|HOST|OPENAI_API_KEY|OPENAI_BASE_URL)$/;
+const owned = /^(WEFT_DATA_DIR|WEFT_LIMITS|WEFT_PLAN_LIMITS|WEFT_DEFAULT_PLAN|WEFT_AI_STARTING_CREDITS_USD|WEFT_METRICS_PORT|DATABASE_URL|REDIS_URL|PORT|HOST|OPENAI_API_KEY|OPENAI_BASE_URL)$/;
 
 export function passedThrough(): Record<string, string> {
   return Object.fromEntries(Object.entries(process.env).filter(([k, v]) => k.startsWith('WEFT_') && !k.startsWith('WEFT_TEST_') && !owned.test(k) && v !== undefined)) as Record<string, string>;
 }
 
-function weftEnv(upstreamBase: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+/**
+ * With limits on (the default configuration, what users run), plan limits too high for the bench to reach: the
+ * figures include the admission's cost (usage reservation, rate bucket, concurrency slot) without its refusals.
+ */
+const UNREFUSING_PLAN = JSON.stringify({
+  enterprise: { syncPerMinute: 100_000_000, asyncPerMinute: 100_000_000, apiPerMinute: 100_000_000, concurrentExecutions: 100_000, usageLimitUsd: 1_000_000_000 },
+});
+
+function weftEnv(upstreamBase: string, limits: boolean, extra: Record<string, string>): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (owned.test(k)) delete env[k];
   return {
@@ -64,7 +72,8 @@ function weftEnv(upstreamBase: string, extra: Record<string, string>): NodeJS.Pr
     HOST: '127.0.0.1',
     // Request and run logs off by default, as in the other scenarios; LOG_LEVEL=info measures with them.
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-    WEFT_LIMITS: 'off',
+    WEFT_LIMITS: limits ? 'on' : 'off',
+    ...(limits ? { WEFT_PLAN_LIMITS: UNREFUSING_PLAN } : {}),
     WEFT_DEFAULT_PLAN: 'enterprise',
     OPENAI_API_KEY: 'sk-bench',
     OPENAI_BASE_URL: upstreamBase,
@@ -111,11 +120,11 @@ async function startHttp(name: string, command: 'serve' | 'api', env: NodeJS.Pro
 }
 
 /** `weft serve` on a fresh embedded data directory (removed at the end). */
-export async function startEmbedded(upstreamBase: string): Promise<Weft> {
+export async function startEmbedded(upstreamBase: string, limits = true): Promise<Weft> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-compare-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const dataDir = path.join(dir, 'data');
-  const env = weftEnv(upstreamBase, { WEFT_DATA_DIR: dataDir });
+  const env = weftEnv(upstreamBase, limits, { WEFT_DATA_DIR: dataDir });
   const { apiKey, workspaceId } = await setup(env);
   const port = await freePort();
   let server = await startHttp('weft serve', 'serve', env, port);
@@ -132,7 +141,7 @@ export async function startEmbedded(upstreamBase: string): Promise<Weft> {
 }
 
 /** Scaled: a scratch database on the given PostgreSQL server (dropped at the end), one `weft api`, `workers` `weft worker`s. */
-export async function startScaled(upstreamBase: string, postgresUrl: string, redisUrl: string | undefined, workerCount: number): Promise<Weft> {
+export async function startScaled(upstreamBase: string, postgresUrl: string, redisUrl: string | undefined, workerCount: number, limits = true): Promise<Weft> {
   const name = `weft_compare_${Date.now().toString(36)}_${process.pid}`;
   const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();
@@ -152,7 +161,7 @@ export async function startScaled(upstreamBase: string, postgresUrl: string, red
   });
   const dbUrl = new URL(postgresUrl);
   dbUrl.pathname = `/${name}`;
-  const env = weftEnv(upstreamBase, { DATABASE_URL: dbUrl.toString(), ...(redisUrl ? { REDIS_URL: redisUrl } : {}) });
+  const env = weftEnv(upstreamBase, limits, { DATABASE_URL: dbUrl.toString(), ...(redisUrl ? { REDIS_URL: redisUrl } : {}) });
   const { apiKey, workspaceId } = await setup(env);
   const port = await freePort();
   let server = await startHttp('weft api', 'api', env, port);

@@ -29,7 +29,9 @@
 // ratio; the data directory's size before and after, after a retention sweep of every run (a restart with a
 // retention of 0.1 s), and after N more runs on the swept database (its space reused). A table with each target goes to stderr, one JSON line to stdout.
 // Options: --runs N (async runs, 2000), --workers N (scaled, 2), --growth N (0: none), --n8n-rps X (n8n's
-// webhook req/s measured on the same machine; n8n is not installed here). Environment: BENCH_SECONDS (8),
+// webhook req/s measured on the same machine; n8n is not installed here), --limits on|off (on: the default
+// configuration, with plan limits the bench cannot reach, so admission's cost is in the figures; off: as the
+// figures before 2026-11-29 were taken). Environment: BENCH_SECONDS (8),
 // BENCH_WARMUP_SECONDS (10), BENCH_IDLE_SECONDS (5), BENCH_SETTLED_SECONDS (30), LOG_LEVEL (warn), BENCH_CPU_PROF (a directory: CPU profiles
 // of every Weft process), other WEFT_* pass through to Weft.
 // The scratch database is created on the --postgres server and dropped at the end; give Redis a database
@@ -46,11 +48,11 @@ import { table, targetRows, type CpuPerRequest, type GrowthFigures, type RoundFi
 /** bench/run.ts: this scenario starts its own servers and needs no test database templates. */
 export const standalone = true;
 
-const usage = `usage: npm run bench -- compare [--peers] [--rounds N] [--runs N] [--growth N] [--n8n-rps X] [--postgres URL [--redis URL] [--workers N]]
+const usage = `usage: npm run bench -- compare [--peers] [--rounds N] [--runs N] [--growth N] [--n8n-rps X] [--limits on|off] [--postgres URL [--redis URL] [--workers N]]
   (after npm run build; BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_IDLE_SECONDS, BENCH_SETTLED_SECONDS, LOG_LEVEL; see bench/compare.ts)
 `;
 
-interface Options { peers: boolean; rounds: number; postgres?: string; redis?: string; runs: number; workers: number; growth: number; n8nRps?: number }
+interface Options { peers: boolean; rounds: number; postgres?: string; redis?: string; runs: number; workers: number; growth: number; n8nRps?: number; limits: boolean }
 
 function options(argv: string[]): Options {
   let parsed;
@@ -66,6 +68,7 @@ function options(argv: string[]): Options {
         workers: { type: 'string', default: '2' },
         growth: { type: 'string', default: '0' },
         'n8n-rps': { type: 'string' },
+        limits: { type: 'string', default: 'on' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -85,10 +88,11 @@ function options(argv: string[]): Options {
     process.exit(0);
   }
   if (values.redis && !values.postgres) throw new Error('--redis needs --postgres (Redis serves the scaled shape only)');
+  if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits must be on or off');
   return {
     peers: values.peers ?? false, rounds: int('rounds', values.rounds ?? '1', 1), postgres: values.postgres, redis: values.redis,
     runs: int('runs', values.runs ?? '2000', 1), workers: int('workers', values.workers ?? '2', 1),
-    growth: int('growth', values.growth ?? '0', 0), n8nRps: n8n(values['n8n-rps']),
+    growth: int('growth', values.growth ?? '0', 0), n8nRps: n8n(values['n8n-rps']), limits: values.limits === 'on',
   };
 }
 
@@ -355,13 +359,13 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
     const variants: VariantFigures[] = [];
 
     process.stderr.write('compare [embedded] starting weft serve on a fresh data directory\n');
-    const embedded = await startEmbedded(upstreamBase);
+    const embedded = await startEmbedded(upstreamBase, o.limits);
     variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, peer));
     await embedded.close();
 
     if (o.postgres) {
       process.stderr.write(`compare [postgres] starting weft api + ${o.workers} weft worker on a scratch database\n`);
-      const scaled = await startScaled(upstreamBase, o.postgres, o.redis, o.workers);
+      const scaled = await startScaled(upstreamBase, o.postgres, o.redis, o.workers, o.limits);
       // The peer's figures do not depend on Weft's database: measured once, beside the embedded variant.
       variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy));
       await scaled.close();
@@ -369,12 +373,12 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
 
     const rows: Row[] = variants.flatMap((v) => targetRows(v, peer?.name, o.n8nRps));
     process.stderr.write(table(rows, {
-      machine: machine(), seconds, rounds: o.rounds, logLevel: process.env.LOG_LEVEL ?? 'warn', peer: peer ? `${peer.name} ${peer.version}` : undefined,
+      machine: machine(), seconds, rounds: o.rounds, logLevel: process.env.LOG_LEVEL ?? 'warn', limits: o.limits, peer: peer ? `${peer.name} ${peer.version}` : undefined,
       problems: variants.flatMap((v) => v.problems.map((p) => `${v.variant}: ${p}`)),
     }));
     return {
       machine: machine(),
-      seconds, rounds: o.rounds, connections: 10, asyncRuns: o.runs, asyncClients: 20, growthRuns: o.growth,
+      seconds, rounds: o.rounds, connections: 10, asyncRuns: o.runs, asyncClients: 20, growthRuns: o.growth, limits: o.limits ? 'on' : 'off',
       ...(o.n8nRps ? { n8nRps: o.n8nRps } : {}),
       logLevel: process.env.LOG_LEVEL ?? 'warn',
       weftEnv: passedThrough(),
