@@ -247,7 +247,7 @@ export class WebhookService {
         // Per trigger (its workflow), then per billed account with the usage cap and concurrency (runs.admit).
         await this.deps.limits.admitKeyed(`webhook:${target.workflow.id}`, plan, mode);
         if (files.length > 0) await this.storeFiles(target, files, input, d.baseUrl);
-        const admitted = await this.deps.runs.admit(target.workflow, run, mode);
+        const admitted = await this.deps.runs.admit(target.workflow, run, mode, { executionId });
         runMayExist = true;
         answer = mode === 'async'
           ? await this.enqueueRun(admitted, run, input, executionId, cfg, d)
