@@ -165,9 +165,12 @@ export class LimitsService {
 
   /**
    * Frees an admission's slot and gives back its reserved charge if the run's charge did not consume it,
-   * from any process (an async run's admission is ended by the worker that ends the run).
+   * from any process (an async run's admission is ended by the worker that ends the run). With
+   * `reservationConsumed` (the run's charge, under the key the admission reserved for, was written) only the
+   * slot is freed: there is nothing to give back, so no statement.
    */
-  async releaseSlot(account: string, slot: string): Promise<void> {
+  async releaseSlot(account: string, slot: string, opts: { reservationConsumed?: boolean } = {}): Promise<void> {
+    if (opts.reservationConsumed) return this.slots.release(account, slot);
     await Promise.all([this.slots.release(account, slot), releaseCharge(this.db, slot)]);
   }
 

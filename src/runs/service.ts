@@ -328,7 +328,11 @@ export class ExecutionService {
   }
 
   async enqueue(admitted: Admitted, run: RunContext, input: Record<string, unknown>, opts: StartOptions): Promise<string> {
-    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : admitted.executionId;
+    const executionId = admitted.executionId;
+    // The admission reserved the run's charge under this id, and the worker relies on that (runLeased).
+    if (opts.executionId && internalExecutionId(opts.executionId, run.workspaceId) !== executionId) {
+      throw new Error('an async run is started under another id than it was admitted with');
+    }
     // A worker of this process with a free slot takes the run in the statement that accepts it
     // (docs/architecture.md, Run dispatch): one write less, and no wait in the queue.
     const slot = this.shutdown.signal.aborted ? undefined : this.deps.queue.reserve?.();
@@ -409,6 +413,8 @@ export class ExecutionService {
     let databaseLost: unknown;
     /** The run was left unfinished for another holder (shutdown or database away): its slot stays taken. */
     let leftUnfinished = false;
+    /** Its base charge was written by this worker's final write (which consumed the reservation made under its id). */
+    let charged = false;
     try {
       // Cancelled while its previous process ran it: it does not start again.
       if (row.cancel_requested_at) {
@@ -419,7 +425,7 @@ export class ExecutionService {
       // A run that keeps taking its process down is failed instead of being retried forever.
       const interruptions = row.attempts - 1;
       if (interruptions > this.deps.config.maxJobInterruptions) {
-        await this.finish(row, failure(row, `Interrupted repeatedly: the run was interrupted ${interruptions} times by a stopped or crashed process (limit ${this.deps.config.maxJobInterruptions}, WEFT_MAX_JOB_INTERRUPTIONS)`));
+        charged = (await this.finish(row, failure(row, `Interrupted repeatedly: the run was interrupted ${interruptions} times by a stopped or crashed process (limit ${this.deps.config.maxJobInterruptions}, WEFT_MAX_JOB_INTERRUPTIONS)`)))?.charged === true;
         return;
       }
       const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.db, row.id)) : new Map<string, StepRecord>();
@@ -449,7 +455,7 @@ export class ExecutionService {
           leftUnfinished = await this.handBack(row);
           return;
         }
-        await this.finish(row, { ...finishedFrom(result), output });
+        charged = (await this.finish(row, { ...finishedFrom(result), output }))?.charged === true;
         return;
       }
       const version = row.version_id ? await this.durable(executionId, () => this.deps.workflows.loadVersion(row.version_id as string)) : undefined;
@@ -478,7 +484,7 @@ export class ExecutionService {
           mode: 'async', billedAccount: row.billed_account, input: row.input, baseUrl: row.link_base ?? this.baseUrl(),
         }, result, snapshot);
       }
-      await this.finish(row, finished);
+      charged = (await this.finish(row, finished))?.charged === true;
     } catch (err) {
       if (leaseLost) {
         leftUnfinished = true;
@@ -510,7 +516,10 @@ export class ExecutionService {
       stopLease();
       // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
       if (row.slot_token && !leftUnfinished && !this.shutdown.signal.aborted) {
-        await this.limits.releaseSlot(row.billed_account, row.slot_token).catch(() => undefined);
+        // Every async run but a resume was admitted under its own id (enqueue checks it), so its charge consumed
+        // the reservation; a resume's admission reserved under no id and is given back.
+        const reservationConsumed = charged && !row.resume_entry_id;
+        await this.limits.releaseSlot(row.billed_account, row.slot_token, { reservationConsumed }).catch(() => undefined);
       }
     }
   }
@@ -526,10 +535,11 @@ export class ExecutionService {
   }
 
   /** Ends an async run: its final state and its base charge commit together (retried while the database is away). */
-  private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<void> {
+  private async finish(row: ExecutionRow, finished: FinishedExecution): Promise<store.EndedRun | undefined> {
     // Fenced by the lease: a worker whose run was taken over records nothing (the new holder ends it).
     const ended = await this.durable(row.id, () => this.writes.finishes.submit({ id: row.id, attempt: row.attempts, f: finished }));
     if (ended) this.observed(row, finished);
+    return ended;
   }
 
   private observed(row: ExecutionRow, finished: FinishedExecution): void {

@@ -241,6 +241,18 @@ describe('every entry point passes the one admission', () => {
 
 describe('the usage cap is reserved atomically', () => {
   const cost = async (a: Account) => (await a.call('GET', '/api/users/me/usage-limits')).body.usage.currentPeriodCost as number;
+  const reservations = async (a: Account) => {
+    const rows = await t.server.ctx.db.query<{ n: number; reserved: string | null }>(
+      `SELECT (SELECT count(*)::int FROM usage_reservations WHERE account = $1) AS n,
+              (SELECT sum(reserved_usd)::text FROM usage_totals WHERE account = $1) AS reserved`, [a.account]);
+    return { count: rows[0].n, reservedUsd: Number(rows[0].reserved ?? 0) };
+  };
+  const until = async (done: () => Promise<boolean>) => {
+    for (let i = 0; !(await done()); i++) {
+      if (i > 400) throw new Error('timed out');
+      await new Promise((res) => setTimeout(res, 25));
+    }
+  };
 
   it('100 concurrent sync executes under a cap of ten base charges: exactly 10 run, the rest get 402', async () => {
     const a = await freshAccount(simple, 'enterprise');
@@ -267,14 +279,10 @@ describe('the usage cap is reserved atomically', () => {
       }
     }
     expect(await cost(a)).toBe(0.05);
+    // Each worker freed its slot; the charges consumed the reservations (nothing is left held against the cap).
+    await until(async () => (await reservations(a)).count === 0);
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
   });
-
-  const reservations = async (a: Account) => {
-    const rows = await t.server.ctx.db.query<{ n: number; reserved: string | null }>(
-      `SELECT (SELECT count(*)::int FROM usage_reservations WHERE account = $1) AS n,
-              (SELECT sum(reserved_usd)::text FROM usage_totals WHERE account = $1) AS reserved`, [a.account]);
-    return { count: rows[0].n, reservedUsd: Number(rows[0].reserved ?? 0) };
-  };
 
   it('finished sync runs leave nothing reserved: each charge consumed its reservation (with or without a caller-chosen id)', async () => {
     const a = await freshAccount(simple, 'enterprise');
@@ -282,6 +290,20 @@ describe('the usage cap is reserved atomically', () => {
     expect((await a.call('POST', `/api/workflows/${a.workflowId}/execute`, {}, { 'x-execution-id': `mine-${randomUUID()}` })).status).toBe(200);
     expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
     expect(await cost(a)).toBe(0.02);
+  });
+
+  it('an async run paused and resumed leaves nothing reserved (the resume, admitted under no run id, gives its reservation back)', async () => {
+    const a = await freshAccount(approval, 'enterprise');
+    const queued = await a.call('POST', `/api/workflows/${a.workflowId}/execute`, { async: true });
+    expect(queued.status).toBe(202);
+    const exec: string = queued.body.executionId;
+    await until(async () => (await a.call('GET', `/api/v1/logs/${exec}`)).body.data?.status === 'paused');
+    const resumed = await a.call('POST', `/api/resume/${a.workflowId}/${exec}/approval`, { input: { decision: 'yes' } });
+    expect(resumed.status).toBe(202);
+    await until(async () => (await a.call('GET', `/api/jobs/${resumed.body.jobId}`)).body.status === 'completed');
+    // The worker frees the slot after the run's final write; a resume's reservation is not consumed by a charge.
+    await until(async () => (await reservations(a)).count === 0);
+    expect(await reservations(a)).toEqual({ count: 0, reservedUsd: 0 });
   });
 
   it('an admission told of another charge than its own still gives its reservation back', async () => {
