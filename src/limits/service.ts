@@ -135,8 +135,7 @@ export class LimitsService {
         release: async () => {
           if (released) return;
           released = true;
-          if (consumed) await this.slots.release(account, token);
-          else await this.releaseSlot(account, token);
+          await this.releaseSlot(account, token, { reservationConsumed: consumed });
         },
         charged: (usageKey) => {
           if (req.usageKey !== undefined && usageKey === req.usageKey) consumed = true;
