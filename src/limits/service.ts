@@ -7,8 +7,9 @@ import type { StorageGuard } from './storage.js';
 import type { BucketState, Clock } from './token-bucket.js';
 import type { LimitObserver } from '../observability/observer.js';
 import { runCosts, type RunCost } from './run-cost.js';
-import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, UsageRecorder } from './usage.js';
-import { reconcileTotals, releaseCharge, reserveCharge } from './usage-totals.js';
+import { CapReached, ChargePools, type PoolKey, type ReservedCharge } from './charge-pool.js';
+import { billingPeriod, periodCost, recordRunCharge, runCharges, runChargesSql, runUsageKey, UsageRecorder } from './usage.js';
+import { reconcileTotals, releaseCharges, reserveCharges } from './usage-totals.js';
 
 export { runUsageKey } from './usage.js';
 
@@ -34,6 +35,11 @@ export interface Admission {
    * the key it reserved for: `release` then frees the slot without a statement to give the charge back.
    */
   charged: (usageKey: string) => void;
+  /**
+   * The execution id the run must take, when the request let the limits choose it (`chooseExecutionId`):
+   * its charge consumes the reservation made ahead for it. Undefined otherwise, and with limits off.
+   */
+  executionId?: string;
 }
 
 /** What an admission is for: the rate bucket it draws on, and how the run executes (its slot's lifetime). */
@@ -47,6 +53,11 @@ export interface AdmissionRequest {
    * it consumes the reservation in the same statement. Otherwise the reservation lasts until `release`.
    */
   usageKey?: string;
+  /**
+   * Without `usageKey`: the run takes the execution id the admission hands out (`Admission.executionId`),
+   * whose charge was reserved ahead with others (src/limits/charge-pool.ts): no statement of its own.
+   */
+  chooseExecutionId?: boolean;
 }
 
 /** A clock tests can move: `now()` is the system time plus an offset. */
@@ -77,7 +88,11 @@ export class LimitsService {
     private readonly observer?: LimitObserver,
   ) {
     this.usage = new UsageRecorder(clock);
+    this.pools = new ChargePools({ db, now: () => clock.now() });
   }
+
+  /** Base charges reserved ahead for runs whose execution id the admission chooses. */
+  private readonly pools: ChargePools;
 
   /** Usage accounting on this service's clock: the one writer of usage events that other areas are handed. */
   readonly usage: UsageRecorder;
@@ -104,25 +119,17 @@ export class LimitsService {
     const bucket = this.bucket(account, plan, req.bucket);
     if (!this.enabled) return { state: await this.limiter.peek(...bucket), slot: null, release: noop, charged: () => undefined };
     const p = this.plans(plan);
-    const token = randomUUID();
     const now = this.clock.now();
-    const ttl = (req.mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
-    const usage = await reserveCharge(this.db, {
-      account, period: billingPeriod(new Date(now)), amountUsd: BASE_RUN_CHARGE_USD, capUsd: p.usageLimitUsd, token,
-      usageKey: req.usageKey ?? null, now: new Date(now), expiresAt: new Date(now + ttl),
-    });
-    if (!usage.admitted) {
-      this.observer?.limitRejected({ kind: 'usage' });
-      const held = usage.reservedUsd > 0 ? ` (including $${usage.reservedUsd.toFixed(3)} reserved by runs in progress)` : '';
-      throw new HttpError(402, `Usage limit exceeded: $${(usage.costUsd + usage.reservedUsd).toFixed(2)} used${held} of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
-    }
+    const ttlMs = (req.mode === 'sync' ? p.syncTimeoutSeconds : p.asyncTimeoutSeconds) * 1000 + 60_000;
+    const reserved = await this.reserve(account, p, now, ttlMs, req);
+    const { token, usageKey } = reserved;
     try {
       const { allowed, state } = await this.limiter.take(...bucket);
       if (!allowed) {
         this.observer?.limitRejected({ kind: 'rate' });
         throw rateRefusal('Rate limit exceeded. Please try again later.', state);
       }
-      if (!(await this.slots.acquire(account, p.concurrentExecutions, ttl, token))) {
+      if (!(await this.slots.acquire(account, p.concurrentExecutions, ttlMs, token))) {
         this.observer?.limitRejected({ kind: 'concurrency' });
         throw new HttpError(429, `Too many concurrent executions: the ${plan} plan runs at most ${p.concurrentExecutions} at a time`,
           { code: 'EXECUTION_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
@@ -132,19 +139,54 @@ export class LimitsService {
       return {
         state,
         slot: token,
+        executionId: reserved.pooled?.charge.executionId,
         release: async () => {
           if (released) return;
           released = true;
           await this.releaseSlot(account, token, { reservationConsumed: consumed });
         },
-        charged: (usageKey) => {
-          if (req.usageKey !== undefined && usageKey === req.usageKey) consumed = true;
+        charged: (key) => {
+          if (usageKey !== null && key === usageKey) consumed = true;
         },
       };
     } catch (err) {
-      await releaseCharge(this.db, token).catch(() => undefined);
+      // Refused by a later gate: a charge reserved ahead goes back to its pool (its run never started).
+      if (reserved.pooled) this.pools.giveBack(reserved.pooled.key, reserved.pooled.charge);
+      else await releaseCharges(this.db, [token]).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The usage cap's gate: a base charge reserved for this run, taken from its pool (reserved ahead) when the
+   * admission chooses the execution id, else reserved now under the request's usage key. 402 when none fits.
+   */
+  private async reserve(account: string, p: PlanLimits, now: number, ttlMs: number, req: AdmissionRequest):
+    Promise<{ token: string; usageKey: string | null; pooled?: { key: PoolKey; charge: ReservedCharge } }> {
+    const period = billingPeriod(new Date(now));
+    if (req.chooseExecutionId && req.usageKey === undefined) {
+      const key: PoolKey = { account, period, amountUsd: BASE_RUN_CHARGE_USD, capUsd: p.usageLimitUsd, ttlMs };
+      try {
+        const charge = await this.pools.take(key);
+        return { token: charge.token, usageKey: runUsageKey(charge.executionId), pooled: { key, charge } };
+      } catch (err) {
+        if (err instanceof CapReached) throw this.capRefusal(p, err.costUsd, err.reservedUsd);
+        throw err;
+      }
+    }
+    const token = randomUUID();
+    const usage = await reserveCharges(this.db, {
+      account, period, amountUsd: BASE_RUN_CHARGE_USD, capUsd: p.usageLimitUsd, tokens: [token],
+      usageKeys: [req.usageKey ?? null], now: new Date(now), expiresAt: new Date(now + ttlMs),
+    });
+    if (usage.granted === 0) throw this.capRefusal(p, usage.costUsd, usage.reservedUsd);
+    return { token, usageKey: req.usageKey ?? null };
+  }
+
+  private capRefusal(p: PlanLimits, costUsd: number, reservedUsd: number): HttpError {
+    this.observer?.limitRejected({ kind: 'usage' });
+    const held = reservedUsd > 0 ? ` (including $${reservedUsd.toFixed(3)} reserved by runs in progress)` : '';
+    return new HttpError(402, `Usage limit exceeded: $${(costUsd + reservedUsd).toFixed(2)} used${held} of $${p.usageLimitUsd.toFixed(2)} limit. Please upgrade your plan or raise your usage limit to continue.`);
   }
 
   /**
@@ -170,7 +212,7 @@ export class LimitsService {
    */
   async releaseSlot(account: string, slot: string, opts: { reservationConsumed?: boolean } = {}): Promise<void> {
     if (opts.reservationConsumed) return this.slots.release(account, slot);
-    await Promise.all([this.slots.release(account, slot), releaseCharge(this.db, slot)]);
+    await Promise.all([this.slots.release(account, slot), releaseCharges(this.db, [slot])]);
   }
 
   /** Takes a token of the `api` bucket for an /api/v1 request. */
@@ -267,7 +309,13 @@ export class LimitsService {
     return reconcileTotals(this.db, fix);
   }
 
+  /** Gives back the charges reserved ahead that no run took yet (they count against the cap until then). */
+  returnUnusedCharges(): Promise<void> {
+    return this.pools.sweep(true);
+  }
+
   async close(): Promise<void> {
+    await this.pools.close();
     await this.limiter.close();
     if ((this.slots as unknown) !== this.limiter) await this.slots.close();
   }

@@ -19,72 +19,94 @@ export async function totalCost(q: Queryable, account: string, period: string): 
 export interface Reservation {
   account: string;
   period: string;
+  /** The charge of each run (USD, above zero). */
   amountUsd: number;
   capUsd: number;
-  /** Identifies the reservation (release it with this). */
-  token: string;
-  /** The idempotency key of the usage event that will charge it, when known: writing that event consumes it. */
-  usageKey: string | null;
+  /** One per charge asked for, in order of preference: identifies the reservation (release it with this). */
+  tokens: string[];
+  /**
+   * Per token, the idempotency key of the usage event that will charge it, when known (null otherwise):
+   * writing that event consumes the reservation.
+   */
+  usageKeys: (string | null)[];
   now: Date;
   expiresAt: Date;
 }
 
 export interface ReservationOutcome {
-  admitted: boolean;
+  /** How many charges were reserved: those of the first `granted` tokens (0: refused). */
+  granted: number;
   /** The period's cost written so far, and the charges reserved by runs in progress (after this statement). */
   costUsd: number;
   reservedUsd: number;
 }
 
 /**
- * Reserves a charge only if the period's cost, the charges already reserved and this one stay within the
- * cap, in one statement: the upsert locks the account's row, so concurrent admissions queue on it and each
- * sees the reservations before it. Reservations of the period past their expiry are dropped first.
+ * Reserves as many of the asked charges as the cap allows, in one statement: the upsert locks the account's
+ * row, so concurrent admissions queue on it and each sees the reservations before it. Reservations of the
+ * period past their expiry are dropped first. Near the cap a statement takes at most an eighth of the room
+ * left (and at least one charge while one fits), so charges reserved ahead for one pool never keep another
+ * process's runs out for long.
  */
-export async function reserveCharge(q: Queryable, r: Reservation): Promise<ReservationOutcome> {
-  const rows = await runStatement<{ cost: string; reserved: string; admitted: boolean }>(q, RESERVE_CHARGE,
-    [r.account, r.period, r.amountUsd.toFixed(9), r.capUsd.toFixed(9), r.token, r.usageKey, r.now.toISOString(), r.expiresAt.toISOString()]);
+export async function reserveCharges(q: Queryable, r: Reservation): Promise<ReservationOutcome> {
+  if (!(r.amountUsd > 0)) throw new Error('a reserved charge must be above zero');
+  if (r.tokens.length === 0 || r.tokens.length !== r.usageKeys.length) throw new Error('one usage key (or null) per token');
+  const rows = await runStatement<{ cost: string; reserved: string; granted: number }>(q, RESERVE_CHARGES,
+    [r.account, r.period, r.amountUsd.toFixed(9), r.capUsd.toFixed(9), r.tokens, r.usageKeys.map((k) => k ?? ''),
+      r.now.toISOString(), r.expiresAt.toISOString()]);
   const row = rows[0];
-  return { admitted: row.admitted, costUsd: round9(row.cost), reservedUsd: round9(row.reserved) };
+  return { granted: Number(row.granted), costUsd: round9(row.cost), reservedUsd: round9(row.reserved) };
 }
 
-/** Gives a reservation back (its run ended without writing its charge, or was refused by a later gate); a no-op once consumed. */
-export async function releaseCharge(q: Queryable, token: string): Promise<void> {
-  await runStatement(q, RELEASE_CHARGE, [token]);
+/** Gives reservations back (their runs ended without writing their charges, or never started); a no-op for any already consumed. */
+export async function releaseCharges(q: Queryable, tokens: string[]): Promise<void> {
+  if (tokens.length > 0) await runStatement(q, RELEASE_CHARGES, [tokens]);
 }
 
-// Every run's admission and end runs these two: on the embedded database they are session functions, planned
-// once (src/db/session-function.ts); planning the reservation's CTE cost more than running it.
-const RESERVE_CHARGE: SessionStatement = {
-  name: 'weft_reserve_charge',
-  args: 'text, date, numeric, numeric, text, text, timestamptz, timestamptz',
-  returns: 'TABLE (cost text, reserved text, admitted boolean)',
+/**
+ * How many of the asked charges (`cardinality($5)`) are granted when `used` (cost plus live reservations) is
+ * taken: all that fit while the room is eight times the ask, else an eighth of the room, at least one.
+ */
+const granted = (used: string) => {
+  const room = `GREATEST(0, floor(($4::numeric - (${used})) / $3::numeric))`;
+  return `LEAST(cardinality($5::text[]), GREATEST(LEAST(${room}, 1), floor(${room} / 8)))::int`;
+};
+const liveReserved = 'GREATEST(0, u.reserved_usd - (SELECT amount FROM freed))';
+
+// Every run's admission runs this: on the embedded database it is a session function, planned once
+// (src/db/session-function.ts); planning the reservation's CTE cost more than running it.
+const RESERVE_CHARGES: SessionStatement = {
+  name: 'weft_reserve_charges',
+  args: 'text, date, numeric, numeric, text[], text[], timestamptz, timestamptz',
+  returns: 'TABLE (cost text, reserved text, granted int)',
   sql: `WITH expired AS (
        DELETE FROM usage_reservations WHERE account = $1 AND period = $2::date AND expires_at <= $7::timestamptz RETURNING amount_usd
      ), freed AS (
        SELECT COALESCE(sum(amount_usd), 0) AS amount FROM expired
      ), t AS (
-       INSERT INTO usage_totals AS u (account, period, cost_usd, reserved_usd, last_admitted)
-       SELECT $1, $2::date, 0, CASE WHEN $3::numeric <= $4::numeric THEN $3::numeric ELSE 0 END, $3::numeric <= $4::numeric
+       INSERT INTO usage_totals AS u (account, period, cost_usd, reserved_usd, last_granted)
+       SELECT $1, $2::date, 0, ${granted('0')} * $3::numeric, ${granted('0')}
        ON CONFLICT (account, period) DO UPDATE SET
-         reserved_usd = GREATEST(0, u.reserved_usd - (SELECT amount FROM freed))
-           + CASE WHEN u.cost_usd + GREATEST(0, u.reserved_usd - (SELECT amount FROM freed)) + $3::numeric <= $4::numeric THEN $3::numeric ELSE 0 END,
-         last_admitted = u.cost_usd + GREATEST(0, u.reserved_usd - (SELECT amount FROM freed)) + $3::numeric <= $4::numeric
-       RETURNING u.cost_usd, u.reserved_usd, u.last_admitted
+         reserved_usd = ${liveReserved} + ${granted(`u.cost_usd + ${liveReserved}`)} * $3::numeric,
+         last_granted = ${granted(`u.cost_usd + ${liveReserved}`)}
+       RETURNING u.cost_usd, u.reserved_usd, u.last_granted
      ), r AS (
        INSERT INTO usage_reservations (token, account, period, usage_key, amount_usd, expires_at)
-       SELECT $5, $1, $2::date, $6, $3::numeric, $8::timestamptz FROM t WHERE t.last_admitted
+       SELECT k.token, $1, $2::date, NULLIF(k.usage_key, ''), $3::numeric, $8::timestamptz
+         FROM t, unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(token, usage_key, ord)
+        WHERE k.ord <= t.last_granted
      )
-     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_admitted AS admitted FROM t`,
+     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_granted AS granted FROM t`,
 };
 
-const RELEASE_CHARGE: SessionStatement = {
-  name: 'weft_release_charge',
-  args: 'text',
+const RELEASE_CHARGES: SessionStatement = {
+  name: 'weft_release_charges',
+  args: 'text[]',
   returns: 'TABLE (released int)',
-  sql: `WITH gone AS (DELETE FROM usage_reservations WHERE token = $1 RETURNING account, period, amount_usd),
-     eased AS (UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - g.amount_usd)
-       FROM gone g WHERE u.account = g.account AND u.period = g.period RETURNING 1)
+  sql: `WITH gone AS (DELETE FROM usage_reservations WHERE token = ANY($1::text[]) RETURNING account, period, amount_usd),
+     sums AS (SELECT account, period, sum(amount_usd) AS amount FROM gone GROUP BY account, period),
+     eased AS (UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - s.amount)
+       FROM sums s WHERE u.account = s.account AND u.period = s.period RETURNING 1)
      SELECT count(*)::int AS released FROM eased`,
 };
 

@@ -137,9 +137,12 @@ export class ExecutionService {
       ? (await this.deps.workflows.draftVersion(workflow, opts.draftBy)).id
       : (await this.deps.workflows.activeVersion(workflow))?.id;
     if (!versionId) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
-    const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : newId();
-    const admission = await this.limits.admitRun(run.billedAccount, run.plan, { bucket: opts.bucket ?? mode, mode, usageKey: runUsageKey(executionId) });
-    return { workflow, versionId, admission, executionId };
+    // A caller-chosen id is reserved for alone; otherwise the run takes the id of a charge reserved ahead.
+    const chosen = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : undefined;
+    const admission = await this.limits.admitRun(run.billedAccount, run.plan, chosen
+      ? { bucket: opts.bucket ?? mode, mode, usageKey: runUsageKey(chosen) }
+      : { bucket: opts.bucket ?? mode, mode, chooseExecutionId: true });
+    return { workflow, versionId, admission, executionId: chosen ?? admission.executionId ?? newId() };
   }
 
   /**
