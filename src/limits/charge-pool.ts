@@ -127,9 +127,11 @@ class Pool {
         now: new Date(now), expiresAt: new Date(now + this.key.ttlMs),
       });
     } catch (err) {
-      // The statement failed as a whole (nothing reserved): every run waiting on it fails with it.
+      // The statement failed: every run waiting on it fails with it. Should it have committed all the same (the
+      // connection lost after the commit), its charges are given back rather than left to lapse in an hour.
       for (const w of this.waiters.splice(0)) w.reject(err);
       this.reserving = false;
+      void releaseCharges(this.o.db, charges.map((c) => c.token)).catch(() => undefined);
       return;
     }
     this.reserving = false;
