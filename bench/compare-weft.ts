@@ -2,6 +2,7 @@
 // (`weft serve` on a fresh data directory) or scaled (`weft api` and `weft worker` processes on a scratch
 // PostgreSQL database, with Redis when given); set up, restarted and measured only through its CLI and
 // its public HTTP API.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,7 +51,7 @@ export function assertBuilt(): void {
 
 // Settings the bench chooses; any other WEFT_* variable of the caller's environment passes through (and is
 // reported), so a setting can be tried without editing the bench. WEFT_TEST_* belong to the test harness.
-const owned = /^(WEFT_DATA_DIR|WEFT_LIMITS|WEFT_PLAN_LIMITS|WEFT_DEFAULT_PLAN|WEFT_AI_STARTING_CREDITS_USD|WEFT_METRICS_PORT|DATABASE_URL|REDIS_URL|PORT|HOST|OPENAI_API_KEY|OPENAI_BASE_URL)$/;
+const owned = /^(WEFT_ENCRYPTION_KEY|WEFT_DATA_DIR|WEFT_LIMITS|WEFT_PLAN_LIMITS|WEFT_DEFAULT_PLAN|WEFT_AI_STARTING_CREDITS_USD|WEFT_METRICS_PORT|DATABASE_URL|REDIS_URL|PORT|HOST|OPENAI_API_KEY|OPENAI_BASE_URL)$/;
 
 export function passedThrough(): Record<string, string> {
   return Object.fromEntries(Object.entries(process.env).filter(([k, v]) => k.startsWith('WEFT_') && !k.startsWith('WEFT_TEST_') && !owned.test(k) && v !== undefined)) as Record<string, string>;
@@ -161,7 +162,10 @@ export async function startScaled(upstreamBase: string, postgresUrl: string, red
   });
   const dbUrl = new URL(postgresUrl);
   dbUrl.pathname = `/${name}`;
-  const env = weftEnv(upstreamBase, limits, { DATABASE_URL: dbUrl.toString(), ...(redisUrl ? { REDIS_URL: redisUrl } : {}) });
+  // Every process of a scaled deployment holds the same secrets key (the server refuses to start without one).
+  const env = weftEnv(upstreamBase, limits, {
+    DATABASE_URL: dbUrl.toString(), WEFT_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+  });
   const { apiKey, workspaceId } = await setup(env);
   const port = await freePort();
   let server = await startHttp('weft api', 'api', env, port);
