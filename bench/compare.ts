@@ -17,8 +17,8 @@
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
-// connection: ms per request, the gateway's added ms); the bare proxy's req/s beside the gateway's (the floor of
-// a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway,
+// connection: ms per request, the gateway's and the bare proxy's added ms); the bare proxy's req/s beside the
+// gateway's (the floor of a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway,
 // the bare proxy and per async run (all threads, and the main thread alone, from /proc: it holds when the
 // machine's speed varies between runs, which req/s does not), and embedded, the ms the database thread was busy
 // per request (its `weft_db_busy_seconds_total`); async runs/s (2,000 runs enqueued by 20 clients,
@@ -252,6 +252,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const singleFlightMs = {
       direct: await perRequest('upstream direct', targets.direct),
       gateway: await perRequest('gateway', targets.gateway),
+      proxy: await perRequest('bare proxy', targets.proxy),
       ...(targets.peer ? { peer: await perRequest(peer!.name, targets.peer) } : {}),
     };
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
