@@ -13,13 +13,18 @@ export interface RoundFigures {
   direct: LoadResult;
   /** The bare pass-through proxy in front of the same upstream (bench/compare-servers.ts). */
   proxy: LoadResult;
+  /**
+   * The commit floor (bench/compare-servers.ts): POST with the spec path's body, one row committed on the
+   * embedded database per request before the answer, nothing else. Absent in figures recorded before it.
+   */
+  commitFloor?: LoadResult;
   gateway: LoadResult;
   peer?: LoadResult;
   /** One connection: ms per request (1000 / req/s), the client's own time included alike on every path. */
   singleFlightMs: { direct: number; gateway: number; /** The bare proxy: what passing a request through costs with nothing else done. */ proxy?: number; peer?: number };
   async: AsyncFigures;
   /** CPU time per request of the process serving each path (Weft's API process; the proxy's own process). */
-  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest; async?: CpuPerRequest };
+  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest; commitFloor?: CpuPerRequest; async?: CpuPerRequest };
 }
 
 /**
@@ -107,6 +112,12 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
       add(`sync execute / n8n (${n8nRps} req/s recorded), ${label}`, r.map((x) => +(x[key].rps / n8nRps).toFixed(1)), target ? '>= 100' : undefined, (x) => x >= 100);
     }
   }
+  // What recording each run costs at the least on the embedded database, beside hello-world and the spec path.
+  if (r.some((x) => x.commitFloor)) {
+    add('commit floor req/s (one row committed per request, embedded database, nothing else)', r.map((x) => x.commitFloor?.rps));
+    add('commit floor / hello-world', r.map((x) => (x.commitFloor ? ratio(x.commitFloor.rps, x.helloRps) : undefined)));
+    add('sync execute / commit floor, spec answer', r.map((x) => (x.commitFloor ? ratio(x.syncSpec.rps, x.commitFloor.rps) : undefined)));
+  }
   // Cold: the first seconds after the start, before the warm-up (shown, not judged: the targets are for a server
   // that has been serving).
   const cold = v.coldSyncSpec;
@@ -141,6 +152,7 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   cpu('sync execute, response block', (x) => x.cpuPerRequest.syncResponse);
   cpu('gateway', (x) => x.cpuPerRequest.gateway);
   cpu('bare proxy', (x) => x.cpuPerRequest.proxy);
+  if (r.some((x) => x.cpuPerRequest.commitFloor)) cpu('commit floor', (x) => x.cpuPerRequest.commitFloor);
   cpu(`async (${v.variant === 'embedded' ? 'weft serve' : 'weft api'}; the bench's polling included)`, (x) => x.cpuPerRequest.async, 'run');
   // Busy ms per request times requests per second: near 1, the database thread is what bounds the path.
   const share = (label: string, perSecond: (x: RoundFigures) => number, pick: (x: RoundFigures) => CpuPerRequest | undefined) =>

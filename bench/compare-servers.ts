@@ -4,17 +4,31 @@
 //   node --import tsx bench/compare-servers.ts hello      a bare Fastify GET / -> {"hello":"world"}
 //   node --import tsx bench/compare-servers.ts upstream   an OpenAI-wire chat-completions server that answers at once
 //   node --import tsx bench/compare-servers.ts proxy URL  a bare pass-through proxy to URL (an upstream's /v1)
+//   node --import tsx bench/compare-servers.ts commit     POST /run -> one row committed on the embedded database, then the answer
 //
 // The proxy is the floor of any gateway written like Weft's (Fastify, undici): it parses the JSON body,
 // forwards it with undici's `request` over a kept-alive pool, parses the answer and sends it back, and does
 // nothing else (no key, no validation, no deposit, no record). The gateway's figures are read against it.
 //
+// The commit floor is the least a run can cost on the embedded database: it parses the JSON body, writes one
+// row with it into a table with only a primary key, group-committed (several requests per statement, the
+// statement a session function, as Weft writes its runs), and answers once the row is committed. No key, no
+// workflow, no sandbox, no limits. Sync execute's figures are read against it: nothing that records each run
+// before answering (nothing a client was told succeeded may be lost) can be faster on this database.
+//
 // Each listens on a free loopback port, prints {"port":N} on stdout once it listens, and exits when its
 // stdin closes (so it never outlives the bench process, even one killed with SIGKILL) or on SIGTERM/SIGINT.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { Agent, request } from 'undici';
+import { connectDatabase } from '../src/db/connect.js';
+import { GroupCommit } from '../src/db/group-commit.js';
+import { runStatement, type SessionStatement } from '../src/db/session-function.js';
 
 // A fixed small completion with usage, the shape OpenAI answers a non-streaming request with.
 const completion = JSON.stringify({
@@ -66,13 +80,45 @@ async function proxy(base: string): Promise<number> {
   return (app.server.address() as AddressInfo).port;
 }
 
+const INSERT_RUNS: SessionStatement = {
+  name: 'floor_insert_runs', args: 'jsonb', returns: 'TABLE (id text)',
+  sql: `INSERT INTO floor_runs (id, input, output) SELECT r.id, r.input, r.output
+          FROM jsonb_to_recordset($1::jsonb) AS r(id text, input jsonb, output jsonb) RETURNING floor_runs.id`,
+};
+
+async function commitFloor(): Promise<number> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-commit-floor-'));
+  const db = await connectDatabase({ dataDir: dir });
+  for (const s of ['SIGTERM', 'SIGINT', 'exit'] as const) process.on(s, () => fs.rmSync(dir, { recursive: true, force: true }));
+  await db.exec('CREATE TABLE floor_runs (id text PRIMARY KEY, input jsonb, output jsonb, created_at timestamptz NOT NULL DEFAULT now())');
+  type Row = { id: string; input: unknown; output: unknown };
+  const writes = new GroupCommit<Row, void>({
+    writeBatch: async (rows) => {
+      await runStatement(db, INSERT_RUNS, [JSON.stringify(rows)]);
+      return rows.map(() => undefined);
+    },
+    writeOne: async (row) => {
+      await runStatement(db, INSERT_RUNS, [JSON.stringify([row])]);
+    },
+  });
+  const app = Fastify({ logger: false });
+  app.post('/run', async (req) => {
+    const id = randomUUID();
+    const input = (req.body as { inputs?: unknown } | null)?.inputs ?? {};
+    await writes.submit({ id, input, output: 42 });
+    return { success: true, executionId: id, output: { value: 42 } };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as AddressInfo).port;
+}
+
 const kind = process.argv[2];
 const proxyTo = process.argv[3];
-if (kind !== 'hello' && kind !== 'upstream' && !(kind === 'proxy' && proxyTo)) {
-  process.stderr.write('usage: compare-servers.ts hello|upstream|proxy <upstream base URL>\n');
+if (kind !== 'hello' && kind !== 'upstream' && kind !== 'commit' && !(kind === 'proxy' && proxyTo)) {
+  process.stderr.write('usage: compare-servers.ts hello|upstream|commit|proxy <upstream base URL>\n');
   process.exit(2);
 }
-const port = kind === 'hello' ? await hello() : kind === 'upstream' ? await upstream() : await proxy(proxyTo!);
+const port = kind === 'hello' ? await hello() : kind === 'upstream' ? await upstream() : kind === 'commit' ? await commitFloor() : await proxy(proxyTo!);
 process.stdout.write(JSON.stringify({ port }) + '\n');
 process.stdin.on('end', () => process.exit(0));
 process.stdin.on('error', () => process.exit(0));

@@ -18,7 +18,9 @@
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's and the bare proxy's added ms); the bare proxy's req/s beside the
-// gateway's (the floor of a gateway on the same libraries); CPU ms per request of the serving process for each sync path, the gateway,
+// gateway's (the floor of a gateway on the same libraries); the commit floor's req/s beside sync execute's (one
+// row committed per request on the embedded database and nothing else: the floor of anything that records each
+// run before answering); CPU ms per request of the serving process for each sync path, the gateway,
 // the bare proxy and per async run (all threads, and the main thread alone, from /proc: it holds when the
 // machine's speed varies between runs, which req/s does not), and embedded, the ms the database thread was busy
 // per request (its `weft_db_busy_seconds_total`); async runs/s (2,000 runs enqueued by 20 clients,
@@ -111,7 +113,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 10);
 const coldSeconds = 2;
 const resumeSeconds = 3;
-const baselines = new Set(['hello', 'direct', 'proxy', 'peer']);
+const baselines = new Set(['hello', 'direct', 'proxy', 'floor', 'peer']);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
 // Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
 // heap about 8 s after it stops allocating, so a server left idle sits at the second figure.
@@ -144,8 +146,8 @@ function treeRssMb(pid: number | undefined): number | undefined {
   return total;
 }
 
-async function helper(kind: 'hello' | 'upstream' | 'proxy', ...args: string[]): Promise<Proc & { port: number }> {
-  const name = kind === 'hello' ? 'hello-world' : kind === 'proxy' ? 'bare proxy' : 'upstream';
+async function helper(kind: 'hello' | 'upstream' | 'proxy' | 'commit', ...args: string[]): Promise<Proc & { port: number }> {
+  const name = { hello: 'hello-world', proxy: 'bare proxy', upstream: 'upstream', commit: 'commit floor' }[kind];
   const proc = start(name, process.execPath, ['--import', 'tsx', 'bench/compare-servers.ts', kind, ...args]);
   const { port } = await firstJsonLine<{ port: number }>(proc);
   return Object.assign(proc, { port });
@@ -186,7 +188,7 @@ async function databaseBusySeconds(metricsUrl: string | undefined): Promise<numb
   return line ? Number(line.slice(line.indexOf(' ') + 1)) : undefined;
 }
 
-async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
+async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, floor: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
   const problems: string[] = [];
   const say = (s: string) => process.stderr.write(`compare [${w.variant}] ${s}\n`);
   await sleep(idleSeconds * 1000);
@@ -204,6 +206,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     hello: { url: hello, method: 'GET' },
     direct: { url: `${upstreamBase}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: chat },
     proxy: { url: `http://127.0.0.1:${proxy.port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: chat },
+    floor: { url: `http://127.0.0.1:${floor.port}/run`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(syncPaths.spec.body) },
     syncSpec: execute(syncSpecId, syncPaths.spec.body),
     syncResponse: execute(syncResponseId, syncPaths.response.body),
     gateway: { url: `${w.url}/api/v1/ai/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${w.apiKey}` }, body: chat },
@@ -237,6 +240,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const helloLoad = await drive('hello-world', targets.hello, 10, seconds);
     const direct = await drive('upstream direct', targets.direct, 10, seconds);
     const bareProxy = await withCpu(proxy.child.pid, () => drive('bare proxy', targets.proxy, 10, seconds));
+    const commitFloor = await withCpu(floor.child.pid, () => drive('commit floor', targets.floor, 10, seconds));
     const apiPid = w.api().child.pid;
     // The embedded server's database thread reports how busy it was (loopback: /metrics needs no token).
     const metricsUrl = w.variant === 'embedded' ? `${w.url}/metrics` : undefined;
@@ -259,9 +263,9 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const asyncMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-${i}`, o.runs, 20), (f) => f.runs);
     const asyncFigures = asyncMeasured.value;
     rounds.push({
-      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, direct, proxy: bareProxy.load, gateway: gateway.load,
+      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
       ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures,
-      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, async: asyncMeasured.cost },
+      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, commitFloor: commitFloor.cpu, async: asyncMeasured.cost },
     });
   }
   const apiPid = w.api().child.pid;
@@ -356,19 +360,20 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
     const upstream = await helper('upstream');
     const upstreamBase = `http://127.0.0.1:${upstream.port}/v1`;
     const proxy = await helper('proxy', upstreamBase);
+    const floor = await helper('commit');
     const peer = o.peers ? await startPortkey() : undefined;
     const variants: VariantFigures[] = [];
 
     process.stderr.write('compare [embedded] starting weft serve on a fresh data directory\n');
     const embedded = await startEmbedded(upstreamBase, o.limits);
-    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, peer));
+    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, floor, peer));
     await embedded.close();
 
     if (o.postgres) {
       process.stderr.write(`compare [postgres] starting weft api + ${o.workers} weft worker on a scratch database\n`);
       const scaled = await startScaled(upstreamBase, o.postgres, o.redis, o.workers, o.limits);
       // The peer's figures do not depend on Weft's database: measured once, beside the embedded variant.
-      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy));
+      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, floor));
       await scaled.close();
     }
 
