@@ -37,7 +37,8 @@ export interface ExecuteOptions {
 }
 export type ExecuteRun = (run: RunContext, graph: ReturnType<WorkflowService['compileVersion']>, opts: ExecuteOptions) => Promise<RunResult>;
 
-export interface AsyncRunWorkerDeps {
+/** What every part of the runs area is built with (the runs service's dependencies extend it). */
+export interface RunsCoreDeps {
   db: Database;
   config: Config;
   log: Logger;
@@ -45,7 +46,11 @@ export interface AsyncRunWorkerDeps {
   limits: LimitsService;
   accounts: Pick<AccountsService, 'workspacePlan'>;
   workflows: WorkflowService;
+  /** Told when async runs start and runs finish (metrics, the run log line, traces). */
   observer?: RunObserver;
+}
+
+export interface AsyncRunWorkerDeps extends RunsCoreDeps {
   writes: RunWrites;
   inFlight: InFlightRuns;
   pauses: PauseService;

@@ -1,19 +1,15 @@
 // The runs use cases: admission, sync runs, accepting async runs, children, resumes and cancellation, over
 // one engine path. The life of an async run in the process that holds its lease is in async-worker.ts, the
 // lease itself in lease-holder.ts, the group-committed writes in run-writes.ts.
-import type { Logger } from 'pino';
-import type { AccountsService, Actor } from '../accounts/service.js';
-import type { Config } from '../config.js';
+import type { Actor } from '../accounts/service.js';
 import { retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import { runUsageKey, type Admission, type LimitsService } from '../limits/service.js';
-import type { RunObserver } from '../observability/observer.js';
-import type { JobQueue } from '../queue/port.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
-import { AsyncRunWorker, type ExecuteOptions } from './async-worker.js';
+import { AsyncRunWorker, type ExecuteOptions, type RunsCoreDeps } from './async-worker.js';
 import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
 import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { holdLease } from './lease-holder.js';
@@ -33,17 +29,8 @@ const MAX_DEPTH = 10;
 /** Builds the engine's ports for one run (scoped to its workspace, billed to its account). */
 export type PortFactory = (run: RunContext) => EnginePorts;
 
-export interface RunsDeps {
-  db: Database;
-  config: Config;
-  log: Logger;
-  queue: JobQueue;
-  limits: LimitsService;
-  accounts: Pick<AccountsService, 'workspacePlan'>;
-  workflows: WorkflowService;
+export interface RunsDeps extends RunsCoreDeps {
   ports: PortFactory;
-  /** Told when async runs start and runs finish (metrics, the run log line, traces). */
-  observer?: RunObserver;
   /** Whether the Redis behind the queue answers; absent when runs are not dispatched through Redis. */
   pingRedis?: () => Promise<boolean>;
 }
