@@ -65,7 +65,8 @@ describe('charges reserved ahead', () => {
       const all = [...first, ...second];
       expect(new Set(all.map((c) => c.token)).size).toBe(80);
       expect(new Set(all.map((c) => c.executionId)).size).toBe(80);
-      expect(reserves()).toBeLessThan(80);
+      // A few statements, not one per run: the first asks for the run waiting, the next for every run waiting then.
+      expect(reserves()).toBeLessThanOrEqual(8);
       const before = await held(account);
       expect(before.count).toBeGreaterThanOrEqual(80);
       expect(before.reservedUsd).toBeCloseTo(before.count * CHARGE, 9);
