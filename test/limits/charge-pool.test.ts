@@ -96,6 +96,19 @@ describe('charges reserved ahead', () => {
     }
   });
 
+  it('never pass the cap across processes: two pools asking at once under a cap of 12 charges admit exactly 12 between them', async () => {
+    const account = `test:${randomUUID()}`;
+    const a = new ChargePools({ db: db(), now: () => Date.now() });
+    const b = new ChargePools({ db: db(), now: () => Date.now() });
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).take(key(account, 12))));
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(12);
+      expect(await held(account)).toEqual({ count: 12, reservedUsd: 0.06 });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('a charge given back by a refused run goes to the next run, with no statement', async () => {
     const account = `test:${randomUUID()}`;
     const { q, reserves } = counted();
