@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runningServer } from '../../src/cli/session.js';
 import { bootstrappedDatabase, dbMode, request } from '../support/harness.js';
 import { freePort, runCli, spawnServer } from '../support/cli.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
 const stop = async (child: ChildProcess): Promise<number | null> => {
   if (child.exitCode !== null) return child.exitCode;
@@ -16,7 +17,7 @@ const stop = async (child: ChildProcess): Promise<number | null> => {
   return exited;
 };
 
-const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'weft-cli-'));
+const tempDir = () => runTempDir('cli-');
 
 describe.skipIf(dbMode() !== 'pglite')('CLI beside a running embedded server', () => {
   let boot: Awaited<ReturnType<typeof bootstrappedDatabase>>;

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
 import { pgliteTemplateDir, pgliteTemplatePath, postgresUrlFor } from '../support/templates.js';
 import { databaseConformance } from './conformance.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
 // Each adapter runs once: PGlite in the `pglite` project, `pg` in the `postgres` project (which
 // exists when TEST_DATABASE_URL is set).
@@ -45,7 +45,7 @@ afterAll(async () => {
 // only under standard_conforming_strings: a data directory that turns it off is refused at open.
 describe.skipIf(mode !== 'pglite')('the embedded database and standard_conforming_strings', () => {
   it('refuses to open a data directory that turns standard_conforming_strings off, saying why', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-scs-'));
+    const dir = runTempDir('scs-');
     try {
       fs.cpSync(pgliteTemplateDir(), dir, { recursive: true });
       const db = await connectDatabase({ dataDir: dir });

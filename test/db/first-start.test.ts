@@ -1,11 +1,11 @@
 // The embedded database's first start on an empty data directory (initdb), then a reopen of what it wrote.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase, embeddedDatabaseExists } from '../../src/db/connect.js';
 import { createEmbeddedDatabase } from '../../src/db/create-embedded.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
 const mode = process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite';
 const dirs: string[] = [];
@@ -16,7 +16,7 @@ afterAll(() => {
 describe.skipIf(mode !== 'pglite')('the embedded database on an empty data directory', () => {
   // initdb runs here (the harness's other suites copy a template): seconds on a quiet machine, more on a busy one.
   it('creates the database, serves statements, and reopens with what was written', { timeout: 300_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-first-start-'));
+    const dir = runTempDir('first-start-');
     dirs.push(dir);
     expect(embeddedDatabaseExists(dir)).toBe(false);
 
@@ -37,7 +37,7 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
   });
 
   it('a first start creates and migrates the database in a child process, which reports its failure', { timeout: 300_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-first-start-'));
+    const dir = runTempDir('first-start-');
     dirs.push(dir);
     await createEmbeddedDatabase(dir);
     expect(embeddedDatabaseExists(dir)).toBe(true);

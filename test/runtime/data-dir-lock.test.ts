@@ -1,13 +1,13 @@
 // The embedded data directory's lock: one process at a time, and a dead holder never blocks a restart.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { lockDataDir } from '../../src/runtime.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
-const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'weft-lock-'));
+const tempDir = () => runTempDir('lock-');
 const configFor = (dir: string) => loadConfig({ WEFT_DATA_DIR: dir });
 
 /**

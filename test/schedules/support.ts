@@ -1,14 +1,12 @@
 // Helpers of the schedule suites: a manual clock the tests advance (no sleeps), servers started with
 // it, workflows with a schedule block, and reads of the runs and tick claims they made.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import type { SchedulerClock, TimerHandle } from '../../src/schedules/clock.js';
 import { startServer, type StartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from '../support/accounts.js';
 import { TEST_ENCRYPTION_KEY } from '../support/cli.js';
 import { freshDatabase, request, type TestServer } from '../support/harness.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
 /** Time that moves only when told to; due timers fire on `advance` (a timer already due fires on the next turn). */
 export class ManualClock implements SchedulerClock {
@@ -63,7 +61,7 @@ export async function startScheduledServer(clock: ManualClock, opts: { where?: W
     { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_LOG_RETENTION_DAYS: '0', ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0, host: '127.0.0.1',
-      dataDir: where.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'weft-unused-')),
+      dataDir: where.dataDir ?? runTempDir('unused-'),
       databaseUrl: where.databaseUrl,
     },
   );

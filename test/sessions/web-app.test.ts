@@ -1,10 +1,10 @@
 // Serving the dashboard's build at / from WEFT_WEB_DIST: a fake build in a temporary folder, so these
 // tests do not depend on web/ being built.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { runTempDir } from '../support/temp-dirs.js';
 
 let t: TestServer;
 let dist: string;
@@ -12,7 +12,7 @@ const INDEX = '<!doctype html><html><head><script type="module" src="/assets/ind
 const SCRIPT = 'console.log("the app");\n';
 
 beforeAll(async () => {
-  dist = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-dist-'));
+  dist = runTempDir('dist-');
   fs.mkdirSync(path.join(dist, 'assets'));
   fs.writeFileSync(path.join(dist, 'index.html'), INDEX);
   fs.writeFileSync(path.join(dist, 'assets/index-Ab12Cd34.js'), SCRIPT);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { connectDatabase } from '../../src/db/connect.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runTempRoot } from './temp-dirs.js';
 import { ensureCacheDir, pgliteTemplateDir, pgliteTemplatePath, postgresTemplateName, postgresUrlFor, runDatabasesPattern } from './templates.js';
 
 /**
@@ -81,5 +82,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   return async () => {
     const base = process.env.TEST_DATABASE_URL;
     if (base) await dropRunDatabases(base, run);
+    // The suites' data directories and files (test/support/temp-dirs.ts).
+    fs.rmSync(runTempRoot(run), { recursive: true, force: true });
   };
 }

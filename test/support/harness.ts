@@ -1,12 +1,11 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
 import { createKey, ensureBootstrap } from './accounts.js';
 import { FAST_PASSWORD_HASHING, TEST_ENCRYPTION_KEY } from './cli.js';
 import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor, testDatabaseName } from './templates.js';
+import { runTempDir } from './temp-dirs.js';
 
 export type DbMode = 'pglite' | 'postgres';
 export const dbMode = (): DbMode => (process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite');
@@ -68,7 +67,7 @@ export async function freshDatabase(): Promise<{ dataDir?: string; databaseUrl?:
     await admin.close();
     return { databaseUrl: postgresUrlFor(base, name) };
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-test-'));
+  const dir = runTempDir('data-');
   fs.cpSync(pgliteTemplateDir(), dir, { recursive: true });
   return { dataDir: dir };
 }
@@ -81,7 +80,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     {
       port: 0,
       host: '127.0.0.1',
-      dataDir: where.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'weft-unused-')),
+      dataDir: where.dataDir ?? runTempDir('unused-'),
       databaseUrl: where.databaseUrl,
       ...opts.config,
     },
