@@ -10,6 +10,11 @@ export interface RoundFigures {
   syncResponse: LoadResult;
   /** Sync execute of start -> function, posted `{ "inputs": { "n": 21 } }`: the spec's answer, as Sim's SDKs call it. */
   syncSpec: LoadResult;
+  /**
+   * Sync execute of a start block alone, posted like the spec path: a run without user code (no sandbox).
+   * Absent in figures recorded before it.
+   */
+  syncNoCode?: LoadResult;
   direct: LoadResult;
   /** The bare pass-through proxy in front of the same upstream (bench/compare-servers.ts). */
   proxy: LoadResult;
@@ -24,7 +29,7 @@ export interface RoundFigures {
   singleFlightMs: { direct: number; gateway: number; /** The bare proxy: what passing a request through costs with nothing else done. */ proxy?: number; peer?: number };
   async: AsyncFigures;
   /** CPU time per request of the process serving each path (Weft's API process; the proxy's own process). */
-  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest; commitFloor?: CpuPerRequest; async?: CpuPerRequest };
+  cpuPerRequest: { syncSpec?: CpuPerRequest; syncResponse?: CpuPerRequest; syncNoCode?: CpuPerRequest; gateway?: CpuPerRequest; proxy?: CpuPerRequest; commitFloor?: CpuPerRequest; async?: CpuPerRequest };
 }
 
 /**
@@ -112,6 +117,12 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
       add(`sync execute / n8n (${n8nRps} req/s recorded), ${label}`, r.map((x) => +(x[key].rps / n8nRps).toFixed(1)), target ? '>= 100' : undefined, (x) => x >= 100);
     }
   }
+  // The same run without user code: what the function block (its sandbox call, on a fresh context) adds.
+  if (r.some((x) => x.syncNoCode)) {
+    add('sync execute req/s, no user code {inputs} (start block alone)', r.map((x) => x.syncNoCode?.rps));
+    add('sync execute p99 ms, no user code {inputs}', r.map((x) => x.syncNoCode?.p99));
+    add('sync execute / hello-world, no user code {inputs}', r.map((x) => (x.syncNoCode ? ratio(x.syncNoCode.rps, x.helloRps) : undefined)));
+  }
   // What recording each run costs at the least on the embedded database, beside hello-world and the spec path.
   if (r.some((x) => x.commitFloor)) {
     add('commit floor req/s (one row committed per request, embedded database, nothing else)', r.map((x) => x.commitFloor?.rps));
@@ -150,6 +161,14 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   };
   cpu(`sync execute, spec answer (${v.variant === 'embedded' ? 'weft serve' : 'weft api'})`, (x) => x.cpuPerRequest.syncSpec);
   cpu('sync execute, response block', (x) => x.cpuPerRequest.syncResponse);
+  if (r.some((x) => x.cpuPerRequest.syncNoCode)) {
+    cpu('sync execute, no user code', (x) => x.cpuPerRequest.syncNoCode);
+    add('CPU ms per request the function block adds (spec answer - no user code): all threads', r.map((x) => {
+      const spec = x.cpuPerRequest.syncSpec?.totalMs;
+      const bare = x.cpuPerRequest.syncNoCode?.totalMs;
+      return spec === undefined || bare === undefined ? undefined : +(spec - bare).toFixed(3);
+    }));
+  }
   cpu('gateway', (x) => x.cpuPerRequest.gateway);
   cpu('bare proxy', (x) => x.cpuPerRequest.proxy);
   if (r.some((x) => x.cpuPerRequest.commitFloor)) cpu('commit floor', (x) => x.cpuPerRequest.commitFloor);

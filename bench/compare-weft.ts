@@ -223,12 +223,23 @@ const specDefinition = {
   edges: responseDefinition.edges.slice(0, 1),
 };
 
-/** The two sync execute paths `compare` measures: the body each is called with, and the check of its answer. */
+/**
+ * A start block alone, called like the spec path: everything a sync run costs except user code (no sandbox,
+ * no fresh context). Beside the spec path it shows what the function block costs (docs/architecture.md,
+ * Performance targets).
+ */
+const noCodeDefinition = { blocks: responseDefinition.blocks.slice(0, 1), edges: [] };
+
+/** The sync execute paths `compare` measures: the body each is called with, and the check of its answer. */
 export const syncPaths = {
   response: { definition: responseDefinition, body: { n: 21 }, ok: (a: any) => a?.value === 42 },
   spec: {
     definition: specDefinition, body: { inputs: { n: 21 } },
     ok: (a: any) => a?.success === true && a.output?.value === 42 && typeof a.limits?.usage?.currentPeriodCost === 'number',
+  },
+  noCode: {
+    definition: noCodeDefinition, body: { inputs: { n: 21 } },
+    ok: (a: any) => a?.success === true && a.output?.n === 21 && typeof a.limits?.usage?.currentPeriodCost === 'number',
   },
 } as const;
 export type SyncPath = keyof typeof syncPaths;

@@ -16,7 +16,8 @@
 // Figures: hello-world req/s; sync execute on both paths (req/s, p50, p99, ratio to hello-world): the spec's
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
-// `{ "n": 21 }`); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
+// `{ "n": 21 }`); the same run without user code (a start block alone, posted like the spec path: what the
+// function block's sandbox call on a fresh context adds, in req/s and CPU); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
 // connection: ms per request, the gateway's and the bare proxy's added ms); the bare proxy's req/s beside the
 // gateway's (the floor of a gateway on the same libraries); the commit floor's req/s beside sync execute's (one
 // row committed per request on the embedded database and nothing else: the floor of anything that records each
@@ -199,6 +200,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const rssSettledMb = treeRssMb(w.api().child.pid);
   const syncResponseId = await deployWorkflow(w, 'compare-sync-response', 'response');
   const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
+  const syncNoCodeId = await deployWorkflow(w, 'compare-sync-no-code', 'noCode');
   const execute = (id: string, body: unknown): Target => ({
     url: `${w.url}/api/workflows/${id}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify(body),
   });
@@ -209,6 +211,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     floor: { url: `http://127.0.0.1:${floor.port}/run`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(syncPaths.spec.body) },
     syncSpec: execute(syncSpecId, syncPaths.spec.body),
     syncResponse: execute(syncResponseId, syncPaths.response.body),
+    syncNoCode: execute(syncNoCodeId, syncPaths.noCode.body),
     gateway: { url: `${w.url}/api/v1/ai/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${w.apiKey}` }, body: chat },
     ...(peer ? {
       peer: {
@@ -249,6 +252,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     await drive('warm-up (after the baselines) sync execute, spec answer', targets.syncSpec, 10, resumeSeconds);
     const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds), metricsUrl);
     const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds), metricsUrl);
+    const syncNoCode = await withCpu(apiPid, () => drive('sync execute, no user code', targets.syncNoCode, 10, seconds), metricsUrl);
     const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds), metricsUrl);
     const peerLoad = targets.peer ? await drive(peer!.name, targets.peer, 10, seconds) : undefined;
     say(`round ${i}/${o.rounds}: single flight, ${seconds} s per path`);
@@ -263,9 +267,9 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const asyncMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-${i}`, o.runs, 20), (f) => f.runs);
     const asyncFigures = asyncMeasured.value;
     rounds.push({
-      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
+      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
       ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures,
-      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, commitFloor: commitFloor.cpu, async: asyncMeasured.cost },
+      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, commitFloor: commitFloor.cpu, async: asyncMeasured.cost },
     });
   }
   const apiPid = w.api().child.pid;
