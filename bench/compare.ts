@@ -17,11 +17,11 @@
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the same run without user code (a start block alone, posted like the spec path: what the
-// function block's sandbox call on a fresh context adds, in req/s and CPU); the upstream direct and through Weft's gateway (req/s, ratio) and single flight (1
-// connection: ms per request, the gateway's and the bare proxy's added ms); the bare proxy's req/s beside the
-// gateway's (the floor of a gateway on the same libraries); the commit floor's req/s beside sync execute's (one
-// row committed per request on the embedded database and nothing else: the floor of anything that records each
-// run before answering); CPU ms per request of the serving process for each sync path, the gateway,
+// function block's sandbox call on a fresh context adds, in req/s and CPU); the upstream direct and through
+// Weft's gateway (req/s, ratio) and single flight (1 connection: ms per request, the gateway's and the bare
+// proxy's added ms); the bare proxy's req/s beside the gateway's (the floor of a gateway on the same
+// libraries); the commit floor's req/s beside sync execute's (one row committed per request on the embedded
+// database and nothing else: the floor of anything that records each run before answering); CPU ms per request of the serving process for each sync path, the gateway,
 // the bare proxy and per async run (all threads, and the main thread alone, from /proc: it holds when the
 // machine's speed varies between runs, which req/s does not), and embedded, the ms the database thread was busy
 // per request (its `weft_db_busy_seconds_total`); async runs/s (2,000 runs enqueued by 20 clients,
