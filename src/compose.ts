@@ -158,8 +158,9 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   // Async jobs (runs, document ingests, schedules, log retention) are run by worker processes only.
   const runsJobs = ctx.role !== 'api';
 
-  // One V8 context per run on a warm isolate (docs/architecture.md, Performance targets); slots shared fairly between workspaces.
-  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, poolSize: config.sandboxPoolSize });
+  // One V8 context per run on a warm isolate, fresh or reused within the workspace (docs/architecture.md,
+  // Sandbox contexts); slots shared fairly between workspaces.
+  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   const remoteMcp = mcpPort(http);
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL

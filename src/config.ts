@@ -34,6 +34,7 @@ const envSchema = z.object({
   WEFT_LOG_RETENTION_INTERVAL_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
+  WEFT_SANDBOX_CONTEXTS: z.enum(['fresh', 'workspace']).default('fresh'),
   // Limits that keep one run or request from hurting the others (docs/architecture.md, Where limits are enforced).
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -139,6 +140,8 @@ export interface Config {
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
   sandboxPoolSize: number;
+  /** `fresh`: a new V8 context per run; `workspace`: hardened contexts handed between runs of one workspace. */
+  sandboxContexts: 'fresh' | 'workspace';
   /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
   maxRunSteps: number;
   /** JSON size of one block's output; over it the block fails. */
@@ -273,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logRetentionIntervalMs: Math.round(e.WEFT_LOG_RETENTION_INTERVAL_SECONDS * 1000),
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
+    sandboxContexts: e.WEFT_SANDBOX_CONTEXTS,
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
     maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,

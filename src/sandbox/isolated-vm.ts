@@ -1,5 +1,6 @@
-// SandboxPort adapter on isolated-vm. Warm isolates are reused; every call gets a fresh context
-// (pre-created in the background so creation overlaps other work); compiled scripts are cached per
+// SandboxPort adapter on isolated-vm. Warm isolates are reused; every run gets a fresh context
+// (pre-created in the background so creation overlaps other work), or with `contexts: 'workspace'` a
+// hardened context that earlier runs of its workspace used (harden.ts); compiled scripts are cached per
 // code string. Nothing of the host is reachable from the code except what we pass: the bindings (as
 // JSON), a console that records lines, and `fetch` through the request's HttpPort.
 // Limits: memoryLimit per isolate (a memory bomb disposes the isolate; the next call gets a new
@@ -14,6 +15,7 @@ import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxResult } from '../engine/types.js';
 import { FairPool } from './fair-pool.js';
+import { HARDEN_SOURCE } from './harden.js';
 import { CODE_LINE_OFFSET, functionSource } from './prelude.js';
 
 export interface IsolatedVmSandboxOptions {
@@ -36,20 +38,44 @@ export interface IsolatedVmSandboxOptions {
    * context is released when the signal aborts (the engine aborts it when the run ends). Default false.
    */
   contextPerRun?: boolean;
+  /**
+   * `fresh` (default): a new V8 context per run (or per call). `workspace`: contexts are hardened
+   * (built-ins frozen, harden.ts) and handed from one run to the next of the same workspace, with the
+   * earlier run's globals removed first; implies `contextPerRun`. Creating a context costs about
+   * 1 ms of CPU, running a small function in one about 0.03 ms (docs/architecture.md, "Sandbox contexts").
+   * Configured by WEFT_SANDBOX_CONTEXTS.
+   */
+  contexts?: SandboxContexts;
 }
+
+export type SandboxContexts = 'fresh' | 'workspace';
+
+/** Idle reusable contexts kept per isolate, and per workspace within it. */
+const MAX_IDLE_CONTEXTS = 16;
+const MAX_IDLE_CONTEXTS_PER_TENANT = 8;
 
 /** Tenant of calls made through `run` directly (not through `forTenant`). */
 const DEFAULT_TENANT = '';
 
-interface RunContext {
+/** A context lent to one run (or one call) on one isolate. */
+interface Lease {
   slot: Slot;
   isolate: ivm.Isolate;
+  tenant: string;
   context: Promise<ivm.Context>;
+  /** The context served an earlier run: its next call removes that run's globals first. */
+  wipe: boolean;
+  /** Something may have survived the lease's calls (a timeout, an abort, a failure of the sandbox itself). */
+  spoiled: boolean;
 }
+
+/** The prelude's answer when an earlier run's globals cannot be removed (harden.ts). */
+const UNCLEAN = 'weft:unclean';
 
 /** Error thrown for a failed call; carries the console lines written before the failure. */
 export class SandboxError extends Error {
-  constructor(message: string, readonly logs: SandboxLogEntry[] = []) {
+  /** `thrownByCode`: the user's code threw (or rejected); the sandbox itself is sound. */
+  constructor(message: string, readonly logs: SandboxLogEntry[] = [], readonly thrownByCode = false) {
     super(message);
     this.name = 'SandboxError';
   }
@@ -73,6 +99,11 @@ interface Slot {
   isolate: ivm.Isolate;
   scripts: Map<string, Promise<ivm.Script>>;
   spare: Promise<ivm.Context> | null;
+  /** The hardening script, compiled once per isolate (`workspace` contexts only). */
+  harden: Promise<ivm.Script> | null;
+  /** Idle hardened contexts by tenant, least recently returned first. */
+  idle: Map<string, ivm.Context[]>;
+  idleCount: number;
 }
 
 function isJsIdentifier(name: string): boolean {
@@ -92,13 +123,17 @@ export class IsolatedVmSandbox implements SandboxPort {
   readonly poolSize: number;
   private readonly pool: FairPool<Slot>;
   private readonly contextPerRun: boolean;
-  private readonly runContexts = new WeakMap<AbortSignal, RunContext>();
+  private readonly reuse: boolean;
+  private readonly runContexts = new WeakMap<AbortSignal, Lease>();
+  /** Contexts created, and runs or calls served by a context an earlier run used (for tests and metrics). */
+  readonly contextStats = { created: 0, reused: 0 };
 
   constructor(opts: IsolatedVmSandboxOptions = {}) {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
     this.scriptCacheSize = opts.scriptCacheSize ?? 500;
     this.maxFetches = opts.maxFetchesPerCall ?? 100;
-    this.contextPerRun = opts.contextPerRun === true;
+    this.reuse = opts.contexts === 'workspace';
+    this.contextPerRun = opts.contextPerRun === true || this.reuse;
     this.poolSize = Math.max(1, Math.floor(opts.poolSize ?? availableParallelism()));
     this.pool = new FairPool<Slot>({
       size: this.poolSize,
@@ -121,7 +156,7 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   private newSlot(): Slot {
-    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null };
+    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, harden: null, idle: new Map(), idleCount: 0 };
   }
 
   private renew(slot: Slot): void {
@@ -129,6 +164,9 @@ export class IsolatedVmSandbox implements SandboxPort {
     slot.isolate = new ivm.Isolate({ memoryLimit: this.memoryLimitMb });
     slot.scripts = new Map();
     slot.spare = null;
+    slot.harden = null;
+    slot.idle = new Map();
+    slot.idleCount = 0;
   }
 
   private script(slot: Slot, code: string, names: string[]): Promise<ivm.Script> {
@@ -150,15 +188,69 @@ export class IsolatedVmSandbox implements SandboxPort {
     return p;
   }
 
-  private takeContext(slot: Slot): Promise<ivm.Context> {
+  /** A new context; hardened when contexts are reused. */
+  private async createContext(slot: Slot): Promise<ivm.Context> {
+    const isolate = slot.isolate;
+    const context = await isolate.createContext();
+    this.contextStats.created++;
+    if (!this.reuse) return context;
+    try {
+      slot.harden ??= isolate.compileScript(HARDEN_SOURCE, { filename: 'file:///weft-harden.js' });
+      await (await slot.harden).run(context, { timeout: 2000 });
+      return context;
+    } catch (err) {
+      release(context);
+      throw err;
+    }
+  }
+
+  private lease(slot: Slot, tenant: string): Lease {
+    const base = { slot, isolate: slot.isolate, tenant, spoiled: false };
+    const idle = this.reuse ? slot.idle.get(tenant) : undefined;
+    const reused = idle?.pop();
+    if (reused !== undefined) {
+      slot.idleCount--;
+      if (idle?.length === 0) slot.idle.delete(tenant);
+      this.contextStats.reused++;
+      return { ...base, context: Promise.resolve(reused), wipe: true };
+    }
     const spare = slot.spare;
     slot.spare = null;
-    return spare ?? slot.isolate.createContext();
+    const context = spare ?? this.createContext(slot);
+    context.catch(() => undefined);
+    return { ...base, context, wipe: false };
+  }
+
+  /** The lease's calls are over: its context goes back to its workspace's idle list, or is released. */
+  private endLease(lease: Lease): void {
+    lease.context.then(
+      (context) => {
+        const { slot } = lease;
+        const keep = this.reuse && !lease.spoiled && slot.isolate === lease.isolate && !lease.isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot);
+        if (!keep) return release(context);
+        const list = slot.idle.get(lease.tenant) ?? [];
+        slot.idle.delete(lease.tenant); // re-inserted last: the map's order is least recently used first
+        list.push(context);
+        slot.idle.set(lease.tenant, list);
+        slot.idleCount++;
+        if (list.length > MAX_IDLE_CONTEXTS_PER_TENANT) {
+          slot.idleCount--;
+          release(list.shift());
+        }
+        while (slot.idleCount > MAX_IDLE_CONTEXTS) {
+          const [oldestTenant, oldest] = slot.idle.entries().next().value as [string, ivm.Context[]];
+          slot.idleCount--;
+          release(oldest.shift());
+          if (oldest.length === 0) slot.idle.delete(oldestTenant);
+        }
+      },
+      () => undefined,
+    );
   }
 
   private refillSpare(slot: Slot): void {
     if (slot.spare !== null || slot.isolate.isDisposed) return;
-    const p = slot.isolate.createContext();
+    const p = this.createContext(slot);
     p.catch(() => {
       if (slot.spare === p) slot.spare = null;
     });
@@ -183,24 +275,27 @@ export class IsolatedVmSandbox implements SandboxPort {
     const slot = await this.pool.acquire(tenant, signal, shared?.slot);
     if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || this.pool.isRetired(slot))) {
       const stale = this.pool.isRetired(shared.slot) || shared.slot.isolate !== shared.isolate;
-      // The run's context lives on another isolate that is busy: this call gets a fresh context.
-      shared = stale && signal ? this.openRunContext(slot, signal) : undefined;
+      // The run's context lives on another isolate that is busy: this call gets a context of its own.
+      shared = stale && signal ? this.openRunContext(slot, signal, tenant) : undefined;
     } else if (!shared && this.contextPerRun && signal) {
-      shared = this.openRunContext(slot, signal);
+      shared = this.openRunContext(slot, signal, tenant);
     }
+    const lease = shared ?? this.lease(slot, tenant);
     // The slot stays taken until the script really stopped (an aborted call may still be running
     // in the isolate until its timeout), so later calls are not admitted behind it.
     let busy: Promise<unknown> | null = null;
     let busyDone = false;
     try {
-      return await this.runIn(slot, req, names, input, timeoutMs, shared, (running) => {
+      return await this.runIn(lease, req, names, input, timeoutMs, (running) => {
         busy = running;
+        busyDone = false;
         running.then(
           () => { busyDone = true; },
           () => { busyDone = true; },
         );
       });
     } finally {
+      if (!shared) this.endLease(lease);
       if (busy === null || busyDone) this.pool.release(slot);
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
@@ -215,49 +310,40 @@ export class IsolatedVmSandbox implements SandboxPort {
     }
   }
 
-  private openRunContext(slot: Slot, signal: AbortSignal): RunContext {
-    const entry: RunContext = { slot, isolate: slot.isolate, context: this.takeContext(slot) };
-    entry.context.catch(() => undefined);
-    this.runContexts.set(signal, entry);
+  /** The run's context on this isolate, until the run's signal aborts (the engine aborts it when the run ends). */
+  private openRunContext(slot: Slot, signal: AbortSignal, tenant: string): Lease {
+    const lease = this.lease(slot, tenant);
+    this.runContexts.set(signal, lease);
     signal.addEventListener(
       'abort',
       () => {
-        if (this.runContexts.get(signal) === entry) this.runContexts.delete(signal);
-        entry.context.then(
-          (c) => {
-            try {
-              c.release();
-            } catch {
-              // isolate gone
-            }
-          },
-          () => undefined,
-        );
+        if (this.runContexts.get(signal) === lease) this.runContexts.delete(signal);
+        this.endLease(lease);
       },
       { once: true },
     );
-    return entry;
+    return lease;
   }
 
   private async runIn(
-    slot: Slot,
+    lease: Lease,
     req: SandboxRequest,
     names: string[],
     input: string,
     timeoutMs: number,
-    shared: RunContext | undefined,
     onRunning: (running: Promise<unknown>) => void,
   ): Promise<SandboxResult> {
-    const isolate = slot.isolate;
+    const { slot, isolate } = lease;
     const started = Date.now();
     let script: ivm.Script;
     let context: ivm.Context;
     try {
       script = await this.script(slot, req.code, names);
-      context = await (shared ? shared.context : this.takeContext(slot));
+      context = await lease.context;
     } catch (err) {
+      lease.spoiled = true;
       if (isolate.isDisposed) {
-        this.renew(slot);
+        if (slot.isolate === isolate) this.renew(slot);
         throw new SandboxError('the sandbox was reset; try again');
       }
       throw new SandboxError(describeHostError(err));
@@ -265,21 +351,35 @@ export class IsolatedVmSandbox implements SandboxPort {
 
     let fetchRef: ivm.Reference | undefined;
     try {
-      context.global.setIgnored('__weftIn', input);
-      if (req.http && req.code.includes('fetch')) {
-        fetchRef = new ivm.Reference(this.hostFetch(req.http, started, timeoutMs, req.signal));
-        context.global.setIgnored('__weftFetch', fetchRef);
+      if (req.http && req.code.includes('fetch')) fetchRef = new ivm.Reference(this.hostFetch(req.http, started, timeoutMs, req.signal));
+      let raw: unknown;
+      for (;;) {
+        // One write per call (two when it may fetch): each is a task for the isolate's thread.
+        context.global.setIgnored('__weftIn', `${lease.wipe ? 'W' : '-'}${fetchRef ? 'F' : '-'}${input}`);
+        if (fetchRef !== undefined) context.global.setIgnored('__weftFetch', fetchRef);
+        const wiping = lease.wipe;
+        lease.wipe = false;
+        const running = script.run(context, { timeout: timeoutMs, promise: true }) as Promise<unknown>;
+        onRunning(running);
+        this.refillSpare(slot);
+        try {
+          raw = await this.guard(running, timeoutMs, req.signal);
+          break;
+        } catch (err) {
+          if (!wiping || !(err instanceof Error) || err.message !== UNCLEAN) throw err;
+          // An earlier run left what cannot be removed; nothing of this call ran. Start over in a new context.
+          release(context);
+          lease.context = this.createContext(slot);
+          context = await lease.context;
+        }
       }
-      const running = script.run(context, { timeout: timeoutMs, promise: true }) as Promise<unknown>;
-      onRunning(running);
-      this.refillSpare(slot);
-      const raw = await this.guard(running, timeoutMs, req.signal);
       if (typeof raw !== 'string') throw new SandboxError('the code did not complete');
       if (raw.length > MAX_RESULT_CHARS) throw new SandboxError('the returned value is too large');
       const parsed = JSON.parse(raw) as { ok: boolean; value?: unknown; error?: string; logs: SandboxLogEntry[] };
-      if (!parsed.ok) throw new SandboxError(parsed.error ?? 'unknown error', parsed.logs);
+      if (!parsed.ok) throw new SandboxError(parsed.error ?? 'unknown error', parsed.logs, true);
       return { value: parsed.value, logs: parsed.logs };
     } catch (err) {
+      if (!(err instanceof SandboxError && err.thrownByCode)) lease.spoiled = true;
       if (err instanceof SandboxError) throw err;
       const message = err instanceof Error ? err.message : String(err);
       if (/memory limit/i.test(message) || isolate.isDisposed) {
@@ -290,13 +390,6 @@ export class IsolatedVmSandbox implements SandboxPort {
       throw new SandboxError(describeHostError(err));
     } finally {
       fetchRef?.release();
-      if (!shared) {
-        try {
-          context.release();
-        } catch {
-          // isolate disposed
-        }
-      }
     }
   }
 
@@ -358,6 +451,14 @@ export class IsolatedVmSandbox implements SandboxPort {
   /** Disposes all isolates. */
   dispose(): void {
     this.pool.dispose(new SandboxError('the sandbox has been shut down'));
+  }
+}
+
+function release(context: ivm.Context | undefined): void {
+  try {
+    context?.release();
+  } catch {
+    // its isolate is gone
   }
 }
 

@@ -1,13 +1,25 @@
 // Source run inside the isolate: the prelude that every fresh context runs first, and the wrapper
 // that turns the user's code into the body of an async function called with the bindings.
 
-// Runs first in every fresh context: takes the per-call inputs from globals, installs console and
-// fetch, and defines the wrapper that calls the user function and serializes the outcome.
+// Runs first in every call: takes the per-call inputs from globals, in a reused context removes what an
+// earlier run left (on the host's word, harden.ts), installs console and fetch, and defines the wrapper
+// that calls the user function and serializes the outcome.
 export const PRELUDE = `(function () {
   const g = globalThis;
   const stringify = JSON.stringify, parse = JSON.parse;
-  const input = g.__weftIn; delete g.__weftIn;
-  const hostFetch = g.__weftFetch; delete g.__weftFetch;
+  // __weftIn: a wipe flag ('W' or '-'), a fetch flag ('F' or '-'), then the inputs as JSON.
+  let raw, hostFetch;
+  if (typeof g.__weftEnter === 'function') {
+    // A reused context (harden.ts): its entry checks the slots and, on 'W', removes an earlier run's globals.
+    const slots = g.__weftEnter();
+    if (slots === null) throw new Error('weft:unclean');
+    raw = slots[0]; hostFetch = slots[1];
+  } else {
+    raw = g.__weftIn; delete g.__weftIn;
+    hostFetch = g.__weftFetch; delete g.__weftFetch;
+  }
+  if (raw[1] !== 'F') hostFetch = undefined;
+  const input = raw.slice(2);
   const logs = [];
   const fmt = (v) => {
     if (typeof v === 'string') return v;

@@ -338,14 +338,18 @@ describe('wait and variables blocks', () => {
 });
 
 describe('sandbox context per run (opt-in)', () => {
-  it('blocks of one run share globals; runs never do', async () => {
+  it.each(['fresh', 'workspace'] as const)('blocks of one run share globals; runs never do (%s contexts)', async (contexts) => {
     const { IsolatedVmSandbox } = await import('../../src/sandbox/isolated-vm.js');
-    const perRun = new IsolatedVmSandbox({ contextPerRun: true });
+    const perRun = new IsolatedVmSandbox({ contextPerRun: true, contexts, poolSize: 1 });
     try {
       const g = compile(workflow([start(), fn('a', 'globalThis.n = (globalThis.n || 0) + 1; return n'), fn('b', 'return n')], chain('start', 'a', 'b')));
       const r1 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
       const r2 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
-      expect([r1.output, r2.output]).toEqual([1, 1]);
+      await new Promise((r) => setImmediate(r));
+      const r3 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
+      expect([r1.output, r2.output, r3.output]).toEqual([1, 1, 1]);
+      // With one isolate, the later runs took the context the first one left.
+      expect(perRun.contextStats.reused).toBe(contexts === 'workspace' ? 2 : 0);
     } finally {
       perRun.dispose();
     }

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuardedHttp } from '../../src/net/guarded-http.js';
 import { IsolatedVmSandbox, SandboxError } from '../../src/sandbox/isolated-vm.js';
 
-const sandbox = new IsolatedVmSandbox();
+// Both context modes must behave the same to the code they run (docs/architecture.md, "Sandbox contexts").
+const sandboxes = { fresh: new IsolatedVmSandbox(), workspace: new IsolatedVmSandbox({ contexts: 'workspace' }) };
 const httpPort = new GuardedHttp({ allowPrivateNetwork: true });
 let server: http.Server;
 let base = '';
@@ -19,13 +20,12 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  sandbox.dispose();
+  sandboxes.fresh.dispose();
+  sandboxes.workspace.dispose();
   httpPort.close();
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });
-
-const exec = (code: string, bindings: Record<string, unknown> = {}, timeoutMs = 2000) => sandbox.run({ code, bindings, timeoutMs });
 
 async function failure(p: Promise<unknown>): Promise<SandboxError> {
   try {
@@ -37,7 +37,10 @@ async function failure(p: Promise<unknown>): Promise<SandboxError> {
   throw new Error('expected a failure');
 }
 
-describe('IsolatedVmSandbox', () => {
+for (const contexts of ['fresh', 'workspace'] as const) describe(`IsolatedVmSandbox, ${contexts} contexts`, () => {
+  const sandbox = sandboxes[contexts];
+  const exec = (code: string, bindings: Record<string, unknown> = {}, timeoutMs = 2000) => sandbox.run({ code, bindings, timeoutMs });
+
   it('runs an async function body with bindings; values cross as JSON', async () => {
     const r = await exec('await null; return { sum: a + b.n, s: typeof s, d: new Date(0), u: undefined, list: [1, undefined] }', { a: 1, b: { n: 2 }, s: 'x' });
     expect(r.value).toEqual({ sum: 3, s: 'string', d: '1970-01-01T00:00:00.000Z', list: [1, null] });
@@ -63,7 +66,7 @@ describe('IsolatedVmSandbox', () => {
     });
   });
 
-  it('gives every call a fresh context', async () => {
+  it('no call sees what an earlier call left', async () => {
     await exec('globalThis.leak = 42; Array.prototype.evil = 1; return 1');
     expect((await exec('return [typeof leak, [].evil]')).value).toEqual(['undefined', null]);
   });
@@ -134,8 +137,8 @@ describe('IsolatedVmSandbox', () => {
     expect(rs.map((r) => r.value)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
   });
 
-  it('opt-in contextPerRun: calls sharing a signal share one context, released when it aborts', async () => {
-    const perRun = new IsolatedVmSandbox({ contextPerRun: true });
+  it('contextPerRun: calls sharing a signal share one context, released when it aborts', async () => {
+    const perRun = new IsolatedVmSandbox({ contextPerRun: true, contexts });
     try {
       const runA = new AbortController();
       const runB = new AbortController();
