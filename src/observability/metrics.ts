@@ -21,6 +21,8 @@ export interface ScrapeSources {
   poolStats?: () => PoolStats | undefined;
   /** The embedded database's thread: busy seconds and statements so far (both only grow). */
   databaseActivity?: () => Promise<{ busySeconds: number; statements: number }>;
+  /** The sandbox's V8 contexts so far: created, and handed from one run to another (both only grow). */
+  sandboxContexts?: () => { created: number; reused: number };
 }
 
 export class Metrics {
@@ -71,7 +73,7 @@ export class Metrics {
       help: 'Requests refused by plan limits, by kind: rate (execution buckets), api (API buckets), concurrency, usage (period cost cap)',
       labelNames: ['kind'], registers,
     });
-    const { queueDepth, poolStats, databaseActivity } = sources;
+    const { queueDepth, poolStats, databaseActivity, sandboxContexts } = sources;
     if (queueDepth) {
       new Gauge({
         name: 'weft_queue_depth', help: 'Async runs queued and not yet started (read from the database at scrape time)', registers,
@@ -106,6 +108,23 @@ export class Metrics {
       });
     }
     if (databaseActivity) registerDatabaseActivity(databaseActivity, registers);
+    if (sandboxContexts) {
+      for (const kind of ['created', 'reused'] as const) {
+        let counted = 0;
+        new Counter({
+          name: `weft_sandbox_contexts_${kind}_total`,
+          help: kind === 'created'
+            ? 'V8 contexts created for function blocks (one per run with WEFT_SANDBOX_CONTEXTS=fresh)'
+            : 'Runs (or calls) served by a context an earlier run of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
+          registers,
+          collect() {
+            const now = sandboxContexts()[kind];
+            if (now > counted) this.inc(now - counted);
+            counted = now;
+          },
+        });
+      }
+    }
   }
 }
 
