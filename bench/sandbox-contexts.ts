@@ -4,8 +4,12 @@
 // sitting: two embedded `weft serve` processes side by side, loaded in alternating order each round, with
 // a bare Fastify hello-world (its own process) and the same workflow without its function block (what a run
 // costs without user code) as baselines. Prints req/s, p99, the ratio to hello-world and the server's CPU
-// per request (all its threads, from /proc) for each. docs/architecture.md, "Sandbox contexts".
+// per request (all its threads, from /proc) for each. Then, in this process, what one new context costs on an
+// isolate, plain (a fresh context) and hardened (what `workspace` pays when a workspace has no idle context):
+// CPU and wall ms per context created and released. docs/architecture.md, "Sandbox contexts".
 import { parseArgs } from 'node:util';
+import ivm from 'isolated-vm';
+import { HARDEN_SOURCE } from '../src/sandbox/harden.js';
 import { cleanupAll, cpuMs, firstJsonLine, installExitHandlers, start, type Proc } from './compare-procs.js';
 import { assertBuilt, deployWorkflow, startEmbedded, syncPaths, type SyncPath, type Weft } from './compare-weft.js';
 import { load, machine } from './support.js';
@@ -27,6 +31,29 @@ async function measure(w: Weft, workflowId: string, path: SyncPath, seconds: num
   const after = cpuMs(pid);
   const cpu = before && after && r.requests > 0 ? +((after.totalMs - before.totalMs) / r.requests).toFixed(2) : undefined;
   return { rps: r.rps, p99: r.p99, ofHello: `1/${(helloRps / Math.max(1, r.rps)).toFixed(1)}`, cpuMsPerRequest: cpu, errors: r.errors + r.non2xx };
+}
+
+/** CPU and wall ms per context created (and hardened) and released, on one warm isolate, alternated twice. */
+async function contextCosts(count = 300): Promise<Record<string, { cpuMs: number; wallMs: number }[]>> {
+  const isolate = new ivm.Isolate({ memoryLimit: 128 });
+  try {
+    const harden = await isolate.compileScript(HARDEN_SOURCE);
+    const out: Record<string, { cpuMs: number; wallMs: number }[]> = { plain: [], hardened: [] };
+    for (const kind of ['plain', 'hardened', 'plain', 'hardened'] as const) {
+      const cpu0 = process.cpuUsage();
+      const wall0 = performance.now();
+      for (let i = 0; i < count; i++) {
+        const context = await isolate.createContext();
+        if (kind === 'hardened') await harden.run(context);
+        context.release();
+      }
+      const cpu = process.cpuUsage(cpu0);
+      out[kind].push({ cpuMs: +((cpu.user + cpu.system) / 1000 / count).toFixed(2), wallMs: +((performance.now() - wall0) / count).toFixed(2) });
+    }
+    return out;
+  } finally {
+    isolate.dispose();
+  }
 }
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
@@ -57,7 +84,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       table.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
-    return { machine: machine(), seconds, rounds: table };
+    await cleanupAll();
+    return { machine: machine(), seconds, rounds: table, newContext: await contextCosts() };
   } finally {
     await cleanupAll();
   }

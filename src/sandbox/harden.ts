@@ -24,7 +24,8 @@ export const HARDEN_SOURCE = `(function () {
     if (!remove(RegExp, name)) fail('RegExp.' + name);
   }
 
-  // Every object reachable from the global object and from the intrinsics that only syntax reaches.
+  // Every object reachable from the global object and from the intrinsics that only syntax reaches. Walked
+  // once: what the steps below add (accessors, the entry function) is frozen where it is made.
   const reachable = () => {
     const seen = new Set();
     const stack = [];
@@ -62,17 +63,18 @@ export const HARDEN_SOURCE = `(function () {
     if (d === undefined || !('value' in d) || !d.writable) return;
     const value = d.value;
     define(proto, key, {
-      get() { return value; },
-      set(v) {
+      get: freeze({ get() { return value; } }.get),
+      set: freeze({ set(v) {
         if (this === proto) throw new TypeError('Cannot assign to read only property ' + String(key) + ' of a shared built-in');
         if (!isObject(this)) return;
         define(this, key, { value: v, writable: true, enumerable: true, configurable: true });
-      },
+      } }.set),
       enumerable: d.enumerable,
       configurable: false,
     });
   };
-  for (const o of reachable()) {
+  const shared = reachable();
+  for (const o of shared) {
     const c = hasOwn(o, 'constructor') ? describe(o, 'constructor').value : undefined;
     if (isObject(c) && c.prototype === o) for (const key of shadowed) tame(o, key);
   }
@@ -107,7 +109,7 @@ export const HARDEN_SOURCE = `(function () {
     if (!input[0] || !fetch[0] || typeof input[1] !== 'string') return null;
     return input[1][0] === 'W' && !clean() ? null : [input[1], fetch[1]];
   };
-  define(g, '__weftEnter', { value: enter, writable: true, enumerable: false, configurable: true });
+  define(g, '__weftEnter', { value: freeze(enter), writable: true, enumerable: false, configurable: true });
   // Every global binding is fixed.
   for (const key of ownKeys(g)) {
     const d = describe(g, key);
@@ -115,6 +117,6 @@ export const HARDEN_SOURCE = `(function () {
     else define(g, key, { configurable: false });
   }
   baseline = new Set(ownKeys(g));
-  for (const o of reachable()) freeze(o);
+  for (const o of shared) freeze(o);
   return true;
 })();`;
