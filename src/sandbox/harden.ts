@@ -3,7 +3,8 @@
 // places: the realm's shared objects (built-ins, their prototypes, the intrinsics reached through syntax)
 // and the global object's own properties. This script makes the first immutable and installs
 // `__weftEnter`, which the prelude calls first: it hands over the call's inputs and, before the first
-// call of a run, removes every global property an earlier run added.
+// call of a run, removes every global property an earlier run added; and `__weftRelease`, which the host
+// runs when a run ends to remove them at once.
 //
 // Written as a string: it runs inside the isolate, never in the host.
 export const HARDEN_SOURCE = `(function () {
@@ -110,6 +111,9 @@ export const HARDEN_SOURCE = `(function () {
     return input[1][0] === 'W' && !clean() ? null : [input[1], fetch[1]];
   };
   define(g, '__weftEnter', { value: freeze(enter), writable: true, enumerable: false, configurable: true });
+  // Run by the host when a run ends, so that an idle context holds none of its data (memory an idle context
+  // kept would count against the isolate's limit, which other workspaces' calls share).
+  define(g, '__weftRelease', { value: freeze(() => clean()), writable: true, enumerable: false, configurable: true });
   // Every global binding is fixed.
   for (const key of ownKeys(g)) {
     const d = describe(g, key);

@@ -53,6 +53,8 @@ export type SandboxContexts = 'fresh' | 'workspace';
 /** Idle reusable contexts kept per isolate, and per workspace within it. */
 const MAX_IDLE_CONTEXTS = 16;
 const MAX_IDLE_CONTEXTS_PER_TENANT = 8;
+/** A wipe that takes longer (a run left a great many globals) drops the context instead. */
+const WIPE_TIMEOUT_MS = 100;
 
 /** Tenant of calls made through `run` directly (not through `forTenant`). */
 const DEFAULT_TENANT = '';
@@ -99,8 +101,9 @@ interface Slot {
   isolate: ivm.Isolate;
   scripts: Map<string, Promise<ivm.Script>>;
   spare: Promise<ivm.Context> | null;
-  /** The hardening script, compiled once per isolate (`workspace` contexts only). */
+  /** The hardening script and the end-of-run wipe, compiled once per isolate (`workspace` contexts only). */
   harden: Promise<ivm.Script> | null;
+  wipe: Promise<ivm.Script> | null;
   /** Idle hardened contexts by tenant, least recently returned first. */
   idle: Map<string, ivm.Context[]>;
   idleCount: number;
@@ -127,6 +130,8 @@ export class IsolatedVmSandbox implements SandboxPort {
   private readonly runContexts = new WeakMap<AbortSignal, Lease>();
   /** Contexts created, and runs or calls served by a context an earlier run used (for tests and metrics). */
   readonly contextStats = { created: 0, reused: 0 };
+  /** Ended runs' contexts being wiped before they are kept idle. */
+  private readonly parking = new Set<Promise<void>>();
 
   constructor(opts: IsolatedVmSandboxOptions = {}) {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
@@ -156,7 +161,7 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   private newSlot(): Slot {
-    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, harden: null, idle: new Map(), idleCount: 0 };
+    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, harden: null, wipe: null, idle: new Map(), idleCount: 0 };
   }
 
   private renew(slot: Slot): void {
@@ -165,6 +170,7 @@ export class IsolatedVmSandbox implements SandboxPort {
     slot.scripts = new Map();
     slot.spare = null;
     slot.harden = null;
+    slot.wipe = null;
     slot.idle = new Map();
     slot.idleCount = 0;
   }
@@ -223,29 +229,45 @@ export class IsolatedVmSandbox implements SandboxPort {
 
   /** The lease's calls are over: its context goes back to its workspace's idle list, or is released. */
   private endLease(lease: Lease): void {
-    lease.context.then(
-      (context) => {
-        const { slot } = lease;
-        const keep = this.reuse && !lease.spoiled && slot.isolate === lease.isolate && !lease.isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot);
-        if (!keep) return release(context);
-        const list = slot.idle.get(lease.tenant) ?? [];
-        slot.idle.delete(lease.tenant); // re-inserted last: the map's order is least recently used first
-        list.push(context);
-        slot.idle.set(lease.tenant, list);
-        slot.idleCount++;
-        if (list.length > MAX_IDLE_CONTEXTS_PER_TENANT) {
-          slot.idleCount--;
-          release(list.shift());
-        }
-        while (slot.idleCount > MAX_IDLE_CONTEXTS) {
-          const [oldestTenant, oldest] = slot.idle.entries().next().value as [string, ivm.Context[]];
-          slot.idleCount--;
-          release(oldest.shift());
-          if (oldest.length === 0) slot.idle.delete(oldestTenant);
-        }
-      },
+    const ended = lease.context.then(
+      (context) => (!this.reuse || lease.spoiled || !this.usable(lease) ? release(context) : this.park(lease, context)),
       () => undefined,
     );
+    if (!this.reuse) return;
+    this.parking.add(ended);
+    void ended.finally(() => this.parking.delete(ended));
+  }
+
+  private usable(lease: Lease): boolean {
+    const { slot, isolate } = lease;
+    return slot.isolate === isolate && !isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot);
+  }
+
+  /** Wipes the ended run's globals, then keeps the context idle for its workspace (or releases it if that failed). */
+  private async park(lease: Lease, context: ivm.Context): Promise<void> {
+    const { slot, isolate } = lease;
+    try {
+      slot.wipe ??= isolate.compileScript('__weftRelease()', { filename: 'file:///weft-release.js' });
+      const clean = await (await slot.wipe).run(context, { timeout: WIPE_TIMEOUT_MS });
+      if (clean !== true || !this.usable(lease)) return release(context);
+    } catch {
+      return release(context);
+    }
+    const list = slot.idle.get(lease.tenant) ?? [];
+    slot.idle.delete(lease.tenant); // re-inserted last: the map's order is least recently used first
+    list.push(context);
+    slot.idle.set(lease.tenant, list);
+    slot.idleCount++;
+    if (list.length > MAX_IDLE_CONTEXTS_PER_TENANT) {
+      slot.idleCount--;
+      release(list.shift());
+    }
+    while (slot.idleCount > MAX_IDLE_CONTEXTS) {
+      const [oldestTenant, oldest] = slot.idle.entries().next().value as [string, ivm.Context[]];
+      slot.idleCount--;
+      release(oldest.shift());
+      if (oldest.length === 0) slot.idle.delete(oldestTenant);
+    }
   }
 
   private refillSpare(slot: Slot): void {
@@ -446,6 +468,11 @@ export class IsolatedVmSandbox implements SandboxPort {
     // No prototype: the reference handed to the isolate cannot be walked to the host Function.
     Object.setPrototypeOf(fn, null);
     return fn;
+  }
+
+  /** Resolves once the contexts of runs that have ended are wiped and idle (or released). */
+  async parked(): Promise<void> {
+    while (this.parking.size > 0) await Promise.all([...this.parking]);
   }
 
   /** Disposes all isolates. */

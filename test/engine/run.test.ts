@@ -344,8 +344,9 @@ describe('sandbox context per run (opt-in)', () => {
     try {
       const g = compile(workflow([start(), fn('a', 'globalThis.n = (globalThis.n || 0) + 1; return n'), fn('b', 'return n')], chain('start', 'a', 'b')));
       const r1 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
+      await perRun.parked();
       const r2 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
-      await new Promise((r) => setImmediate(r));
+      await perRun.parked();
       const r3 = await runWorkflow(g, { input: {}, ports: ports({ sandbox: perRun }) });
       expect([r1.output, r2.output, r3.output]).toEqual([1, 1, 1]);
       // With one isolate, the later runs took the context the first one left.

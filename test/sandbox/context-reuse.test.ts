@@ -25,8 +25,8 @@ async function run(sandbox: SandboxPort, ...codes: string[]): Promise<unknown[]>
     return out;
   } finally {
     ac.abort(new Error('run ended'));
-    // The context goes back to its workspace's idle list once the abort is handled.
-    await new Promise((r) => setImmediate(r));
+    // The context goes back to its workspace's idle list once it is wiped (`sandbox` may be a tenant's view).
+    await Promise.all(open.map((s) => s.parked()));
   }
 }
 
@@ -168,7 +168,7 @@ describe('sandbox contexts reused per workspace', () => {
     const err = await failure(sandbox.run({ code: 'globalThis.half = 1; while (true) {}', bindings: {}, timeoutMs: 100, signal: ac.signal }));
     expect(err.message).toBe('the code timed out after 100 ms');
     ac.abort();
-    await new Promise((r) => setImmediate(r));
+    await sandbox.parked();
     const reused = sandbox.contextStats.reused;
     expect(await run(sandbox, 'return typeof half')).toEqual(['undefined']);
     expect(sandbox.contextStats.reused).toBe(reused);
@@ -182,12 +182,20 @@ describe('sandbox contexts reused per workspace', () => {
     expect(await run(sandbox, 'return 2')).toEqual([2]);
   });
 
+  it('an ended run\'s globals are removed at once: an idle context holds none of its memory', async () => {
+    const sandbox = reusing();
+    // 72 MB each on an isolate limited to 128 MB: the second fits only if the first run's array was let go.
+    await run(sandbox.forTenant('a'), 'globalThis.big = new Float64Array(9e6); return big.length');
+    expect(await run(sandbox.forTenant('b'), 'const mine = new Float64Array(9e6); return mine.length')).toEqual([9e6]);
+    expect(sandbox.contextStats.reused).toBe(0);
+  });
+
   it('console lines belong to the call that wrote them', async () => {
     const sandbox = reusing();
     const ac = new AbortController();
     const first = await sandbox.run({ code: "console.log('one'); globalThis.keep = console; return 1", bindings: {}, timeoutMs: 2000, signal: ac.signal });
     ac.abort();
-    await new Promise((r) => setImmediate(r));
+    await sandbox.parked();
     const second = await sandbox.run({ code: "console.log('two'); return typeof keep", bindings: {}, timeoutMs: 2000, signal: new AbortController().signal });
     expect([first.logs, second.logs, second.value]).toEqual([[{ level: 'log', message: 'one' }], [{ level: 'log', message: 'two' }], 'undefined']);
   });
