@@ -81,8 +81,8 @@ export const HARDEN_SOURCE = `(function () {
   }
 
   // Removes every global property a run added. False when that is not possible (a property made
-  // non-configurable, the global object's prototype replaced or its extension prevented, eval used):
-  // the context is then dropped.
+  // non-configurable, the global object's prototype replaced or its extension prevented): the context is
+  // then dropped.
   let baseline;
   const baseProto = getProto(g);
   const clean = () => {

@@ -248,8 +248,9 @@ export class IsolatedVmSandbox implements SandboxPort {
     const { slot, isolate } = lease;
     try {
       slot.wipe ??= isolate.compileScript('__weftRelease()', { filename: 'file:///weft-release.js' });
+      // Queued behind any call still running in the context (a run cancelled mid-call), which marks the lease spoiled.
       const clean = await (await slot.wipe).run(context, { timeout: WIPE_TIMEOUT_MS });
-      if (clean !== true || !this.usable(lease)) return release(context);
+      if (clean !== true || lease.spoiled || !this.usable(lease)) return release(context);
     } catch {
       return release(context);
     }
