@@ -115,7 +115,7 @@ export class Metrics {
           name: `weft_sandbox_contexts_${kind}_total`,
           help: kind === 'created'
             ? 'V8 contexts created for function blocks (one per run with WEFT_SANDBOX_CONTEXTS=fresh)'
-            : 'Runs (or calls) served by a context an earlier run of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
+            : 'Function block calls served by a context an earlier call of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
           registers,
           collect() {
             const now = sandboxContexts()[kind];

@@ -1,10 +1,10 @@
-// Source run once in a context that serves many runs of one workspace (WEFT_SANDBOX_CONTEXTS=workspace;
-// docs/architecture.md, "Sandbox contexts"). What one run could leave behind for the next lives in two
+// Source run once in a context that serves many calls of one workspace (WEFT_SANDBOX_CONTEXTS=workspace;
+// docs/architecture.md, "Sandbox contexts"). What one call could leave behind for the next lives in two
 // places: the realm's shared objects (built-ins, their prototypes, the intrinsics reached through syntax)
 // and the global object's own properties. This script makes the first immutable and installs
-// `__weftEnter`, which the prelude calls first: it hands over the call's inputs and, before the first
-// call of a run, removes every global property an earlier run added; and `__weftRelease`, which the host
-// runs when a run ends to remove them at once.
+// `__weftEnter`, which the prelude calls first: it hands over the call's inputs and removes any global
+// property an earlier call added; and `__weftRelease`, which the host runs when a call ends to remove them
+// at once.
 //
 // Written as a string: it runs inside the isolate, never in the host.
 export const HARDEN_SOURCE = `(function () {
@@ -17,7 +17,7 @@ export const HARDEN_SOURCE = `(function () {
   const fail = (what) => { throw new Error('weft: could not harden the context: ' + what); };
   const isObject = (v) => (typeof v === 'object' && v !== null) || typeof v === 'function';
 
-  // Deferred callbacks could run during a later run and see its globals; regexp statics keep the last
+  // Deferred callbacks could run during a later call and see its globals; regexp statics keep the last
   // match's input. console is the prelude's, per call.
   for (const name of ['WeakRef', 'FinalizationRegistry', 'console']) if (!remove(g, name)) fail(name);
   for (const name of ['$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9', 'input', '$_', 'lastMatch', '$&',
@@ -80,7 +80,7 @@ export const HARDEN_SOURCE = `(function () {
     if (isObject(c) && c.prototype === o) for (const key of shadowed) tame(o, key);
   }
 
-  // Removes every global property a run added. False when that is not possible (a property made
+  // Removes every global property a call added. False when that is not possible (a property made
   // non-configurable, the global object's prototype replaced or its extension prevented): the context is
   // then dropped.
   let baseline;
@@ -93,9 +93,9 @@ export const HARDEN_SOURCE = `(function () {
   };
   // The prelude's first step in every call. The host writes __weftIn (two flag characters, then the
   // inputs as JSON) and, when the call may fetch, __weftFetch, as data properties: isolated-vm defines
-  // them, replacing any accessor a run left there without calling it. A run can only block those writes
+  // them, replacing any accessor a call left there without calling it. A call can only block those writes
   // by making a slot non-configurable, which this sees before it reads anything. The first flag asks
-  // for the wipe (the first call of a run). Returns [flags and inputs, fetch], or null when the context
+  // for the wipe (a context an earlier call used). Returns [flags and inputs, fetch], or null when the context
   // cannot serve the call.
   const slot = (name) => {
     const d = describe(g, name);
@@ -111,7 +111,7 @@ export const HARDEN_SOURCE = `(function () {
     return input[1][0] === 'W' && !clean() ? null : [input[1], fetch[1]];
   };
   define(g, '__weftEnter', { value: freeze(enter), writable: true, enumerable: false, configurable: true });
-  // Run by the host when a run ends, so that an idle context holds none of its data (memory an idle context
+  // Run by the host when a call ends, so that an idle context holds none of its data (memory an idle context
   // kept would count against the isolate's limit, which other workspaces' calls share).
   define(g, '__weftRelease', { value: freeze(() => clean()), writable: true, enumerable: false, configurable: true });
   // Every global binding is fixed.

@@ -1,7 +1,6 @@
-// SandboxPort adapter on isolated-vm. Warm isolates are reused; every run gets a fresh context
-// (pre-created in the background so creation overlaps other work), or with `contexts: 'workspace'` a
-// hardened context that earlier runs of its workspace used (harden.ts); compiled scripts are cached per
-// code string. Nothing of the host is reachable from the code except what we pass: the bindings (as
+// SandboxPort adapter on isolated-vm. Warm isolates are reused; every run (or call) gets a fresh context, or
+// with `contexts: 'workspace'` every call a hardened one that earlier calls of its workspace used
+// (contexts.ts); compiled scripts are cached per code string. Nothing of the host is reachable from the code except what we pass: the bindings (as
 // JSON), a console that records lines, and `fetch` through the request's HttpPort.
 // Limits: memoryLimit per isolate (a memory bomb disposes the isolate; the next call gets a new
 // one) and a timeout per call. `fetch` blocks the isolate until the host answers
@@ -15,8 +14,10 @@ import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxResult } from '../engine/types.js';
 import { FairPool } from './fair-pool.js';
-import { HARDEN_SOURCE } from './harden.js';
+import { ContextSupply, emptyContextStore, release, type ContextStore, type Lease, type SandboxContexts } from './contexts.js';
 import { CODE_LINE_OFFSET, functionSource } from './prelude.js';
+
+export type { SandboxContexts } from './contexts.js';
 
 export interface IsolatedVmSandboxOptions {
   /** Memory limit per isolate in MB (default 128). */
@@ -39,37 +40,18 @@ export interface IsolatedVmSandboxOptions {
    */
   contextPerRun?: boolean;
   /**
-   * `fresh` (default): a new V8 context per run (or per call). `workspace`: contexts are hardened
-   * (built-ins frozen, harden.ts) and handed from one run to the next of the same workspace, with the
-   * earlier run's globals removed first; implies `contextPerRun`. Creating a context costs about
-   * 1 ms of CPU, running a small function in one about 0.03 ms (docs/architecture.md, "Sandbox contexts").
-   * Configured by WEFT_SANDBOX_CONTEXTS.
+   * `fresh` (default): a new V8 context per call, or per run with `contextPerRun`. `workspace`: contexts
+   * are hardened (built-ins frozen, harden.ts) and handed from one call to the next of the same workspace,
+   * each call starting with no global an earlier call left; `contextPerRun` is then ignored, so a context
+   * is held only while a call runs and an isolate needs about one per workspace. Creating a context costs
+   * about 1 ms of CPU, running a small function in one about 0.03 ms (docs/architecture.md, "Sandbox
+   * contexts"). Configured by WEFT_SANDBOX_CONTEXTS.
    */
   contexts?: SandboxContexts;
 }
 
-export type SandboxContexts = 'fresh' | 'workspace';
-
-/** Idle reusable contexts kept per isolate, and per workspace within it. */
-const MAX_IDLE_CONTEXTS = 16;
-const MAX_IDLE_CONTEXTS_PER_TENANT = 8;
-/** A wipe that takes longer (a run left a great many globals) drops the context instead. */
-const WIPE_TIMEOUT_MS = 100;
-
 /** Tenant of calls made through `run` directly (not through `forTenant`). */
 const DEFAULT_TENANT = '';
-
-/** A context lent to one run (or one call) on one isolate. */
-interface Lease {
-  slot: Slot;
-  isolate: ivm.Isolate;
-  tenant: string;
-  context: Promise<ivm.Context>;
-  /** The context served an earlier run: its next call removes that run's globals first. */
-  wipe: boolean;
-  /** Something may have survived the lease's calls (a timeout, an abort, a failure of the sandbox itself). */
-  spoiled: boolean;
-}
 
 /** The prelude's answer when an earlier run's globals cannot be removed (harden.ts). */
 const UNCLEAN = 'weft:unclean';
@@ -97,16 +79,8 @@ function describeHostError(err: unknown): string {
 }
 
 /** One isolate of the pool with its caches. */
-interface Slot {
-  isolate: ivm.Isolate;
+interface Slot extends ContextStore {
   scripts: Map<string, Promise<ivm.Script>>;
-  spare: Promise<ivm.Context> | null;
-  /** The hardening script and the end-of-run wipe, compiled once per isolate (`workspace` contexts only). */
-  harden: Promise<ivm.Script> | null;
-  wipe: Promise<ivm.Script> | null;
-  /** Idle hardened contexts by tenant, least recently returned first. */
-  idle: Map<string, ivm.Context[]>;
-  idleCount: number;
 }
 
 function isJsIdentifier(name: string): boolean {
@@ -126,19 +100,16 @@ export class IsolatedVmSandbox implements SandboxPort {
   readonly poolSize: number;
   private readonly pool: FairPool<Slot>;
   private readonly contextPerRun: boolean;
-  private readonly reuse: boolean;
-  private readonly runContexts = new WeakMap<AbortSignal, Lease>();
-  /** Contexts created, and runs or calls served by a context an earlier run used (for tests and metrics). */
-  readonly contextStats = { created: 0, reused: 0 };
-  /** Ended runs' contexts being wiped before they are kept idle. */
-  private readonly parking = new Set<Promise<void>>();
+  private readonly contexts: ContextSupply<Slot>;
+  private readonly runContexts = new WeakMap<AbortSignal, Lease<Slot>>();
 
   constructor(opts: IsolatedVmSandboxOptions = {}) {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
     this.scriptCacheSize = opts.scriptCacheSize ?? 500;
     this.maxFetches = opts.maxFetchesPerCall ?? 100;
-    this.reuse = opts.contexts === 'workspace';
-    this.contextPerRun = opts.contextPerRun === true || this.reuse;
+    const reuse = opts.contexts === 'workspace';
+    this.contextPerRun = opts.contextPerRun === true && !reuse;
+    this.contexts = new ContextSupply<Slot>(reuse, (slot, isolate) => slot.isolate === isolate && !isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot));
     this.poolSize = Math.max(1, Math.floor(opts.poolSize ?? availableParallelism()));
     this.pool = new FairPool<Slot>({
       size: this.poolSize,
@@ -160,19 +131,19 @@ export class IsolatedVmSandbox implements SandboxPort {
     return this.runAs(DEFAULT_TENANT, req);
   }
 
+  /** Contexts created, and calls served by a context an earlier call used (for tests and metrics). */
+  get contextStats(): Readonly<{ created: number; reused: number }> {
+    return this.contexts.stats;
+  }
+
   private newSlot(): Slot {
-    return { isolate: new ivm.Isolate({ memoryLimit: this.memoryLimitMb }), scripts: new Map(), spare: null, harden: null, wipe: null, idle: new Map(), idleCount: 0 };
+    return { ...emptyContextStore(new ivm.Isolate({ memoryLimit: this.memoryLimitMb })), scripts: new Map() };
   }
 
   private renew(slot: Slot): void {
     disposeIsolate(slot);
-    slot.isolate = new ivm.Isolate({ memoryLimit: this.memoryLimitMb });
+    Object.assign(slot, emptyContextStore(new ivm.Isolate({ memoryLimit: this.memoryLimitMb })));
     slot.scripts = new Map();
-    slot.spare = null;
-    slot.harden = null;
-    slot.wipe = null;
-    slot.idle = new Map();
-    slot.idleCount = 0;
   }
 
   private script(slot: Slot, code: string, names: string[]): Promise<ivm.Script> {
@@ -192,92 +163,6 @@ export class IsolatedVmSandbox implements SandboxPort {
       slot.scripts.set(key, p);
     }
     return p;
-  }
-
-  /** A new context; hardened when contexts are reused. */
-  private async createContext(slot: Slot): Promise<ivm.Context> {
-    const isolate = slot.isolate;
-    const context = await isolate.createContext();
-    this.contextStats.created++;
-    if (!this.reuse) return context;
-    try {
-      slot.harden ??= isolate.compileScript(HARDEN_SOURCE, { filename: 'file:///weft-harden.js' });
-      await (await slot.harden).run(context, { timeout: 2000 });
-      return context;
-    } catch (err) {
-      release(context);
-      throw err;
-    }
-  }
-
-  private lease(slot: Slot, tenant: string): Lease {
-    const base = { slot, isolate: slot.isolate, tenant, spoiled: false };
-    const idle = this.reuse ? slot.idle.get(tenant) : undefined;
-    const reused = idle?.pop();
-    if (reused !== undefined) {
-      slot.idleCount--;
-      if (idle?.length === 0) slot.idle.delete(tenant);
-      this.contextStats.reused++;
-      return { ...base, context: Promise.resolve(reused), wipe: true };
-    }
-    const spare = slot.spare;
-    slot.spare = null;
-    const context = spare ?? this.createContext(slot);
-    context.catch(() => undefined);
-    return { ...base, context, wipe: false };
-  }
-
-  /** The lease's calls are over: its context goes back to its workspace's idle list, or is released. */
-  private endLease(lease: Lease): void {
-    const ended = lease.context.then(
-      (context) => (!this.reuse || lease.spoiled || !this.usable(lease) ? release(context) : this.park(lease, context)),
-      () => undefined,
-    );
-    if (!this.reuse) return;
-    this.parking.add(ended);
-    void ended.finally(() => this.parking.delete(ended));
-  }
-
-  private usable(lease: Lease): boolean {
-    const { slot, isolate } = lease;
-    return slot.isolate === isolate && !isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot);
-  }
-
-  /** Wipes the ended run's globals, then keeps the context idle for its workspace (or releases it if that failed). */
-  private async park(lease: Lease, context: ivm.Context): Promise<void> {
-    const { slot, isolate } = lease;
-    try {
-      slot.wipe ??= isolate.compileScript('__weftRelease()', { filename: 'file:///weft-release.js' });
-      // Queued behind any call still running in the context (a run cancelled mid-call), which marks the lease spoiled.
-      const clean = await (await slot.wipe).run(context, { timeout: WIPE_TIMEOUT_MS });
-      if (clean !== true || lease.spoiled || !this.usable(lease)) return release(context);
-    } catch {
-      return release(context);
-    }
-    const list = slot.idle.get(lease.tenant) ?? [];
-    slot.idle.delete(lease.tenant); // re-inserted last: the map's order is least recently used first
-    list.push(context);
-    slot.idle.set(lease.tenant, list);
-    slot.idleCount++;
-    if (list.length > MAX_IDLE_CONTEXTS_PER_TENANT) {
-      slot.idleCount--;
-      release(list.shift());
-    }
-    while (slot.idleCount > MAX_IDLE_CONTEXTS) {
-      const [oldestTenant, oldest] = slot.idle.entries().next().value as [string, ivm.Context[]];
-      slot.idleCount--;
-      release(oldest.shift());
-      if (oldest.length === 0) slot.idle.delete(oldestTenant);
-    }
-  }
-
-  private refillSpare(slot: Slot): void {
-    if (slot.spare !== null || slot.isolate.isDisposed) return;
-    const p = this.createContext(slot);
-    p.catch(() => {
-      if (slot.spare === p) slot.spare = null;
-    });
-    slot.spare = p;
   }
 
   private async runAs(tenant: string, req: SandboxRequest): Promise<SandboxResult> {
@@ -303,7 +188,7 @@ export class IsolatedVmSandbox implements SandboxPort {
     } else if (!shared && this.contextPerRun && signal) {
       shared = this.openRunContext(slot, signal, tenant);
     }
-    const lease = shared ?? this.lease(slot, tenant);
+    const lease = shared ?? this.contexts.lease(slot, tenant);
     // The slot stays taken until the script really stopped (an aborted call may still be running
     // in the isolate until its timeout), so later calls are not admitted behind it.
     let busy: Promise<unknown> | null = null;
@@ -318,7 +203,7 @@ export class IsolatedVmSandbox implements SandboxPort {
         );
       });
     } finally {
-      if (!shared) this.endLease(lease);
+      if (!shared) this.contexts.end(lease);
       if (busy === null || busyDone) this.pool.release(slot);
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
@@ -334,14 +219,14 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   /** The run's context on this isolate, until the run's signal aborts (the engine aborts it when the run ends). */
-  private openRunContext(slot: Slot, signal: AbortSignal, tenant: string): Lease {
-    const lease = this.lease(slot, tenant);
+  private openRunContext(slot: Slot, signal: AbortSignal, tenant: string): Lease<Slot> {
+    const lease = this.contexts.lease(slot, tenant);
     this.runContexts.set(signal, lease);
     signal.addEventListener(
       'abort',
       () => {
         if (this.runContexts.get(signal) === lease) this.runContexts.delete(signal);
-        this.endLease(lease);
+        this.contexts.end(lease);
       },
       { once: true },
     );
@@ -349,7 +234,7 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   private async runIn(
-    lease: Lease,
+    lease: Lease<Slot>,
     req: SandboxRequest,
     names: string[],
     input: string,
@@ -384,7 +269,7 @@ export class IsolatedVmSandbox implements SandboxPort {
         lease.wipe = false;
         const running = script.run(context, { timeout: timeoutMs, promise: true }) as Promise<unknown>;
         onRunning(running);
-        this.refillSpare(slot);
+        this.contexts.refillSpare(slot);
         try {
           raw = await this.guard(running, timeoutMs, req.signal);
           break;
@@ -392,7 +277,7 @@ export class IsolatedVmSandbox implements SandboxPort {
           if (!wiping || !(err instanceof Error) || err.message !== UNCLEAN) throw err;
           // An earlier run left what cannot be removed; nothing of this call ran. Start over in a new context.
           release(context);
-          lease.context = this.createContext(slot);
+          lease.context = this.contexts.create(slot);
           context = await lease.context;
         }
       }
@@ -472,21 +357,13 @@ export class IsolatedVmSandbox implements SandboxPort {
   }
 
   /** Resolves once the contexts of runs that have ended are wiped and idle (or released). */
-  async parked(): Promise<void> {
-    while (this.parking.size > 0) await Promise.all([...this.parking]);
+  parked(): Promise<void> {
+    return this.contexts.parked();
   }
 
   /** Disposes all isolates. */
   dispose(): void {
     this.pool.dispose(new SandboxError('the sandbox has been shut down'));
-  }
-}
-
-function release(context: ivm.Context | undefined): void {
-  try {
-    context?.release();
-  } catch {
-    // its isolate is gone
   }
 }
 

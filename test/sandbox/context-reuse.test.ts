@@ -1,4 +1,4 @@
-// Contexts reused between runs of one workspace (contexts: 'workspace'): what a fresh context gives must
+// Contexts reused between calls of one workspace (contexts: 'workspace'): what a fresh context gives must
 // still hold (docs/architecture.md, "Sandbox contexts"). Each case uses its own sandbox of one isolate, so
 // the context a run gets can only be the one an earlier run left, or a new one.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ function reusing(): IsolatedVmSandbox {
   return s;
 }
 
-/** Runs `codes` as the function blocks of one run (one signal), then ends the run as the engine does. */
+/** Runs `codes` as the function blocks of one run (one signal), then ends the run as the engine does; waits for the contexts to be idle again. */
 async function run(sandbox: SandboxPort, ...codes: string[]): Promise<unknown[]> {
   const ac = new AbortController();
   try {
@@ -25,7 +25,7 @@ async function run(sandbox: SandboxPort, ...codes: string[]): Promise<unknown[]>
     return out;
   } finally {
     ac.abort(new Error('run ended'));
-    // The context goes back to its workspace's idle list once it is wiped (`sandbox` may be a tenant's view).
+    // A context goes back to its workspace's idle list once it is wiped (`sandbox` may be a tenant's view).
     await Promise.all(open.map((s) => s.parked()));
   }
 }
@@ -41,15 +41,15 @@ async function failure(p: Promise<unknown>): Promise<SandboxError> {
 }
 
 describe('sandbox contexts reused per workspace', () => {
-  it('a later run gets the same context with none of the earlier run\'s globals; blocks of one run share them', async () => {
+  it('every call, in the same run or a later one, gets a context an earlier call used with none of its globals', async () => {
     const sandbox = reusing();
     const first = await run(sandbox,
       `globalThis.a = 1; implicitGlobal = 2; globalThis[Symbol.for('k')] = 3;
        Object.defineProperty(globalThis, 'hidden', { value: 4, configurable: true });
        Object.defineProperty(globalThis, 'getter', { get() { return 5; }, configurable: true });
-       return [a, implicitGlobal]`,
-      'return [a, implicitGlobal, hidden, getter]');
-    expect(first).toEqual([[1, 2], [1, 2, 4, 5]]);
+       return [a, implicitGlobal, hidden, getter]`,
+      "return [typeof a, typeof implicitGlobal, globalThis[Symbol.for('k')] ?? null, typeof hidden, typeof getter]");
+    expect(first).toEqual([[1, 2, 4, 5], ['undefined', 'undefined', null, 'undefined', 'undefined']]);
     const reusedBefore = sandbox.contextStats.reused;
     const [later] = await run(sandbox, "return [typeof a, typeof implicitGlobal, globalThis[Symbol.for('k')] ?? null, typeof hidden, typeof getter]");
     expect(later).toEqual(['undefined', 'undefined', null, 'undefined', 'undefined']);
