@@ -275,7 +275,7 @@ export class IsolatedVmSandbox implements SandboxPort {
           break;
         } catch (err) {
           if (!wiping || !(err instanceof Error) || err.message !== UNCLEAN) throw err;
-          // An earlier run left what cannot be removed; nothing of this call ran. Start over in a new context.
+          // An earlier call left what cannot be removed; nothing of this call ran. Start over in a new context.
           release(context);
           lease.context = this.contexts.create(slot);
           context = await lease.context;

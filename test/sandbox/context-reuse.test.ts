@@ -2,7 +2,8 @@
 // still hold (docs/architecture.md, "Sandbox contexts"). Each case uses its own sandbox of one isolate, so
 // the context a run gets can only be the one an earlier run left, or a new one.
 import { afterEach, describe, expect, it } from 'vitest';
-import { IsolatedVmSandbox, SandboxError } from '../../src/sandbox/isolated-vm.js';
+import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
+import { failure } from './failure.js';
 import type { SandboxPort } from '../../src/engine/types.js';
 
 const open: IsolatedVmSandbox[] = [];
@@ -28,16 +29,6 @@ async function run(sandbox: SandboxPort, ...codes: string[]): Promise<unknown[]>
     // A context goes back to its workspace's idle list once it is wiped (`sandbox` may be a tenant's view).
     await Promise.all(open.map((s) => s.parked()));
   }
-}
-
-async function failure(p: Promise<unknown>): Promise<SandboxError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return err as SandboxError;
-  }
-  throw new Error('expected a failure');
 }
 
 describe('sandbox contexts reused per workspace', () => {

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuardedHttp } from '../../src/net/guarded-http.js';
-import { IsolatedVmSandbox, SandboxError } from '../../src/sandbox/isolated-vm.js';
+import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
+import { failure } from './failure.js';
 
 // Both context modes must behave the same to the code they run (docs/architecture.md, "Sandbox contexts").
 const sandboxes = { fresh: new IsolatedVmSandbox(), workspace: new IsolatedVmSandbox({ contexts: 'workspace' }) };
@@ -26,16 +27,6 @@ afterAll(async () => {
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });
-
-async function failure(p: Promise<unknown>): Promise<SandboxError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return err as SandboxError;
-  }
-  throw new Error('expected a failure');
-}
 
 for (const contexts of ['fresh', 'workspace'] as const) describe(`IsolatedVmSandbox, ${contexts} contexts`, () => {
   const sandbox = sandboxes[contexts];
