@@ -158,8 +158,8 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   // Async jobs (runs, document ingests, schedules, log retention) are run by worker processes only.
   const runsJobs = ctx.role !== 'api';
 
-  // One V8 context per run on a warm isolate, fresh or reused within the workspace (docs/architecture.md,
-  // Sandbox contexts); slots shared fairly between workspaces.
+  // A fresh V8 context per run on a warm isolate, or one per call reused within the workspace
+  // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces.
   const sandbox = new IsolatedVmSandbox({ contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   const remoteMcp = mcpPort(http);

@@ -140,7 +140,7 @@ export interface Config {
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
   sandboxPoolSize: number;
-  /** `fresh`: a new V8 context per run; `workspace`: hardened contexts handed between runs of one workspace. */
+  /** `fresh`: a new V8 context per run; `workspace`: hardened contexts handed between calls of one workspace. */
   sandboxContexts: 'fresh' | 'workspace';
   /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
   maxRunSteps: number;

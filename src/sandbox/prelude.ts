@@ -1,8 +1,8 @@
-// Source run inside the isolate: the prelude that every fresh context runs first, and the wrapper
-// that turns the user's code into the body of an async function called with the bindings.
+// Source run inside the isolate: the prelude that every call runs first, and the wrapper that turns the
+// user's code into the body of an async function called with the bindings.
 
 // Runs first in every call: takes the per-call inputs from globals, in a reused context removes what an
-// earlier run left (on the host's word, harden.ts), installs console and fetch, and defines the wrapper
+// earlier call left (on the host's word, harden.ts), installs console and fetch, and defines the wrapper
 // that calls the user function and serializes the outcome.
 export const PRELUDE = `(function () {
   const g = globalThis;
@@ -10,7 +10,7 @@ export const PRELUDE = `(function () {
   // __weftIn: a wipe flag ('W' or '-'), a fetch flag ('F' or '-'), then the inputs as JSON.
   let raw, hostFetch;
   if (typeof g.__weftEnter === 'function') {
-    // A reused context (harden.ts): its entry checks the slots and, on 'W', removes an earlier run's globals.
+    // A reused context (harden.ts): its entry checks the slots and, on 'W', removes an earlier call's globals.
     const slots = g.__weftEnter();
     if (slots === null) throw new Error('weft:unclean');
     raw = slots[0]; hostFetch = slots[1];
