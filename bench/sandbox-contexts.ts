@@ -84,7 +84,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       table.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
-    await cleanupAll();
+    await cleanupAll(); // the servers stop first: the context timing below runs in this process
     return { machine: machine(), seconds, rounds: table, newContext: await contextCosts() };
   } finally {
     await cleanupAll();

@@ -109,46 +109,36 @@ export class Metrics {
     }
     if (databaseActivity) registerDatabaseActivity(databaseActivity, registers);
     if (sandboxContexts) {
-      for (const kind of ['created', 'reused'] as const) {
-        let counted = 0;
-        new Counter({
-          name: `weft_sandbox_contexts_${kind}_total`,
-          help: kind === 'created'
-            ? 'V8 contexts created for function blocks (one per run with WEFT_SANDBOX_CONTEXTS=fresh)'
-            : 'Function block calls served by a context an earlier call of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
-          registers,
-          collect() {
-            const now = sandboxContexts()[kind];
-            if (now > counted) this.inc(now - counted);
-            counted = now;
-          },
-        });
-      }
+      totalCounter(registers, 'weft_sandbox_contexts_created_total',
+        'V8 contexts created for function blocks (one per run with WEFT_SANDBOX_CONTEXTS=fresh)',
+        () => sandboxContexts().created);
+      totalCounter(registers, 'weft_sandbox_contexts_reused_total',
+        'Function block calls served by a context an earlier call of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
+        () => sandboxContexts().reused);
     }
   }
 }
 
 /**
- * The embedded database's thread as two counters, read from it at scrape time. Its totals only grow; each
- * scrape adds what they grew by since the scrape before.
+ * A counter over a running total kept elsewhere, read at scrape time: each scrape adds what the total grew by
+ * since the one before. A read that fails or gives undefined adds nothing this scrape.
  */
+function totalCounter(registers: Registry[], name: string, help: string, read: () => number | undefined | Promise<number | undefined>): void {
+  let counted = 0;
+  new Counter({
+    name, help, registers,
+    async collect() {
+      const now = await Promise.resolve().then(read).catch(() => undefined);
+      if (now === undefined || now <= counted) return;
+      this.inc(now - counted);
+      counted = now;
+    },
+  });
+}
+
 function registerDatabaseActivity(read: NonNullable<ScrapeSources['databaseActivity']>, registers: Registry[]): void {
-  type Activity = { busySeconds: number; statements: number };
-  const counter = (name: string, help: string, pick: (a: Activity) => number) => {
-    let counted = 0;
-    new Counter({
-      name, help, registers,
-      async collect() {
-        // The database away: no new sample this scrape.
-        const now = await read().then(pick, () => undefined);
-        if (now === undefined || now <= counted) return;
-        this.inc(now - counted);
-        counted = now;
-      },
-    });
-  };
-  counter('weft_db_busy_seconds_total',
+  totalCounter(registers, 'weft_db_busy_seconds_total',
     'Seconds the embedded database thread was busy (statements, transactions, VACUUM); rising at about 1 per second, it is saturated',
-    (a) => a.busySeconds);
-  counter('weft_db_statements_total', 'Statements the embedded database thread ran for the server', (a) => a.statements);
+    async () => (await read()).busySeconds);
+  totalCounter(registers, 'weft_db_statements_total', 'Statements the embedded database thread ran for the server', async () => (await read()).statements);
 }

@@ -53,7 +53,7 @@ export function release(context: ivm.Context | undefined): void {
 export class ContextSupply<S extends ContextStore> {
   /** Contexts created, and calls served by a context an earlier call used. */
   readonly stats = { created: 0, reused: 0 };
-  /** Ended runs' contexts being wiped before they are kept idle. */
+  /** Ended leases' contexts being wiped before they are kept idle. */
   private readonly parking = new Set<Promise<void>>();
 
   /** `usable`: the slot still holds this isolate and the pool still lends it. */
