@@ -206,3 +206,39 @@ export async function waitFor200(url: string, proc: Proc, since: number, timeout
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The RSS of a process and every process below it (a server may run parts of itself in child processes). */
+export function treeRssMb(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      // Field 4 of /proc/<pid>/stat, after the parenthesised command name, is the parent pid.
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    total += rss(p)?.rssMb ?? 0;
+    stack.push(...(children.get(p) ?? []));
+  }
+  return total;
+}
+
+/** Bytes on disk under `dir` (allocated blocks, as `du` counts them), in MB. */
+export function diskMb(dir: string): number {
+  let bytes = 0;
+  const walk = (p: string) => {
+    const st = fs.lstatSync(p);
+    bytes += st.blocks * 512;
+    if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(`${p}/${e}`);
+  };
+  walk(dir);
+  return Math.round(bytes / 1024 ** 2);
+}

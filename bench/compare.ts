@@ -39,10 +39,9 @@
 // of every Weft process), other WEFT_* pass through to Weft.
 // The scratch database is created on the --postgres server and dropped at the end; give Redis a database
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
-import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { load, machine, type LoadResult } from './support.js';
-import { cleanupAll, cpuMs, firstJsonLine, installExitHandlers, request, rss, sleep, start, type Proc } from './compare-procs.js';
+import { cleanupAll, cpuMs, firstJsonLine, installExitHandlers, diskMb, request, rss, sleep, start, treeRssMb, type Proc } from './compare-procs.js';
 import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, syncPaths, type Weft } from './compare-weft.js';
 import { describeBreakdown, memoryBreakdown } from './compare-memory.js';
 import { startPortkey, type Peer } from './compare-peers.js';
@@ -122,30 +121,6 @@ const settledSeconds = Math.max(idleSeconds, Number(process.env.BENCH_SETTLED_SE
 const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there, how are you?' }], max_tokens: 64 });
 
 interface Target { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }
-
-/** The RSS of a process and every process below it (a server may run parts of itself in child processes). */
-function treeRssMb(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
-  const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-    try {
-      // Field 4 of /proc/<pid>/stat, after the parenthesised command name, is the parent pid.
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  let total = 0;
-  const stack = [pid];
-  while (stack.length) {
-    const p = stack.pop()!;
-    total += rss(p)?.rssMb ?? 0;
-    stack.push(...(children.get(p) ?? []));
-  }
-  return total;
-}
 
 async function helper(kind: 'hello' | 'upstream' | 'proxy' | 'commit', ...args: string[]): Promise<Proc & { port: number }> {
   const name = { hello: 'hello-world', proxy: 'bare proxy', upstream: 'upstream', commit: 'commit floor' }[kind];
@@ -296,18 +271,6 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     memory: { idle: memoryIdle, afterLoad: memoryAfterLoad, afterRestart: memoryAfterRestart },
     ...(growth ? { growth } : {}),
   };
-}
-
-/** Bytes on disk under `dir` (allocated blocks, as `du` counts them), in MB. */
-function diskMb(dir: string): number {
-  let bytes = 0;
-  const walk = (p: string) => {
-    const st = fs.lstatSync(p);
-    bytes += st.blocks * 512;
-    if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(`${p}/${e}`);
-  };
-  walk(dir);
-  return Math.round(bytes / 1024 ** 2);
 }
 
 type Drive = (label: string, t: Target, connections: number, secs: number, amount?: number) => Promise<LoadResult>;
