@@ -1,4 +1,4 @@
-// `npm run bench -- soak [--minutes 60] [--rate 100] [--warmup-minutes 10] [--sample-seconds 30]`: the
+// `npm run bench -- soak [--minutes 60] [--rate 100] [--warmup-minutes 10] [--sample-seconds 30] [--mix kind=share,...]`: the
 // memory target's second half (docs/architecture.md, Performance targets: idle RSS at most 200 MB embedded,
 // flat over a one-hour soak). One embedded `weft serve`, started as `npm start` starts it (limits on, the
 // default configuration), takes a steady mix of what users send for `--minutes`, at `--rate` requests a
@@ -28,8 +28,21 @@ const IDLE_AFTER_SECONDS = 90;
 const MAX_IN_FLIGHT = 200;
 
 type Kind = 'sync' | 'async' | 'jobPoll' | 'webhook' | 'tableInsert' | 'tableQuery' | 'aiChat' | 'knowledgeSearch';
-/** Shares of the rate, out of 100. */
-const MIX: Record<Kind, number> = { sync: 40, async: 10, jobPoll: 5, webhook: 10, tableInsert: 10, tableQuery: 8, aiChat: 15, knowledgeSearch: 2 };
+/** Shares of the rate, out of 100 (`--mix sync=60,aiChat=40` replaces it: a kind left out is not sent). */
+const DEFAULT_MIX: Record<Kind, number> = { sync: 40, async: 10, jobPoll: 5, webhook: 10, tableInsert: 10, tableQuery: 8, aiChat: 15, knowledgeSearch: 2 };
+const KINDS = Object.keys(DEFAULT_MIX) as Kind[];
+
+function parseMix(text: string | undefined): Record<Kind, number> {
+  if (!text) return DEFAULT_MIX;
+  const mix = Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
+  for (const part of text.split(',')) {
+    const [kind, share] = part.split('=');
+    if (!KINDS.includes(kind as Kind) || !/^\d+$/.test(share ?? '')) throw new Error(`soak: --mix takes kind=share pairs, kinds ${KINDS.join(', ')}; not "${part}"`);
+    mix[kind as Kind] = Number(share);
+  }
+  if (Object.values(mix).every((v) => v === 0)) throw new Error('soak: --mix sends nothing');
+  return mix;
+}
 
 interface Window { ok: Record<Kind, number>; failed: Record<Kind, number>; syncMs: number[]; skipped: number; firstFailures: string[] }
 interface Sample {
@@ -37,7 +50,7 @@ interface Sample {
   sentPerSecond: number; failed: number; skipped: number; syncP99Ms: number;
 }
 
-const zero = (): Record<Kind, number> => Object.fromEntries(Object.keys(MIX).map((k) => [k, 0])) as Record<Kind, number>;
+const zero = (): Record<Kind, number> => Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
 const newWindow = (): Window => ({ ok: zero(), failed: zero(), syncMs: [], skipped: 0, firstFailures: [] });
 
 /** Least-squares slope of y over x (minutes), in units per hour. */
@@ -135,22 +148,23 @@ async function prepare(w: Weft): Promise<Record<Kind, () => Promise<{ ok: boolea
   };
 }
 
-/** Kinds in the order sends take them: each kind `MIX[kind]` times in every 100, spread out rather than in runs. */
-function schedule(): Kind[] {
+/** Kinds in the order sends take them: each kind `mix[kind]` times per round of the schedule, spread out rather than in runs. */
+function schedule(mix: Record<Kind, number>): Kind[] {
   const order: { kind: Kind; at: number }[] = [];
-  for (const [kind, share] of Object.entries(MIX) as [Kind, number][]) for (let i = 0; i < share; i++) order.push({ kind, at: (i + 0.5) / share });
+  for (const [kind, share] of Object.entries(mix) as [Kind, number][]) for (let i = 0; i < share; i++) order.push({ kind, at: (i + 0.5) / share });
   return order.sort((a, b) => a.at - b.at).map((o) => o.kind);
 }
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const { values } = parseArgs({
     args: argv,
-    options: { minutes: { type: 'string', default: '60' }, rate: { type: 'string', default: '100' }, 'warmup-minutes': { type: 'string', default: '10' }, 'sample-seconds': { type: 'string', default: '30' } },
+    options: { minutes: { type: 'string', default: '60' }, rate: { type: 'string', default: '100' }, 'warmup-minutes': { type: 'string', default: '10' }, 'sample-seconds': { type: 'string', default: '30' }, mix: { type: 'string' } },
   });
   const minutes = Number(values.minutes);
   const rate = Number(values.rate);
   const warmupMinutes = Math.min(Number(values['warmup-minutes']), minutes / 2);
   const sampleSeconds = Number(values['sample-seconds']);
+  const mix = parseMix(values.mix);
   if (![minutes, rate, warmupMinutes, sampleSeconds].every((x) => Number.isFinite(x) && x > 0)) throw new Error('soak: --minutes, --rate, --warmup-minutes and --sample-seconds must be positive numbers');
   assertBuilt();
   installExitHandlers();
@@ -161,7 +175,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const w = await startEmbedded(upstreamBase);
     const pid = w.api().child.pid;
     const send = await prepare(w);
-    const order = schedule();
+    const order = schedule(mix);
     const rssAtStartMb = treeRssMb(pid);
     say(`ready: RSS ${rssAtStartMb} MB; ${rate} requests/s for ${minutes} min, samples every ${sampleSeconds} s`);
 
@@ -176,6 +190,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     let windowStart = began;
     let nextSample = began + sampleSeconds * 1000;
     const inFlightAll = new Set<Promise<void>>();
+    /** Every answer's latency after the warm-up, by kind. */
+    const steadyMs = Object.fromEntries(KINDS.map((k) => [k, [] as number[]])) as Record<Kind, number[]>;
     while (performance.now() < until) {
       // Open loop: every tick sends what the schedule owes by now, whatever the earlier sends are doing.
       const due = Math.floor(((performance.now() - began) / 1000) * rate);
@@ -196,7 +212,9 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
               current.failed[kind]++;
               if (current.firstFailures.length < 3) current.firstFailures.push(`${kind}: ${r.detail}`);
             }
-            if (kind === 'sync') current.syncMs.push(performance.now() - t0);
+            const ms = performance.now() - t0;
+            if (kind === 'sync') current.syncMs.push(ms);
+            if (t0 - began >= warmupMinutes * 60_000) steadyMs[kind].push(ms);
           })
           .finally(() => {
             inFlight--;
@@ -223,7 +241,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
           syncP99Ms: Math.round(percentile(done.syncMs.sort((a, b) => a - b), 99)),
         };
         samples.push(sample);
-        for (const k of Object.keys(MIX) as Kind[]) {
+        for (const k of KINDS) {
           totals.ok[k] += done.ok[k];
           totals.failed[k] += done.failed[k];
         }
@@ -234,7 +252,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       await sleep(10);
     }
     await Promise.all(inFlightAll);
-    for (const k of Object.keys(MIX) as Kind[]) {
+    for (const k of KINDS) {
       totals.ok[k] += win.ok[k];
       totals.failed[k] += win.failed[k];
     }
@@ -251,7 +269,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const last = samples[samples.length - 1];
     const figures = {
       machine: machine(),
-      minutes, rate, warmupMinutes, sampleSeconds, mix: MIX,
+      minutes, rate, warmupMinutes, sampleSeconds, mix,
       answered: Object.values(totals.ok).reduce((a, b) => a + b, 0),
       failed: totals.failed, skipped: totals.skipped, firstFailures,
       rssMb: { atStart: rssAtStartMb, afterWarmup: atWarmup?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)), atEnd: last?.rssMb, idleAfter: rssIdleAfterMb },
@@ -261,6 +279,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       },
       heapUsedMb: { afterWarmup: atWarmup?.heapUsedMb, atEnd: last?.heapUsedMb, idleAfter: heapIdleAfterMb },
       dataMb: { afterWarmup: atWarmup?.dataMb, atEnd: last?.dataMb },
+      latencyAfterWarmupMs: Object.fromEntries(KINDS.filter((k) => steadyMs[k].length).map((k) => {
+        const sorted = steadyMs[k].sort((a, b) => a - b);
+        return [k, { n: sorted.length, p50: +percentile(sorted, 50).toFixed(1), p99: +percentile(sorted, 99).toFixed(1), max: Math.round(sorted[sorted.length - 1]) }];
+      })),
       syncP99Ms: { afterWarmup: atWarmup?.syncP99Ms, atEnd: last?.syncP99Ms, worst: Math.max(...steady.map((s) => s.syncP99Ms)) },
       flat: { target: `RSS slope after the warm-up <= ${FLAT_MB_PER_HOUR} MB per hour`, met: Number.isFinite(rssSlope) && rssSlope <= FLAT_MB_PER_HOUR },
       samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.sentPerSecond, s.syncP99Ms, s.failed, s.skipped]),
