@@ -259,6 +259,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     totals.skipped += win.skipped;
     await sleep(IDLE_AFTER_SECONDS * 1000);
     const rssIdleAfterMb = treeRssMb(pid);
+    const memoryIdleAfter = memoryBreakdown(pid);
     const heapIdleAfterMb = await heapUsedMb(w);
     await w.close();
 
@@ -277,6 +278,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         rss: rssSlope, wasm: slope((s) => s.wasmMb), malloc: slope((s) => s.mallocMb), anonymous: slope((s) => s.anonymousMb),
         mainHeapUsed: slope((s) => s.heapUsedMb), data: slope((s) => s.dataMb),
       },
+      memoryIdleAfter,
       heapUsedMb: { afterWarmup: atWarmup?.heapUsedMb, atEnd: last?.heapUsedMb, idleAfter: heapIdleAfterMb },
       dataMb: { afterWarmup: atWarmup?.dataMb, atEnd: last?.dataMb },
       latencyAfterWarmupMs: Object.fromEntries(KINDS.filter((k) => steadyMs[k].length).map((k) => {
