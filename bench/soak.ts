@@ -290,7 +290,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped]),
       sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped'],
     };
-    say(`RSS ${figures.rssMb.afterWarmup} MB after the warm-up, ${figures.rssMb.atEnd} at the end (max ${figures.rssMb.max}), ${figures.rssMb.idleAfter} idle after; slope ${rssSlope} MB/h: ${figures.flat.met ? 'flat' : 'NOT flat'}`);
+    say(`RSS ${figures.rssMb.afterWarmup} MB after the warm-up, ${figures.rssMb.atEnd} at the end (max ${figures.rssMb.max}), ${figures.rssMb.idleAfter} idle after; slope ${rssSlope} MB/h: ${Number.isFinite(rssSlope) ? (figures.flat.met ? 'flat' : 'NOT flat') : 'too few samples after the warm-up to tell'}`);
     return figures;
   } finally {
     await cleanupAll();
