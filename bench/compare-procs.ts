@@ -242,3 +242,11 @@ export function diskMb(dir: string): number {
   walk(dir);
   return Math.round(bytes / 1024 ** 2);
 }
+
+/** One unlabelled sample from a Prometheus text page (a server's /metrics); undefined when it is not there or the page does not answer 200. */
+export async function metricValue(metricsUrl: string, name: string): Promise<number | undefined> {
+  const r = await request('GET', metricsUrl);
+  if (r.status !== 200) return undefined;
+  const line = r.text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(line.indexOf(' ') + 1)) : undefined;
+}

@@ -41,7 +41,7 @@
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
 import { parseArgs } from 'node:util';
 import { load, machine, type LoadResult } from './support.js';
-import { cleanupAll, cpuMs, firstJsonLine, installExitHandlers, diskMb, request, rss, sleep, start, treeRssMb, type Proc } from './compare-procs.js';
+import { cleanupAll, cpuMs, diskMb, firstJsonLine, installExitHandlers, metricValue, request, rss, sleep, start, treeRssMb, type Proc } from './compare-procs.js';
 import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, syncPaths, type Weft } from './compare-weft.js';
 import { describeBreakdown, memoryBreakdown } from './compare-memory.js';
 import { startPortkey, type Peer } from './compare-peers.js';
@@ -157,11 +157,7 @@ async function costOf<T>(pid: number | undefined, metricsUrl: string | undefined
 
 /** `weft_db_busy_seconds_total` from a server's /metrics; undefined without a URL or the metric (PostgreSQL). */
 async function databaseBusySeconds(metricsUrl: string | undefined): Promise<number | undefined> {
-  if (!metricsUrl) return undefined;
-  const r = await request('GET', metricsUrl);
-  if (r.status !== 200) return undefined;
-  const line = r.text.split('\n').find((l) => l.startsWith('weft_db_busy_seconds_total '));
-  return line ? Number(line.slice(line.indexOf(' ') + 1)) : undefined;
+  return metricsUrl ? metricValue(metricsUrl, 'weft_db_busy_seconds_total') : undefined;
 }
 
 async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, floor: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {

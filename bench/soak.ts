@@ -13,7 +13,7 @@
 // main heap, so growth that is data (the database's pages) can be told from growth that is a leak.
 // After the load: RSS again once the server has been idle for IDLE_AFTER_SECONDS.
 import { parseArgs } from 'node:util';
-import { cleanupAll, diskMb, firstJsonLine, installExitHandlers, request, sleep, start, treeRssMb } from './compare-procs.js';
+import { cleanupAll, diskMb, firstJsonLine, installExitHandlers, metricValue, request, sleep, start, treeRssMb } from './compare-procs.js';
 import { assertBuilt, deployWorkflow, startEmbedded, type Weft } from './compare-weft.js';
 import { memoryBreakdown } from './compare-memory.js';
 import { machine, percentile } from './support.js';
@@ -65,9 +65,8 @@ function slopePerHour(points: { x: number; y: number }[]): number {
 }
 
 async function heapUsedMb(w: Weft): Promise<number> {
-  const r = await request('GET', `${w.url}/metrics`);
-  const line = r.text.split('\n').find((l) => l.startsWith('nodejs_heap_size_used_bytes '));
-  return line ? +(Number(line.slice(line.indexOf(' ') + 1)) / 1024 ** 2).toFixed(1) : NaN;
+  const bytes = await metricValue(`${w.url}/metrics`, 'nodejs_heap_size_used_bytes');
+  return bytes === undefined ? NaN : +(bytes / 1024 ** 2).toFixed(1);
 }
 
 /** The workflows, table and knowledge base the mix uses, created over the API. */
@@ -182,7 +181,6 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     let win = newWindow();
     const totals = { ok: zero(), failed: zero(), skipped: 0 };
     const firstFailures: string[] = [];
-    let inFlight = 0;
     let sent = 0;
     const began = performance.now();
     const until = began + minutes * 60_000;
@@ -197,11 +195,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       const due = Math.floor(((performance.now() - began) / 1000) * rate);
       while (sent < due) {
         const kind = order[sent++ % order.length];
-        if (inFlight >= MAX_IN_FLIGHT) {
+        if (inFlightAll.size >= MAX_IN_FLIGHT) {
           win.skipped++;
           continue;
         }
-        inFlight++;
         const t0 = performance.now();
         const current = win;
         const p = send[kind]()
@@ -217,7 +214,6 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
             if (t0 - began >= warmupMinutes * 60_000) steadyMs[kind].push(ms);
           })
           .finally(() => {
-            inFlight--;
             inFlightAll.delete(p);
           });
         inFlightAll.add(p);
