@@ -1,4 +1,4 @@
-// `npm run bench -- soak [--minutes 60] [--rate 100] [--warmup-minutes 10] [--sample-seconds 30] [--mix kind=share,...]`: the
+// `npm run bench -- soak [--minutes 60] [--rate 100] [--warmup-minutes 10] [--sample-seconds 30] [--mix kind=share,...] [--idle-after-seconds 90]`: the
 // memory target's second half (docs/architecture.md, Performance targets: idle RSS at most 200 MB embedded,
 // flat over a one-hour soak). One embedded `weft serve`, started as `npm start` starts it (limits on, the
 // default configuration), takes a steady mix of what users send for `--minutes`, at `--rate` requests a
@@ -11,7 +11,8 @@
 // kind's answers in the window. Flat means the least-squares slope of RSS over the samples after the
 // warm-up stays within FLAT_MB_PER_HOUR; the same slope is given for each part of the breakdown and for the
 // main heap, so growth that is data (the database's pages) can be told from growth that is a leak.
-// After the load: RSS again once the server has been idle for IDLE_AFTER_SECONDS.
+// Each sample also gives the database thread's busy share (weft_db_busy_seconds_total over the window).
+// After the load: RSS again once the server has been idle for IDLE_AFTER_SECONDS (`--idle-after-seconds`).
 import { parseArgs } from 'node:util';
 import { cleanupAll, diskMb, firstJsonLine, installExitHandlers, metricValue, request, sleep, start, treeRssMb } from './compare-procs.js';
 import { assertBuilt, deployWorkflow, startEmbedded, type Weft } from './compare-weft.js';
@@ -48,6 +49,8 @@ interface Window { ok: Record<Kind, number>; failed: Record<Kind, number>; syncM
 interface Sample {
   minute: number; rssMb: number; wasmMb: number; mallocMb: number; anonymousMb: number; heapUsedMb: number; dataMb: number;
   answeredPerSecond: number; failed: number; skipped: number; syncP99Ms: number;
+  /** Share of the window the database thread was busy (statements, transactions held open, VACUUM). */
+  dbBusy: number;
 }
 
 const zero = (): Record<Kind, number> => Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
@@ -62,6 +65,11 @@ function slopePerHour(points: { x: number; y: number }[]): number {
   const sxx = points.reduce((a, p) => a + (p.x - mx) ** 2, 0);
   const sxy = points.reduce((a, p) => a + (p.x - mx) * (p.y - my), 0);
   return sxx === 0 ? NaN : +((sxy / sxx) * 60).toFixed(2);
+}
+
+/** Seconds the embedded database's thread has been busy since the start (weft_db_busy_seconds_total). */
+async function dbBusySeconds(w: Weft): Promise<number> {
+  return (await metricValue(`${w.url}/metrics`, 'weft_db_busy_seconds_total')) ?? NaN;
 }
 
 async function heapUsedMb(w: Weft): Promise<number> {
@@ -157,12 +165,14 @@ function schedule(mix: Record<Kind, number>): Kind[] {
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const { values } = parseArgs({
     args: argv,
-    options: { minutes: { type: 'string', default: '60' }, rate: { type: 'string', default: '100' }, 'warmup-minutes': { type: 'string', default: '10' }, 'sample-seconds': { type: 'string', default: '30' }, mix: { type: 'string' } },
+    options: { minutes: { type: 'string', default: '60' }, rate: { type: 'string', default: '100' }, 'warmup-minutes': { type: 'string', default: '10' }, 'sample-seconds': { type: 'string', default: '30' }, mix: { type: 'string' }, 'idle-after-seconds': { type: 'string', default: String(IDLE_AFTER_SECONDS) } },
   });
   const minutes = Number(values.minutes);
   const rate = Number(values.rate);
   const warmupMinutes = Math.min(Number(values['warmup-minutes']), minutes / 2);
   const sampleSeconds = Number(values['sample-seconds']);
+  const idleAfterSeconds = Number(values['idle-after-seconds']);
+  if (!(idleAfterSeconds >= 0)) throw new Error('soak: --idle-after-seconds must be 0 or more');
   const mix = parseMix(values.mix);
   if (![minutes, rate, warmupMinutes, sampleSeconds].every((x) => Number.isFinite(x) && x > 0)) throw new Error('soak: --minutes, --rate, --warmup-minutes and --sample-seconds must be positive numbers');
   assertBuilt();
@@ -186,6 +196,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const until = began + minutes * 60_000;
     const samples: Sample[] = [];
     let windowStart = began;
+    let busyAtWindowStart = await dbBusySeconds(w);
     let nextSample = began + sampleSeconds * 1000;
     const inFlightAll = new Set<Promise<void>>();
     /** Every answer's latency after the warm-up, by kind. */
@@ -223,6 +234,9 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         win = newWindow();
         const seconds = (performance.now() - windowStart) / 1000;
         windowStart = performance.now();
+        const busyNow = await dbBusySeconds(w);
+        const dbBusy = +((busyNow - busyAtWindowStart) / seconds).toFixed(2);
+        busyAtWindowStart = busyNow;
         nextSample += sampleSeconds * 1000;
         const mem = memoryBreakdown(pid);
         const sample: Sample = {
@@ -235,6 +249,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
           failed: Object.values(done.failed).reduce((a, b) => a + b, 0),
           skipped: done.skipped,
           syncP99Ms: Math.round(percentile(done.syncMs.sort((a, b) => a - b), 99)),
+          dbBusy,
         };
         samples.push(sample);
         for (const k of KINDS) {
@@ -243,7 +258,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         }
         totals.skipped += done.skipped;
         for (const f of done.firstFailures) if (firstFailures.length < 10) firstFailures.push(`minute ${sample.minute}: ${f}`);
-        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, failed ${sample.failed}, skipped ${sample.skipped}`);
+        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, database busy ${sample.dbBusy}, failed ${sample.failed}, skipped ${sample.skipped}`);
       }
       await sleep(10);
     }
@@ -253,7 +268,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       totals.failed[k] += win.failed[k];
     }
     totals.skipped += win.skipped;
-    await sleep(IDLE_AFTER_SECONDS * 1000);
+    await sleep(idleAfterSeconds * 1000);
     const rssIdleAfterMb = treeRssMb(pid);
     const memoryIdleAfter = memoryBreakdown(pid);
     const heapIdleAfterMb = await heapUsedMb(w);
@@ -282,9 +297,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         return [k, { n: sorted.length, p50: +percentile(sorted, 50).toFixed(1), p99: +percentile(sorted, 99).toFixed(1), max: Math.round(sorted[sorted.length - 1]) }];
       })),
       syncP99Ms: { afterWarmup: atWarmup?.syncP99Ms, atEnd: last?.syncP99Ms, worst: Math.max(...steady.map((s) => s.syncP99Ms)) },
+      dbBusyAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbBusy, 0) / steady.length).toFixed(2) : NaN,
       flat: { target: `RSS slope after the warm-up <= ${FLAT_MB_PER_HOUR} MB per hour`, met: Number.isFinite(rssSlope) && rssSlope <= FLAT_MB_PER_HOUR },
-      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped]),
-      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped'],
+      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped, s.dbBusy]),
+      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped', 'dbBusy'],
     };
     say(`RSS ${figures.rssMb.afterWarmup} MB after the warm-up, ${figures.rssMb.atEnd} at the end (max ${figures.rssMb.max}), ${figures.rssMb.idleAfter} idle after; slope ${rssSlope} MB/h: ${Number.isFinite(rssSlope) ? (figures.flat.met ? 'flat' : 'NOT flat') : 'too few samples after the warm-up to tell'}`);
     return figures;

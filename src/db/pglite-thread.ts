@@ -68,6 +68,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', { name: 'weft-pglite', workerData: data });
   const pending = new Map<number, Pending>();
   let nextId = 1;
+  let nextTx = 1;
   let gone: Error | undefined;
   let closing: Promise<void> | undefined;
   // Statements and transactions asked for and not finished (metrics: PGlite runs one at a time).
@@ -132,7 +133,11 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     query: <T>(text: string, p?: readonly unknown[]) => counted(() => call<T[]>({ op: 'query', text, params: params(p) })),
     exec: (text: string) => counted(() => call<void>({ op: 'exec', text })),
     tx: <T>(fn: (q: Queryable) => Promise<T>) => counted(async () => {
-      const tx = await call<number>({ op: 'begin' });
+      // Not waited for: the statements go right behind it and wait for PGlite's lock on the database thread,
+      // so a transaction holds that lock one round trip less while this thread is busy elsewhere.
+      const tx = nextTx++;
+      const opened = call<void>({ op: 'begin', tx });
+      opened.catch(() => undefined); // its error reaches fn's statements, or the commit below
       const { q, failure } = txQueryable(
         (text, p) => call<unknown[]>({ op: 'query', text, params: p, tx }).then((rows) => ({ rows })),
         (text) => call<void>({ op: 'exec', text, tx }),
@@ -140,6 +145,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
       let value: T;
       try {
         value = await fn(q);
+        await opened;
         const failed = failure();
         if (failed !== undefined) throw failed;
       } catch (err) {

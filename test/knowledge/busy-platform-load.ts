@@ -8,11 +8,13 @@ import { LocalEmbedder } from '../../src/knowledge/local-embedder.js';
 
 const pgliteDist = path.dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
 const bytes = fs.readFileSync(path.join(pgliteDist, 'pglite.wasm'));
+// The WebAssembly global, typed here: the project's `lib` has no DOM, where TypeScript declares its values.
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<unknown> } }).WebAssembly;
 let loaded = false;
 const compiling = (async () => {
   let compiles = 0;
   while (!loaded) {
-    await WebAssembly.compile(bytes);
+    await wasm.compile(bytes);
     compiles++;
   }
   return compiles;
