@@ -11,7 +11,7 @@
 // kind's answers in the window. Flat means the least-squares slope of RSS over the samples after the
 // warm-up stays within FLAT_MB_PER_HOUR; the same slope is given for each part of the breakdown and for the
 // main heap, so growth that is data (the database's pages) can be told from growth that is a leak.
-// Each sample also gives the database thread's busy share (weft_db_busy_seconds_total over the window).
+// Each sample also gives the database thread's busy share and its statements per answer (/metrics, over the window).
 // After the load: RSS again once the server has been idle for IDLE_AFTER_SECONDS (`--idle-after-seconds`).
 import { parseArgs } from 'node:util';
 import { cleanupAll, diskMb, firstJsonLine, installExitHandlers, metricValue, request, sleep, start, treeRssMb } from './compare-procs.js';
@@ -51,6 +51,8 @@ interface Sample {
   answeredPerSecond: number; failed: number; skipped: number; syncP99Ms: number;
   /** Share of the window the database thread was busy (statements, transactions held open, VACUUM). */
   dbBusy: number;
+  /** Statements the database thread ran in the window, per answer. */
+  dbStatementsPerAnswer: number;
 }
 
 const zero = (): Record<Kind, number> => Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
@@ -67,9 +69,10 @@ function slopePerHour(points: { x: number; y: number }[]): number {
   return sxx === 0 ? NaN : +((sxy / sxx) * 60).toFixed(2);
 }
 
-/** Seconds the embedded database's thread has been busy since the start (weft_db_busy_seconds_total). */
-async function dbBusySeconds(w: Weft): Promise<number> {
-  return (await metricValue(`${w.url}/metrics`, 'weft_db_busy_seconds_total')) ?? NaN;
+/** The embedded database thread's busy seconds and statements since the start (/metrics). */
+async function dbActivity(w: Weft): Promise<{ busySeconds: number; statements: number }> {
+  const [busySeconds, statements] = await Promise.all(['weft_db_busy_seconds_total', 'weft_db_statements_total'].map((m) => metricValue(`${w.url}/metrics`, m)));
+  return { busySeconds: busySeconds ?? NaN, statements: statements ?? NaN };
 }
 
 async function heapUsedMb(w: Weft): Promise<number> {
@@ -196,7 +199,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const until = began + minutes * 60_000;
     const samples: Sample[] = [];
     let windowStart = began;
-    let busyAtWindowStart = await dbBusySeconds(w);
+    let dbAtWindowStart = await dbActivity(w);
     let nextSample = began + sampleSeconds * 1000;
     const inFlightAll = new Set<Promise<void>>();
     /** Every answer's latency after the warm-up, by kind. */
@@ -234,9 +237,11 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         win = newWindow();
         const seconds = (performance.now() - windowStart) / 1000;
         windowStart = performance.now();
-        const busyNow = await dbBusySeconds(w);
-        const dbBusy = +((busyNow - busyAtWindowStart) / seconds).toFixed(2);
-        busyAtWindowStart = busyNow;
+        const dbNow = await dbActivity(w);
+        const dbBusy = +((dbNow.busySeconds - dbAtWindowStart.busySeconds) / seconds).toFixed(2);
+        const answered = Object.values(done.ok).reduce((a, b) => a + b, 0) + Object.values(done.failed).reduce((a, b) => a + b, 0);
+        const dbStatementsPerAnswer = +((dbNow.statements - dbAtWindowStart.statements) / Math.max(1, answered)).toFixed(2);
+        dbAtWindowStart = dbNow;
         nextSample += sampleSeconds * 1000;
         const mem = memoryBreakdown(pid);
         const sample: Sample = {
@@ -245,11 +250,12 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
           wasmMb: mem?.wasmMb ?? NaN, mallocMb: mem?.mallocMb ?? NaN, anonymousMb: mem?.anonymousMb ?? NaN,
           heapUsedMb: await heapUsedMb(w),
           dataMb: w.dataDir ? diskMb(w.dataDir) : NaN,
-          answeredPerSecond: Math.round((Object.values(done.ok).reduce((a, b) => a + b, 0) + Object.values(done.failed).reduce((a, b) => a + b, 0)) / seconds),
+          answeredPerSecond: Math.round(answered / seconds),
           failed: Object.values(done.failed).reduce((a, b) => a + b, 0),
           skipped: done.skipped,
           syncP99Ms: Math.round(percentile(done.syncMs.sort((a, b) => a - b), 99)),
           dbBusy,
+          dbStatementsPerAnswer,
         };
         samples.push(sample);
         for (const k of KINDS) {
@@ -258,7 +264,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         }
         totals.skipped += done.skipped;
         for (const f of done.firstFailures) if (firstFailures.length < 10) firstFailures.push(`minute ${sample.minute}: ${f}`);
-        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, database busy ${sample.dbBusy}, failed ${sample.failed}, skipped ${sample.skipped}`);
+        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, database busy ${sample.dbBusy} (${sample.dbStatementsPerAnswer} statements per answer), failed ${sample.failed}, skipped ${sample.skipped}`);
       }
       await sleep(10);
     }
@@ -298,9 +304,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       })),
       syncP99Ms: { afterWarmup: atWarmup?.syncP99Ms, atEnd: last?.syncP99Ms, worst: Math.max(...steady.map((s) => s.syncP99Ms)) },
       dbBusyAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbBusy, 0) / steady.length).toFixed(2) : NaN,
+      dbStatementsPerAnswerAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbStatementsPerAnswer, 0) / steady.length).toFixed(2) : NaN,
       flat: { target: `RSS slope after the warm-up <= ${FLAT_MB_PER_HOUR} MB per hour`, met: Number.isFinite(rssSlope) && rssSlope <= FLAT_MB_PER_HOUR },
-      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped, s.dbBusy]),
-      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped', 'dbBusy'],
+      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped, s.dbBusy, s.dbStatementsPerAnswer]),
+      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped', 'dbBusy', 'dbStatementsPerAnswer'],
     };
     say(`RSS ${figures.rssMb.afterWarmup} MB after the warm-up, ${figures.rssMb.atEnd} at the end (max ${figures.rssMb.max}), ${figures.rssMb.idleAfter} idle after; slope ${rssSlope} MB/h: ${Number.isFinite(rssSlope) ? (figures.flat.met ? 'flat' : 'NOT flat') : 'too few samples after the warm-up to tell'}`);
     return figures;

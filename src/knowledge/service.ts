@@ -6,7 +6,7 @@ import { type Database, type Queryable, uniqueViolation } from '../db/database.j
 import type { KnowledgePort, KnowledgeSearchHit } from '../engine/ports.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
-import type { StorageGuard } from '../limits/storage.js';
+import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { JobChannel } from '../queue/shared.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
@@ -28,7 +28,7 @@ import {
  */
 
 /** Bytes a workspace's knowledge files take (one of the storage limit's sources). */
-export const knowledgeStorageBytes = (q: Queryable, workspaceId: string): Promise<number> => store.workspaceBytes(q, workspaceId);
+export const knowledgeStorageBytes: StorageSource = { area: 'knowledge', sql: store.WORKSPACE_BYTES_SQL };
 
 export interface KnowledgeOptions extends IngestOptions {
   maxFileBytes: number;

@@ -123,13 +123,8 @@ export async function deleteBase(q: Queryable, id: string): Promise<void> {
 }
 
 /** Bytes of uploaded files a workspace stores (its share of the storage limit). */
-export async function workspaceBytes(q: Queryable, workspaceId: string): Promise<number> {
-  const rows = await q.query<{ bytes: number }>(
-    'SELECT COALESCE(sum(file_size), 0)::float8 AS bytes FROM knowledge_documents WHERE workspace_id = $1',
-    [workspaceId],
-  );
-  return Number(rows[0]?.bytes ?? 0);
-}
+/** Bytes of a workspace's knowledge files (`$1`: the workspace id). */
+export const WORKSPACE_BYTES_SQL = 'SELECT COALESCE(sum(file_size), 0) FROM knowledge_documents WHERE workspace_id = $1';
 
 // ------------------------------------------------------------------------------------------------
 // Documents

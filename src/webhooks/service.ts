@@ -4,12 +4,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
-import type { Database, Queryable } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import type { RunResult, WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body.js';
 import type { LimitsService } from '../limits/service.js';
-import type { StorageGuard } from '../limits/storage.js';
+import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import { newId } from '../ids.js';
 import { executeAnswer, storedRunResult } from '../runs/execute-response.js';
 import type { RunContext } from '../runs/run-context.js';
@@ -53,7 +53,7 @@ export interface WebhookDeps {
 }
 
 /** Bytes of uploaded webhook files per workspace: this area's storage source (handed to limits by the composition root). */
-export const webhookFileBytes = (q: Queryable, workspaceId: string): Promise<number> => store.fileBytes(q, workspaceId);
+export const webhookFileBytes: StorageSource = { area: 'webhook files', sql: store.FILE_BYTES_SQL };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body, text: true });
 const NOT_FOUND = () => text(404, 'Not Found');

@@ -172,7 +172,5 @@ export async function findFile(q: Queryable, id: string): Promise<{ workspace_id
 }
 
 /** Bytes of a workspace's uploaded webhook files (its storage source). */
-export async function fileBytes(q: Queryable, workspaceId: string): Promise<number> {
-  const rows = await q.query<{ n: number }>('SELECT COALESCE(sum(size), 0)::bigint AS n FROM webhook_files WHERE workspace_id = $1', [workspaceId]);
-  return Number(rows[0]?.n ?? 0);
-}
+/** Bytes of a workspace's uploaded webhook files (`$1`: the workspace id). */
+export const FILE_BYTES_SQL = 'SELECT COALESCE(sum(size), 0) FROM webhook_files WHERE workspace_id = $1';

@@ -261,6 +261,27 @@ describe('documents', () => {
     expect(docs.body.data.pagination.total).toBe(0);
   });
 
+  it('the storage limit counts every area together: rows in a table leave a document that alone would fit no room', async () => {
+    const ws = await otherWorkspace(t, 'team'); // 3,000 bytes of storage
+    const table = await ws.call('POST', '/api/v1/tables', { workspaceId: ws.workspaceId, name: 'notes', schema: { columns: [{ name: 'text', type: 'string' }] } });
+    expect(table.status).toBe(200);
+    const tableId = table.body.data.table.id as string;
+    const row = await ws.call('POST', `/api/v1/tables/${tableId}/rows`, { workspaceId: ws.workspaceId, data: { text: 'r'.repeat(2000) } });
+    expect(row.status).toBe(200);
+    const base = await ws.createBase(uniqueName('Shared storage'));
+    const doc = await ws.call('POST', `/api/v1/knowledge/${base.id}/documents`, { workspaceId: ws.workspaceId, filename: 'c.txt', content: 'c'.repeat(1500) });
+    expect(doc.status).toBe(403);
+    expect(doc.body.code).toBe('STORAGE_LIMIT_EXCEEDED');
+    // And the other way round: a small document, then a row that would fit alone.
+    const room = await ws.call('POST', `/api/v1/knowledge/${base.id}/documents`, { workspaceId: ws.workspaceId, filename: 'd.txt', content: 'd'.repeat(700) });
+    expect(room.status).toBe(200);
+    const second = await ws.call('POST', `/api/v1/tables/${tableId}/rows`, { workspaceId: ws.workspaceId, data: { text: 's'.repeat(500) } });
+    expect(second.status).toBe(403);
+    expect(second.body.code).toBe('STORAGE_LIMIT_EXCEEDED');
+    const rows = await ws.call('GET', `/api/v1/tables/${tableId}/rows?workspaceId=${ws.workspaceId}`);
+    expect(rows.body.data.rows).toHaveLength(1);
+  });
+
   it('lists with pagination, filename search, enabled filter and sort; disables and deletes', async () => {
     const kb = await k.createBase(uniqueName('Listing'));
     const names = ['alpha.txt', 'beta.txt', 'gamma.md', 'alphabet.txt'];
