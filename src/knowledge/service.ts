@@ -28,7 +28,7 @@ import {
  */
 
 /** Bytes a workspace's knowledge files take (one of the storage limit's sources). */
-export const knowledgeStorageBytes: StorageSource = { area: 'knowledge', sql: store.WORKSPACE_BYTES_SQL };
+export const knowledgeStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL };
 
 export interface KnowledgeOptions extends IngestOptions {
   maxFileBytes: number;

@@ -6,7 +6,7 @@ import { HttpError } from '../http/errors.js';
  * only parameter, `$1`, is the workspace id. The areas' queries are summed in one statement, read inside the
  * caller's transaction (on the embedded database each statement there holds the only connection).
  */
-export interface StorageSource { area: string; sql: string }
+export interface StorageSource { sql: string }
 
 /**
  * The storage limit of a workspace in bytes; undefined when limits are off. It reads through `q`, the
@@ -37,15 +37,16 @@ export function storageLimitError(addedBytes: number, quota: number, usedAfter: 
 
 /** Sums every area's bytes (the sources are handed in by the composition root) against the plan's quota. */
 export class StorageAccounting implements StorageGuard {
+  /** One statement summing every area's query for the workspace `$1`. */
+  private readonly sumSql: string;
+
   constructor(
     sources: readonly StorageSource[],
     private readonly quota: StorageQuota,
   ) {
-    const terms = sources.map((s) => `COALESCE((${s.sql})::float8, 0) /* ${s.area.replace(/[^a-z ]/gi, '')} */`);
+    const terms = sources.map((s) => `COALESCE((${s.sql})::float8, 0)`);
     this.sumSql = `SELECT ${terms.length > 0 ? terms.join(' + ') : '0::float8'} AS n`;
   }
-
-  private readonly sumSql: string;
 
   async used(q: Queryable, workspaceIds: string[]): Promise<number> {
     const parts = await Promise.all(workspaceIds.map(async (id) => Number((await q.query<{ n: number }>(this.sumSql, [id]))[0]?.n ?? 0)));

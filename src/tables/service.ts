@@ -35,7 +35,7 @@ export interface TablesServiceOptions {
 }
 
 /** Bytes of row data stored in a workspace's tables: Tables' share of the workspace's storage. */
-export const tableStorageBytes: StorageSource = { area: 'tables', sql: store.WORKSPACE_BYTES_SQL };
+export const tableStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL };
 
 export class TablesService {
   readonly tables: TableService;

@@ -53,7 +53,7 @@ export interface WebhookDeps {
 }
 
 /** Bytes of uploaded webhook files per workspace: this area's storage source (handed to limits by the composition root). */
-export const webhookFileBytes: StorageSource = { area: 'webhook files', sql: store.FILE_BYTES_SQL };
+export const webhookFileBytes: StorageSource = { sql: store.FILE_BYTES_SQL };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}): WebhookAnswer => ({ status, headers, body, text: true });
 const NOT_FOUND = () => text(404, 'Not Found');
