@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort, onCleanup, request, root, sleep, start, stop, waitFor200, type Proc } from './compare-procs.js';
+import { npmStartFlags } from '../test/support/start-flags.js';
 
 const mainJs = path.join(root, 'dist/main.js');
 
@@ -87,15 +88,8 @@ const metricsUrls = new WeakMap<Proc, string>();
 
 // BENCH_CPU_PROF=<dir>: every Weft process writes a V8 CPU profile of each of its threads there on exit.
 const profileArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-/** The Node flags of `npm start` (package.json's start script, between `node` and the script), so that the bench measures what users run. */
-function startFlags(): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = pkg.scripts.start.split(/\s+/);
-  const script = words.indexOf('dist/main.js');
-  if (words[0] !== 'node' || script < 0) throw new Error(`compare: cannot read the Node flags of npm start (${pkg.scripts.start})`);
-  return words.slice(1, script);
-}
-const nodeArgs = (command: string) => [...startFlags(), ...profileArgs, mainJs, command];
+// The Node flags of `npm start`, so that the bench measures what users run.
+const nodeArgs = (command: string) => [...npmStartFlags(), ...profileArgs, mainJs, command];
 
 /** `weft setup --json`: the database, the admin user, the `default` workspace and a new workspace key. */
 async function setup(env: NodeJS.ProcessEnv): Promise<{ apiKey: string; workspaceId: string }> {

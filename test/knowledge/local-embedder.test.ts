@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
 import { EmbeddingError } from '../../src/knowledge/embedder.js';
 import { LOCAL_EMBEDDING_MODEL, LOCAL_MAX_TEXT_CHARS, LocalEmbedder } from '../../src/knowledge/local-embedder.js';
+import { npmStartFlags } from '../support/start-flags.js';
 
 function cosine(a: number[], b: number[]): number {
   let dot = 0;
@@ -137,12 +137,11 @@ describe('LocalEmbedder (USE lite in a worker thread)', () => {
 describe('LocalEmbedder under npm start\'s Node flags', () => {
   // `npm start` gives V8 one background thread (--v8-pool-size=1). The model's first load used to race the
   // WASM backend's start against reading the model's files; with that thread busy (a sandboxed run had just
-  // used it, here a WebAssembly compile), the files won and every ingest failed with "Backend 'wasm' has not
+  // used it, here a WebAssembly compile), the files won and the ingest failed with "Backend 'wasm' has not
   // yet been initialized".
   test('the model loads while V8\'s background thread is busy', async () => {
     const root = path.resolve(import.meta.dirname, '../..');
-    const start = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
-    const flags = start.slice(1, start.indexOf('dist/main.js'));
+    const flags = npmStartFlags();
     expect(flags).toContain('--v8-pool-size=1');
     const { stdout } = await promisify(execFile)(process.execPath, [...flags, '--import', 'tsx', path.join(import.meta.dirname, 'busy-platform-load.ts')], { cwd: root });
     const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as { ok: boolean; dimension?: number; error?: string; compiles: number };

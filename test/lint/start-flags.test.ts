@@ -4,20 +4,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { nodeFlags, npmStartFlags } from '../support/start-flags.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-/** The words between `node` and `dist/main.js`. */
-function nodeFlags(words: string[], where: string): string[] {
-  const script = words.indexOf('dist/main.js');
-  if (words[0] !== 'node' || script < 0) throw new Error(`${where} does not run node ... dist/main.js: ${words.join(' ')}`);
-  return words.slice(1, script);
-}
-
 describe('Node flags', () => {
   it('are the same in npm start and in the Docker image', () => {
-    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
-    const start = nodeFlags(pkg.scripts.start.trim().split(/\s+/), 'npm start');
+    const start = npmStartFlags();
     const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     const entry = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile);
     expect(entry, 'the Dockerfile has an ENTRYPOINT in exec form').not.toBeNull();
