@@ -266,7 +266,7 @@ async function record(scope: ScopeRun, b: CompiledBlock, step: StepRecord): Prom
   try {
     await onStep(scope.run.mask.value(step), {
       recomputable: b.type.pure === true && step.variables === undefined,
-      endsRun: b.type.endsRun === true && step.error === undefined,
+      endsRun: step.error === undefined && (b.type.endsRun === true || scope.isLastBlock(b)),
     });
     return null;
   } catch (err) {

@@ -163,6 +163,16 @@ export class ScopeRun implements ScopeHandle {
     });
   }
 
+  /**
+   * True when `b`, running now, is the run's last block: it is at the top level, nothing else of the run
+   * is running, it has no outgoing edge (so nothing starts after it), and no block has failed or paused.
+   * The run's final state follows at once (its step record can go with it: docs/architecture.md, Run lifecycle).
+   */
+  isLastBlock(b: CompiledBlock): boolean {
+    return this.parent === null && this.running === 1 && b.outgoing.length === 0
+      && this.failure === null && !this.paused && !this.run.stopping;
+  }
+
   // -- scheduling -------------------------------------------------------------------------------
 
   private launch(id: string): void {

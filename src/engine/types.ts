@@ -94,7 +94,10 @@ export interface StepRecord {
 export interface StepRecording {
   /** A replay without this record computes the same output (a pure block's step). */
   recomputable: boolean;
-  /** The run ends with this step (a response block): no dependant starts after it. */
+  /**
+   * The run ends with this step: a response block, or the run's last block (nothing else running, nothing
+   * after it). The run's final state follows at once.
+   */
   endsRun: boolean;
 }
 
@@ -153,8 +156,8 @@ export interface RunOptions {
   recorded?: ReadonlyMap<string, StepRecord>;
   /**
    * Awaited after each block completes and before its dependants start. `how` says what a durable record of
-   * the step is worth: a recomputable step's record need not be committed first, and one that also ends the
-   * run is never needed.
+   * the step is worth: a recomputable step's record need not be committed first, and the record of a step
+   * that ends the run is only needed if the run does not end (it pauses, or is handed back).
    */
   onStep?: (step: StepRecord, how: StepRecording) => Promise<void>;
   /**

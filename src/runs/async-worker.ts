@@ -126,6 +126,9 @@ export class AsyncRunWorker {
     let leftUnfinished = false;
     /** Its base charge was written by this worker's final write (which consumed the reservation made under its id). */
     let charged = false;
+    const steps = new StepRecorder(row.id,
+      (batch) => this.durable(executionId, () => this.deps.writes.steps.submit(batch)),
+      (batch) => this.deps.writes.steps.submit(batch));
     try {
       // Cancelled while its previous process ran it: it does not start again.
       if (row.cancel_requested_at) {
@@ -140,9 +143,6 @@ export class AsyncRunWorker {
         return;
       }
       const recorded = row.attempts > 1 ? await this.durable(executionId, () => store.loadSteps(this.deps.db, row.id)) : new Map<string, StepRecord>();
-      const steps = new StepRecorder(row.id,
-        (step) => this.durable(executionId, () => this.deps.writes.steps.submit(step)),
-        (step) => this.deps.writes.steps.submit(step));
       const onStep = async (step: StepRecord, how: StepRecording) => {
         try {
           await steps.record(step, how);
@@ -163,7 +163,7 @@ export class AsyncRunWorker {
         }
         if (databaseLost) throw databaseLost;
         if (this.shutdown.signal.aborted && result.status === 'cancelled') {
-          leftUnfinished = await this.handBack(row);
+          leftUnfinished = await this.handBack(row, steps);
           return;
         }
         charged = (await this.finish(row, { ...finishedFrom(result), output }))?.charged === true;
@@ -183,12 +183,12 @@ export class AsyncRunWorker {
       if (databaseLost) throw databaseLost;
       if (this.shutdown.signal.aborted && result.status === 'cancelled') {
         // Resumes in another process (or after a restart) from its recorded steps.
-        leftUnfinished = await this.handBack(row);
+        leftUnfinished = await this.handBack(row, steps);
         return;
       }
       const finished = finishedFrom(result);
       if (result.status === 'paused') {
-        await steps.settled(); // the snapshot holds every record sent
+        await steps.flush(); // the snapshot holds every record, held ones too
         const snapshot = [...(await this.durable(executionId, () => store.loadSteps(this.deps.db, row.id))).values()];
         finished.output = await this.deps.pauses.persistPause({
           executionId, workspaceId: row.workspace_id, workflowId: row.workflow_id, versionId: version.id,
@@ -202,7 +202,7 @@ export class AsyncRunWorker {
         return;
       }
       if (this.shutdown.signal.aborted) {
-        leftUnfinished = await this.handBack(row);
+        leftUnfinished = await this.handBack(row, steps);
         return;
       }
       if (databaseLost !== undefined || isDatabaseUnavailable(err)) {
@@ -223,6 +223,7 @@ export class AsyncRunWorker {
         this.deps.log.error({ err: writeErr, executionId }, 'recording a crashed async run failed');
       }
     } finally {
+      steps.discard();
       tracked.end();
       stopLease();
       // The slot taken at admission (maybe by another process) is freed by whoever ends the run.
@@ -239,7 +240,9 @@ export class AsyncRunWorker {
    * A worker shutting down hands its unfinished run back: the lease ends now, so another process's job
    * sweep dispatches it within seconds rather than after the lease. True when the run stays unfinished.
    */
-  private async handBack(row: ExecutionRow): Promise<boolean> {
+  private async handBack(row: ExecutionRow, steps: StepRecorder): Promise<boolean> {
+    // Held records first, so the next holder does not run those blocks again (once: a lost one's block runs again).
+    await steps.handOver();
     await store.handBack(this.deps.db, row.id, row.attempts)
       .catch((err: unknown) => this.deps.log.warn({ err, executionId: row.id }, 'handing back an async run failed; its lease lapses instead'));
     return true;

@@ -14,8 +14,8 @@ export class RunWrites {
   readonly finishedRuns: GroupCommit<{ e: NewExecution; f: FinishedExecution }, store.EndedRun | undefined>;
   /** An accepted async run (its row, queued or, with `leaseMs`, leased to this process); undefined when its id was taken. */
   readonly claims: GroupCommit<NewExecution & { leaseMs?: number }, ExecutionRow | undefined>;
-  /** A block's durable step record; one already recorded is kept. */
-  readonly steps: GroupCommit<store.TimedStep, undefined>;
+  /** Durable step records of one run, written together; one already recorded is kept. */
+  readonly steps: GroupCommit<readonly store.TimedStep[], undefined>;
   /** A queued (or abandoned) async run taken by this worker, with a lease of `leaseMs`; undefined when it is not to be had. */
   readonly leases: GroupCommit<string, ExecutionRow | undefined>;
   /** A run's final state and base charge, fenced by its lease attempt when it has one; undefined when taken over. */
@@ -41,7 +41,7 @@ export class RunWrites {
       });
     });
     this.steps = batched(async (items) => {
-      await store.recordSteps(db, items);
+      await store.recordSteps(db, items.flat());
       return items.map(() => undefined);
     });
     this.leases = batched(async (ids) => {

@@ -8,6 +8,7 @@ beforeAll(async () => {
     '/a': (_req, _body, res) => json(res, 200, { n: server.hits.get('/a') }),
     '/b': (_req, _body, res) => json(res, 200, { n: server.hits.get('/b') }),
     '/side': (_req, _body, res) => json(res, 200, { ok: true }),
+    '/slow': (_req, _body, res) => void setTimeout(() => json(res, 200, { ok: true }), 100),
   });
 });
 afterAll(async () => {
@@ -105,6 +106,34 @@ describe('durable replay', () => {
     const again2 = await exec(d, innerOnly);
     expect(again2.result.output).toBe(3);
     expect(server.hits.get('/side')).toBe(3);
+  });
+
+  it('onStep says which step ends the run: the last block of the top level, with nothing else running', async () => {
+    const ends = async (d: WorkflowDefinition) => {
+      const seen: string[] = [];
+      const r = await runWorkflow(compile(d), {
+        input: {}, ports: ports(), onStep: async (s, how) => { if (how.endsRun) seen.push(s.key); },
+      });
+      expect(r.error ?? null).toBeNull();
+      return seen;
+    };
+    // A chain: its last block.
+    expect(await ends(workflow([start(), fn('a', 'return 1'), fn('b', 'return 2')], chain('start', 'a', 'b')))).toEqual(['b']);
+    // Two branches: the one that finishes first leaves the other running, so only the later one ends the run.
+    expect(await ends(workflow(
+      [start(), fn('quick', 'return 1'), { id: 'slow', type: 'http', name: 'Slow', config: { url: `${server.url}/slow` } }],
+      [{ from: 'start', to: 'quick' }, { from: 'start', to: 'slow' }],
+    ))).toEqual(['slow']);
+    // A condition whose only edge is not taken ends the run, but it has an edge: no step is marked (kept on the safe side).
+    expect(await ends(workflow(
+      [start(), { id: 'c', type: 'condition', name: 'C', config: { conditions: [{ id: 'yes', expression: 'false' }, { id: 'else' }] } }, fn('then', 'return 1')],
+      [{ from: 'start', to: 'c' }, { from: 'c', to: 'then', branch: 'yes' }],
+    ))).toEqual([]);
+    // Inside a loop: the iterations' blocks never end the run; the loop, last at the top level, does.
+    expect(await ends(workflow(
+      [start(), { id: 'each', type: 'loop', name: 'Each', config: { kind: 'for', count: 2 }, blocks: [fn('inner', 'return 1')] }],
+      chain('start', 'each'),
+    ))).toEqual(['each']);
   });
 
   it('a failure of onStep fails the run', async () => {

@@ -66,8 +66,8 @@ describe('the timeline of a running async run', () => {
     expect(live.status).toBe('processing');
     expect(live.endedAt).toBeNull();
     expect(live.costUsd).toBeNull();
-    // The start block's record is sent without waiting for it (replay recomputes it), before the block after it
-    // runs: it is there, and first, though its id sorts after "first".
+    // The start block's record is held back (replay recomputes it) and goes in the statement that commits the
+    // next block's: it is there, and first, though its id sorts after "first".
     expect(live.trace.map((e: { blockId: string }) => e.blockId)).toEqual(['start', 'first']);
     const first = live.trace.find((e: { blockId: string }) => e.blockId === 'first');
     expect(first).toMatchObject({ key: 'first', name: 'First step', type: 'function', status: 'success', output: { step: 1 } });
@@ -87,6 +87,24 @@ describe('the timeline of a running async run', () => {
     });
     // The trace written at the end: the waterfall's own entry for the stopped block.
     expect(ended.trace.find((e: { blockId: string }) => e.blockId === 'first')).toMatchObject({ name: 'First step', type: 'function' });
+  });
+
+  it('shows a block whose record was held back once the next block has run a moment', async () => {
+    // start -> wait: the start block's record waits for a next record that does not come for a minute, so it is
+    // sent alone after a moment (src/runs/step-recorder.ts).
+    const id = await deploy(t, 'live-held', {
+      blocks: [start(), { id: 'pause', type: 'wait', name: 'Wait', config: { seconds: 60 } }],
+      edges: [{ from: 'start', to: 'pause' }],
+    });
+    const queued = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
+    const executionId: string = queued.body.executionId;
+    const live = await until('the start block in the live trace', async () => {
+      const r = await t.call('GET', `/api/v1/logs/${executionId}`);
+      return r.body.data.trace.length > 0 ? r.body.data : undefined;
+    });
+    expect(live.status).toBe('processing');
+    expect(live.trace.map((e: { blockId: string; status: string }) => [e.blockId, e.status])).toEqual([['start', 'success']]);
+    await t.call('POST', `/api/v2/workflows/${id}/runs/${executionId}/cancel`);
   });
 
   it('is empty for a run that recorded nothing yet, and no other workspace reads it', async () => {

@@ -36,7 +36,10 @@ afterAll(async () => {
 
 describe('async run writes meeting a lost connection', () => {
   it('a step record that fails for a moment is retried: the run completes', async () => {
-    const id = await deploy(t, 'step-retry', { blocks: [start(), fn('f', 'return 42')], edges: [{ from: 'start', to: 'f' }] });
+    // Two blocks: the last one's record goes with the run's final state (src/runs/step-recorder.ts), the first's alone.
+    const id = await deploy(t, 'step-retry', {
+      blocks: [start(), fn('f', 'return 42'), fn('g', 'return <f> + 1')], edges: [{ from: 'start', to: 'f' }, { from: 'f', to: 'g' }],
+    });
     // By count, not by time: on a loaded machine the run may reach its step record after any fixed window.
     // The embedded database runs the step write as a session function (src/db/session-function.ts).
     outage = { pattern: /INSERT INTO execution_steps|weft_record_steps/, times: 2, failures: 0 };
