@@ -164,13 +164,17 @@ export class ScopeRun implements ScopeHandle {
   }
 
   /**
-   * True when `b`, running now, is the run's last block: it is at the top level, nothing else of the run
-   * is running, it has no outgoing edge (so nothing starts after it), and no block has failed or paused.
-   * The run's final state follows at once (its step record can go with it: docs/architecture.md, Run lifecycle).
+   * True when `b`, running now, is the run's last block that does anything: it is at the top level, nothing
+   * else of the run is running, no block has failed or paused, and its edges lead only to response blocks
+   * (pure, and they end the run) or nowhere. The run's final state follows at once, so its step record is
+   * worth nothing once that is written (docs/architecture.md, Run lifecycle).
    */
   isLastBlock(b: CompiledBlock): boolean {
-    return this.parent === null && this.running === 1 && b.outgoing.length === 0
-      && this.failure === null && !this.paused && !this.run.stopping;
+    return this.parent === null && this.running === 1 && this.failure === null && !this.paused && !this.run.stopping
+      && b.outgoing.every((e) => {
+        const next = this.block(e.to).type;
+        return next.pure === true && next.endsRun === true;
+      });
   }
 
   // -- scheduling -------------------------------------------------------------------------------

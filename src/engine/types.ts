@@ -95,8 +95,8 @@ export interface StepRecording {
   /** A replay without this record computes the same output (a pure block's step). */
   recomputable: boolean;
   /**
-   * The run ends with this step: a response block, or the run's last block (nothing else running, nothing
-   * after it). The run's final state follows at once.
+   * The run ends with this step: a response block, or the run's last block (nothing else running, and after
+   * it at most a response block). The run's final state follows at once.
    */
   endsRun: boolean;
 }

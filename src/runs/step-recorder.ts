@@ -13,10 +13,10 @@ export const HELD_RECORD_DELAY_MS = 200;
  * - a pure block's (the entry block, a response), which replay recomputes if it is lost: it goes in the same
  *   statement as the run's next committed record, or alone after HELD_RECORD_DELAY_MS, or never when the run
  *   ends first;
- * - the run's last step (nothing runs after it): the run's final state follows at once and makes it useless,
- *   so it is written only if the run does not end (`flush` before a pause, `handOver` at shutdown).
- * So an async run of start -> function writes no step record, and start -> function -> function one
- * statement of two records. A record lost to a crash before the final write costs what a crash during the
+ * - the run's last step (after it at most a response block): the run's final state follows at once and makes
+ *   it useless, so it is written only if the run does not end (`flush` before a pause, `handOver` at shutdown).
+ * So an async run of start -> function (-> response) writes no step record, and start -> function -> function
+ * one statement of two records. A record lost to a crash before the final write costs what a crash during the
  * block costs: the block runs again.
  */
 export class StepRecorder {

@@ -119,6 +119,11 @@ describe('durable replay', () => {
     };
     // A chain: its last block.
     expect(await ends(workflow([start(), fn('a', 'return 1'), fn('b', 'return 2')], chain('start', 'a', 'b')))).toEqual(['b']);
+    // Followed only by a response block (pure, it ends the run): both.
+    expect(await ends(workflow(
+      [start(), fn('a', 'return 1'), fn('b', 'return 2'), { id: 'reply', type: 'response', name: 'Reply', config: { data: '<b>' } }],
+      chain('start', 'a', 'b', 'reply'),
+    ))).toEqual(['b', 'reply']);
     // Two branches: the one that finishes first leaves the other running, so only the later one ends the run.
     expect(await ends(workflow(
       [start(), fn('quick', 'return 1'), { id: 'slow', type: 'http', name: 'Slow', config: { url: `${server.url}/slow` } }],
