@@ -8,10 +8,14 @@ if (!scenario || !/^[a-z0-9-]+$/.test(scenario)) {
 }
 process.env.WEFT_TEST_DB ??= 'pglite';
 const mod = (await import(`./${scenario}.ts`)) as { run: (argv: string[]) => Promise<Record<string, unknown>>; standalone?: boolean };
-if (!mod.standalone) {
-  const { ensureTemplates } = await import('../test/support/global-setup.js');
-  await ensureTemplates();
+// The test suites' set-up: the database templates, and a run id whose data directories (and, on PostgreSQL,
+// databases) its teardown removes, so a scenario built on the test harness leaves nothing behind.
+const teardown = mod.standalone ? undefined : await (await import('../test/support/global-setup.js')).default();
+let figures: Record<string, unknown>;
+try {
+  figures = await mod.run(process.argv.slice(3));
+} finally {
+  await teardown?.();
 }
-const figures = await mod.run(process.argv.slice(3));
 process.stdout.write(JSON.stringify({ scenario, date: new Date().toISOString(), ...figures }) + '\n');
 process.exit(0);
