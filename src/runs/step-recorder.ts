@@ -5,7 +5,7 @@ import type { TimedStep } from './store.js';
  * How long a pure step's record may wait for the run's next write before it is sent alone: the live timeline
  * of a run busy in a long block (docs/architecture.md, Run lifecycle) shows it after at most this.
  */
-export const HELD_RECORD_DELAY_MS = 200;
+const HELD_RECORD_DELAY_MS = 200;
 
 /**
  * The durable step records of one async run (docs/architecture.md, Run lifecycle). A step is committed before
