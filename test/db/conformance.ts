@@ -249,6 +249,45 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       expect(one?.s).toBe('HELLO');
     });
 
+    it('a statement run again and again binds each call its own values, nulls and types included', async () => {
+      const sql = 'INSERT INTO conf_types (id, i8, j, ts, num, b, t) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, i8, j, ts, num::text AS num, b, t';
+      const at = new Date('2026-03-04T05:06:07.089Z');
+      const rows = [];
+      for (let i = 0; i < 12; i++) {
+        const [row] = await db.query(sql, [100 + i, i % 3 === 0 ? null : i * 7, JSON.stringify({ i, s: `v'${i}` }), i % 4 === 0 ? null : at, `${i}.5`, i % 2 === 0, i % 5 === 0 ? null : `t${i}`]);
+        rows.push(row);
+      }
+      for (const [i, r] of rows.entries()) {
+        expect(r).toEqual({ id: 100 + i, i8: i % 3 === 0 ? null : i * 7, j: { i, s: `v'${i}` }, ts: i % 4 === 0 ? null : at, num: `${i}.5`, b: i % 2 === 0, t: i % 5 === 0 ? null : `t${i}` });
+      }
+      // A failing call (duplicate key) leaves the statement usable, in and out of a transaction.
+      await expect(db.query(sql, [100, 1, '{}', at, '1', true, 'x'])).rejects.toMatchObject({ code: '23505' });
+      await expect(db.tx((q) => q.query(sql, [101, 1, '{}', at, '1', true, 'x']))).rejects.toMatchObject({ code: '23505' });
+      expect(await db.query(sql, [200, 1, '{}', at, '1', true, 'after'])).toMatchObject([{ id: 200, t: 'after' }]);
+      expect(await db.tx((q) => q.query(sql, [201, 1, '{}', at, '1', true, 'in tx']))).toMatchObject([{ id: 201, t: 'in tx' }]);
+    });
+
+    it('a statement run before and after its table changes shape answers with the new shape', async () => {
+      await db.exec("CREATE TABLE conf_shape (id int PRIMARY KEY); INSERT INTO conf_shape VALUES (1)");
+      const sql = 'SELECT * FROM conf_shape WHERE id = $1';
+      expect(await db.query(sql, [1])).toEqual([{ id: 1 }]);
+      expect(await db.query(sql, [1])).toEqual([{ id: 1 }]);
+      await db.exec("ALTER TABLE conf_shape ADD COLUMN label text NOT NULL DEFAULT 'x'");
+      expect(await db.query(sql, [1])).toEqual([{ id: 1, label: 'x' }]);
+      await db.exec('ALTER TABLE conf_shape DROP COLUMN label');
+      expect(await db.query(sql, [1])).toEqual([{ id: 1 }]);
+    });
+
+    it('many different statements, each run twice, all answer correctly', async () => {
+      // More texts than an adapter may keep prepared at once (the embedded one keeps 128).
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 300; i++) {
+          const [row] = await db.query<{ v: number; k: number }>(`SELECT $1::int + ${i} AS v, ${round} AS k`, [i]);
+          expect(row).toEqual({ v: 2 * i, k: round });
+        }
+      }
+    });
+
     it('ping resolves on a live database', async () => {
       await expect(db.ping()).resolves.toBeUndefined();
     });
