@@ -106,7 +106,9 @@ export class PreparedStatements {
     const prepared = this.byText.get(text);
     if (!prepared) return;
     this.byText.delete(text);
+    // Its own sync: were the close to fail, the backend would skip the next statement's messages up to one.
     await this.send(serialize.close({ type: 'S', name: prepared.name })).catch(() => undefined);
+    await this.send(serialize.sync());
   }
 
   private send(message: Uint8Array): Promise<Message[]> {

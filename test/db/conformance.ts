@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blobFromText, blobParam } from '../../src/db/blob.js';
-import { uniqueViolation, type Database } from '../../src/db/database.js';
+import { uniqueViolation, type Database, type Queryable } from '../../src/db/database.js';
 import { runStatement } from '../../src/db/session-function.js';
 
 /**
@@ -279,13 +279,24 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
     });
 
     it('many different statements, each run twice, all answer correctly', async () => {
-      // More texts than an adapter may keep prepared at once (the embedded one keeps 128).
-      for (let round = 0; round < 2; round++) {
+      // More texts than an adapter may keep prepared at once (the embedded one keeps 128), the second time
+      // inside a transaction, where one that failed comes just before the end.
+      const many = async (q: Queryable, round: number) => {
         for (let i = 0; i < 300; i++) {
-          const [row] = await db.query<{ v: number; k: number }>(`SELECT $1::int + ${i} AS v, ${round} AS k`, [i]);
+          const [row] = await q.query<{ v: number; k: number }>(`SELECT $1::int + ${i} AS v, ${round} AS k`, [i]);
           expect(row).toEqual({ v: 2 * i, k: round });
         }
-      }
+      };
+      await many(db, 0);
+      expect(await db.tx(async (q) => {
+        await many(q, 1);
+        return (await q.query<{ n: number }>('SELECT count(*)::int AS n FROM conf_items WHERE id = $1', ['none']))[0]?.n;
+      })).toBe(0);
+      await expect(db.tx(async (q) => {
+        await many(q, 2);
+        await q.query('SELECT 1 / $1::int AS boom', [0]);
+      })).rejects.toMatchObject({ code: '22012' });
+      await many(db, 3);
     });
 
     it('ping resolves on a live database', async () => {
