@@ -32,11 +32,6 @@ export class PreparedStatements {
 
   constructor(private readonly db: PGlite, private readonly max = 128) {}
 
-  /** Statements prepared now (for tests). */
-  get size(): number {
-    return this.byText.size;
-  }
-
   /**
    * Runs `text` with `params`. Outside a transaction it waits for PGlite's transaction lock, as `query()`
    * does, so it never runs inside another caller's transaction; `inTransaction` is for a statement of the
