@@ -221,7 +221,7 @@ export class RowService {
         data: patches.map((p) => p.s),
         indexOf: (id) => order.get(id),
         apply: async ({ q }) => {
-          const rows = await store.mergeById(q, table.id, JSON.stringify(patches));
+          const rows = await store.mergeById(q, table.id, patches);
           if (rows.length !== ids.length) {
             const found = new Set(rows.map((r) => r.id));
             throw new HttpError(400, `Rows not found: ${ids.filter((id) => !found.has(id)).slice(0, 20).join(', ')}`);
@@ -246,7 +246,7 @@ export class RowService {
       return {
         data: [patch.set],
         apply: async ({ q }) => {
-          const rows = await store.mergeById(q, table.id, JSON.stringify([{ id: rowId, s: patch.set, u: patch.unset }]));
+          const rows = await store.mergeById(q, table.id, [{ id: rowId, s: patch.set, u: patch.unset }]);
           if (rows.length === 0) throw rowNotFound();
           return { updated: rows, result: publicRow(rows[0], table.columns) };
         },

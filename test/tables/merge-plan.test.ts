@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../../src/db/connect.js';
+import type { Database, Queryable } from '../../src/db/database.js';
+import { mergeById } from '../../src/tables/store.js';
+import { bootstrappedDatabase } from '../support/harness.js';
+
+// Updating rows by id (one row's PATCH, or a batch) must find them by index however many rows the tables hold:
+// a plan that scans `table_rows` makes every update cost more as the tables grow.
+describe('the statement that updates rows by id', () => {
+  const tableId = 'tbl_0123456789abcdef0123456789abcdef';
+  let db: Database;
+  beforeAll(async () => {
+    const boot = await bootstrappedDatabase();
+    db = await connectDatabase({ dataDir: boot.where.dataDir ?? '', databaseUrl: boot.where.databaseUrl });
+    await db.query('INSERT INTO tables (id, workspace_id, name, max_rows) VALUES ($1, $2, $3, 100000)', [tableId, boot.workspaceId, 'big']);
+    // A few thousand rows: the size at which a 100-row estimate for the patches made a full scan look cheaper.
+    await db.exec(`INSERT INTO table_rows (id, table_id, data, position)
+      SELECT 'row_' || md5(g::text), '${tableId}', jsonb_build_object('n', g, 'keep', true), g FROM generate_series(1, 4000) g`);
+    await db.exec('VACUUM ANALYZE table_rows');
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('looks each row up by its id, and merges its patch', async () => {
+    const [{ id }] = await db.query<{ id: string }>('SELECT id FROM table_rows WHERE table_id = $1 ORDER BY position LIMIT 1', [tableId]);
+    const patches = [{ id, s: { n: -1 }, u: ['keep'] }];
+    let sent: { text: string; params: readonly unknown[] } | undefined;
+    const capture: Queryable = {
+      query: async <T>(text: string, params: readonly unknown[] = []) => {
+        sent = { text, params };
+        return [] as T[];
+      },
+      exec: async () => undefined,
+    };
+    await mergeById(capture, tableId, patches);
+    const plan = (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sent?.text}`, sent?.params)).map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).not.toMatch(/Seq Scan on table_rows/);
+    expect(plan).toMatch(/Index Scan using table_rows_pkey on table_rows/);
+    const written = await mergeById(db, tableId, patches);
+    expect(written.map((r) => r.id)).toEqual([id]);
+    expect(await db.query('SELECT data FROM table_rows WHERE id = $1', [id])).toEqual([{ data: { n: -1 } }]);
+  });
+});
