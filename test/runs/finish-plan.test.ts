@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import type { Database, Queryable } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import { runChargesSql } from '../../src/limits/usage.js';
 import { finishRuns } from '../../src/runs/store.js';
 import { bootstrappedDatabase } from '../support/harness.js';
+import { planOf } from '../support/query-plan.js';
 
 // The statement that ends async runs (and webhook and caller-id runs) must find its rows by index at any size
 // of the run history: a plan that scans `executions` makes every run's end cost more as runs accumulate.
@@ -26,22 +27,13 @@ describe('the statement that ends runs', () => {
 
   it('looks each run up by its id, whatever the history holds', async () => {
     const [{ id }] = await db.query<{ id: string }>('SELECT id FROM executions ORDER BY id LIMIT 1');
-    let sent: { text: string; params: unknown[] } | undefined;
-    const capture: Queryable = {
-      query: async <T>(text: string, params: unknown[] = []) => {
-        sent = { text, params };
-        return [] as T[];
-      },
-      exec: async () => undefined,
-    };
     const f = { status: 'completed' as const, output: { ok: true }, error: null, errorBlock: null, trace: [], startedAt: new Date(), endedAt: new Date(), durationMs: 1 };
-    await finishRuns(capture, [{ id, attempt: 1, f }], { sql: runChargesSql, period: '2026-11-01', amountUsd: '0.005000000' });
-    expect(sent).toBeDefined();
-    const plan = (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sent?.text}`, sent?.params)).map((r) => r['QUERY PLAN']).join('\n');
+    const charge = { sql: runChargesSql, period: '2026-11-01', amountUsd: '0.005000000' };
+    const plan = await planOf(db, (q) => finishRuns(q, [{ id, attempt: 1, f }], charge));
     expect(plan).not.toMatch(/Seq Scan on executions/);
     expect(plan).toMatch(/Index Scan using executions_pkey on executions/);
     // And it still ends the run (the plan is the real statement's).
-    const ended = await finishRuns(db, [{ id, attempt: 1, f }], { sql: runChargesSql, period: '2026-11-01', amountUsd: '0.005000000' });
+    const ended = await finishRuns(db, [{ id, attempt: 1, f }], charge);
     expect(ended.get(id)).toMatchObject({ charged: true });
     expect(await db.query('SELECT status FROM executions WHERE id = $1', [id])).toEqual([{ status: 'completed' }]);
   });

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import type { Database, Queryable } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import { mergeById } from '../../src/tables/store.js';
 import { bootstrappedDatabase } from '../support/harness.js';
+import { planOf } from '../support/query-plan.js';
 
 // Updating rows by id (one row's PATCH, or a batch) must find them by index however many rows the tables hold:
 // a plan that scans `table_rows` makes every update cost more as the tables grow.
@@ -25,16 +26,7 @@ describe('the statement that updates rows by id', () => {
   it('looks each row up by its id, and merges its patch', async () => {
     const [{ id }] = await db.query<{ id: string }>('SELECT id FROM table_rows WHERE table_id = $1 ORDER BY position LIMIT 1', [tableId]);
     const patches = [{ id, s: { n: -1 }, u: ['keep'] }];
-    let sent: { text: string; params: readonly unknown[] } | undefined;
-    const capture: Queryable = {
-      query: async <T>(text: string, params: readonly unknown[] = []) => {
-        sent = { text, params };
-        return [] as T[];
-      },
-      exec: async () => undefined,
-    };
-    await mergeById(capture, tableId, patches);
-    const plan = (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sent?.text}`, sent?.params)).map((r) => r['QUERY PLAN']).join('\n');
+    const plan = await planOf(db, (q) => mergeById(q, tableId, patches));
     expect(plan).not.toMatch(/Seq Scan on table_rows/);
     expect(plan).toMatch(/Index Scan using table_rows_pkey on table_rows/);
     const written = await mergeById(db, tableId, patches);
