@@ -152,29 +152,5 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
     dataDir = path.join(opts.dataDir, 'pgdata');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  const db = await connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir });
-  try {
-    await requireStandardConformingStrings(db);
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
-  return db;
-}
-
-/**
- * The embedded database's session statements write string arguments as quote-doubled literals
- * (session-function.ts). Doubling quotes is the whole escape only while standard_conforming_strings is
- * on; with it off a backslash escapes too, and a string could end its literal early. So the embedded
- * database does not open with it off (a postgresql.conf or ALTER SYSTEM of the data directory).
- */
-export async function requireStandardConformingStrings(db: Queryable): Promise<void> {
-  const [row] = await db.query<{ value: string }>("SELECT current_setting('standard_conforming_strings') AS value");
-  if (row?.value !== 'on') {
-    throw new Error(
-      `The embedded database has standard_conforming_strings = ${row?.value ?? 'unknown'}; Weft needs it on (it writes string literals ` +
-        "that are only safe with it on). Remove the setting from the data directory's postgresql.conf or postgresql.auto.conf " +
-        '(ALTER SYSTEM RESET standard_conforming_strings) and start again.',
-    );
-  }
+  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir });
 }

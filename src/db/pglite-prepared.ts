@@ -23,6 +23,16 @@ interface Prepared {
 }
 
 const { serialize } = protocol;
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
 /** PostgreSQL's "cached plan must not change result type": the statement's table changed shape since it was prepared. */
 const STALE_PLAN = '0A000';
 
@@ -43,35 +53,31 @@ export class PreparedStatements {
   }
 
   private async run(text: string, params: readonly unknown[], retryStale: boolean): Promise<Results> {
-    const messages: Message[] = [];
-    let failed = false;
-    let failure: unknown;
+    let replies: Message[];
+    let prepared: Prepared;
     try {
-      const prepared = await this.prepare(text);
+      prepared = await this.prepare(text);
       const values = params.map((v, i) => {
         if (v === null || v === undefined) return null;
         const serializer = this.db.serializers[prepared.paramTypes[i]];
         return serializer ? serializer(v) : String(v);
       });
-      messages.push(...await this.send(serialize.bind({ statement: prepared.name, values })));
-      if (prepared.rowDescription) messages.push(prepared.rowDescription);
-      messages.push(...await this.send(serialize.execute({})));
+      // Bind, execute and sync in one call into PGlite, which runs every message it is handed even after an
+      // error (the backend then skips to the sync), and reports the first error once all have run.
+      replies = await this.send(concat([serialize.bind({ statement: prepared.name, values }), serialize.execute({}), serialize.sync()]));
     } catch (err) {
-      failed = true;
-      failure = err;
-    } finally {
-      // After an error the backend skips every message up to this one.
-      messages.push(...await this.send(serialize.sync()));
-    }
-    if (failed) {
+      // After an error the backend skips every message up to a sync: one more ends a failed prepare (and is
+      // only another ReadyForQuery after a failed bind or execute, whose sync has run).
+      await this.send(serialize.sync());
       // Prepared again on its next call: a statement that failed may have failed for its plan.
       await this.forget(text);
-      if (retryStale && (failure as { code?: unknown } | null)?.code === STALE_PLAN) return this.run(text, params, false);
-      throw failure;
+      if (retryStale && (err as { code?: unknown } | null)?.code === STALE_PLAN) return this.run(text, params, false);
+      throw err;
     }
     // Outside a transaction the statement committed: written through to the data directory, as query() does.
     if (!this.db.isInTransaction()) await this.db.syncToFs();
-    return parse.parseResults(messages, this.db.parsers)[0];
+    // The row description goes first, as the rows parse against it (bind and execute do not send one).
+    return parse.parseResults(prepared.rowDescription ? [prepared.rowDescription, ...replies] : replies, this.db.parsers)[0];
   }
 
   private async prepare(text: string): Promise<Prepared> {

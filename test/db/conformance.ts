@@ -263,6 +263,9 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       // A failing call (duplicate key) leaves the statement usable, in and out of a transaction.
       await expect(db.query(sql, [100, 1, '{}', at, '1', true, 'x'])).rejects.toMatchObject({ code: '23505' });
       await expect(db.tx((q) => q.query(sql, [101, 1, '{}', at, '1', true, 'x']))).rejects.toMatchObject({ code: '23505' });
+      // So does a value its parameter's type refuses, which fails before the statement runs (at bind).
+      await expect(db.query(sql, [102, 'not a number', '{}', at, '1', true, 'x'])).rejects.toMatchObject({ code: '22P02' });
+      await expect(db.tx((q) => q.query(sql, [103, 'not a number', '{}', at, '1', true, 'x']))).rejects.toMatchObject({ code: '22P02' });
       expect(await db.query(sql, [200, 1, '{}', at, '1', true, 'after'])).toMatchObject([{ id: 200, t: 'after' }]);
       expect(await db.tx((q) => q.query(sql, [201, 1, '{}', at, '1', true, 'in tx']))).toMatchObject([{ id: 201, t: 'in tx' }]);
     });
