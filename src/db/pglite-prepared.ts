@@ -33,6 +33,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
 /** PostgreSQL's "cached plan must not change result type": the statement's table changed shape since it was prepared. */
 const STALE_PLAN = '0A000';
 
