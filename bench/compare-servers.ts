@@ -11,8 +11,8 @@
 // nothing else (no key, no validation, no deposit, no record). The gateway's figures are read against it.
 //
 // The commit floor is the least a run can cost on the embedded database: it parses the JSON body, writes one
-// row with it into a table with only a primary key, group-committed (several requests per statement, the
-// statement a session function, as Weft writes its runs), and answers once the row is committed. No key, no
+// row with it into a table with only a primary key, group-committed (several requests per statement,
+// as Weft writes its runs), and answers once the row is committed. No key, no
 // workflow, no sandbox, no limits. Sync execute's figures are read against it: nothing that records each run
 // before answering (nothing a client was told succeeded may be lost) can be faster on this database.
 //
@@ -28,7 +28,6 @@ import Fastify from 'fastify';
 import { Agent, request } from 'undici';
 import { connectDatabase } from '../src/db/connect.js';
 import { GroupCommit } from '../src/db/group-commit.js';
-import { runStatement, type SessionStatement } from '../src/db/session-function.js';
 
 // A fixed small completion with usage, the shape OpenAI answers a non-streaming request with.
 const completion = JSON.stringify({
@@ -80,11 +79,8 @@ async function proxy(base: string): Promise<number> {
   return (app.server.address() as AddressInfo).port;
 }
 
-const INSERT_RUNS: SessionStatement = {
-  name: 'floor_insert_runs', args: 'jsonb', returns: 'TABLE (id text)',
-  sql: `INSERT INTO floor_runs (id, input, output) SELECT r.id, r.input, r.output
-          FROM jsonb_to_recordset($1::jsonb) AS r(id text, input jsonb, output jsonb) RETURNING floor_runs.id`,
-};
+const INSERT_RUNS = `INSERT INTO floor_runs (id, input, output) SELECT r.id, r.input, r.output
+  FROM jsonb_to_recordset($1::jsonb) AS r(id text, input jsonb, output jsonb) RETURNING floor_runs.id`;
 
 async function commitFloor(): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-commit-floor-'));
@@ -94,11 +90,11 @@ async function commitFloor(): Promise<number> {
   type Row = { id: string; input: unknown; output: unknown };
   const writes = new GroupCommit<Row, void>({
     writeBatch: async (rows) => {
-      await runStatement(db, INSERT_RUNS, [JSON.stringify(rows)]);
+      await db.query(INSERT_RUNS, [JSON.stringify(rows)]);
       return rows.map(() => undefined);
     },
     writeOne: async (row) => {
-      await runStatement(db, INSERT_RUNS, [JSON.stringify([row])]);
+      await db.query(INSERT_RUNS, [JSON.stringify([row])]);
     },
   });
   const app = Fastify({ logger: false });

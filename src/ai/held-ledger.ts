@@ -1,6 +1,5 @@
 import type { Database } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
-import { runStatement, type SessionStatement } from '../db/session-function.js';
 import { UsageRecorder, usageEventsInsertSql } from '../limits/usage.js';
 import { aiUsageEventColumns, inputCostOf, OVERAGE_NOTE, type ReserveInput, type ReserveResult, type SettleInput, type SettleResult } from './ledger-sql.js';
 
@@ -114,9 +113,6 @@ WITH r AS (
 SELECT ord, after_k::int8 AS after_k, account_after::int8 AS account_after, charged::int8 AS charged FROM c`;
 
 type EndRow = { ord: number; after_k: number; account_after: number; charged: number };
-const endStatement: SessionStatement = {
-  name: 'weft_ai_end_requests', sql: endSql, args: 'jsonb', returns: 'TABLE (ord int, after_k int8, account_after int8, charged int8)',
-};
 
 /** Every held ledger of a database, so that a grant made through any path drops the balances they hold. */
 const ledgersOf = new WeakMap<Database, Set<HeldCreditLedger>>();
@@ -333,7 +329,7 @@ export class HeldCreditLedger {
       http_request_id: i.hold.httpRequestId ?? null, workspace_id: i.hold.workspaceId ?? null, api_key_id: i.hold.apiKeyId ?? null,
       execution_id: i.hold.executionId ?? null, reserved_at: i.reservedAt.toISOString(),
     }));
-    const rows = await runStatement<EndRow>(this.db, endStatement, [JSON.stringify(payload)]);
+    const rows = await this.db.query<EndRow>(endSql, [JSON.stringify(payload)]);
     const out: Written[] = new Array<Written>(items.length);
     for (const r of rows) {
       const item = items[Number(r.ord)];

@@ -1,5 +1,4 @@
 import type { Database, Queryable } from '../db/database.js';
-import { runStatement, type SessionStatement } from '../db/session-function.js';
 
 // The running usage total of each (billed account, billing period) and the base charges admission
 // reserved against it (migration 0018). The totals follow usage_events through triggers, in the
@@ -51,7 +50,7 @@ export interface ReservationOutcome {
 export async function reserveCharges(q: Queryable, r: Reservation): Promise<ReservationOutcome> {
   if (!(r.amountUsd > 0)) throw new Error('a reserved charge must be above zero');
   if (r.tokens.length === 0 || r.tokens.length !== r.usageKeys.length) throw new Error('one usage key (or null) per token');
-  const rows = await runStatement<{ cost: string; reserved: string; granted: number }>(q, RESERVE_CHARGES,
+  const rows = await q.query<{ cost: string; reserved: string; granted: number }>(RESERVE_CHARGES,
     [r.account, r.period, r.amountUsd.toFixed(9), r.capUsd.toFixed(9), r.tokens, r.usageKeys.map((k) => k ?? ''),
       r.now.toISOString(), r.expiresAt.toISOString()]);
   const row = rows[0];
@@ -60,7 +59,7 @@ export async function reserveCharges(q: Queryable, r: Reservation): Promise<Rese
 
 /** Gives reservations back (their runs ended without writing their charges, or never started); a no-op for any already consumed. */
 export async function releaseCharges(q: Queryable, tokens: string[]): Promise<void> {
-  if (tokens.length > 0) await runStatement(q, RELEASE_CHARGES, [tokens]);
+  if (tokens.length > 0) await q.query(RELEASE_CHARGES, [tokens]);
 }
 
 /**
@@ -73,13 +72,9 @@ const granted = (used: string) => {
 };
 const liveReserved = 'GREATEST(0, u.reserved_usd - (SELECT amount FROM freed))';
 
-// Every run's admission runs this: on the embedded database it is a session function, planned once
-// (src/db/session-function.ts); planning the reservation's CTE cost more than running it.
-const RESERVE_CHARGES: SessionStatement = {
-  name: 'weft_reserve_charges',
-  args: 'text, date, numeric, numeric, text[], text[], timestamptz, timestamptz',
-  returns: 'TABLE (cost text, reserved text, granted int)',
-  sql: `WITH expired AS (
+// Every run's admission runs this (or takes a charge this reserved ahead); on the embedded database it is a
+// prepared statement, planned once: planning the reservation's CTE costs more than running it.
+const RESERVE_CHARGES = `WITH expired AS (
        DELETE FROM usage_reservations WHERE account = $1 AND period = $2::date AND expires_at <= $7::timestamptz RETURNING amount_usd
      ), freed AS (
        SELECT COALESCE(sum(amount_usd), 0) AS amount FROM expired
@@ -96,19 +91,13 @@ const RESERVE_CHARGES: SessionStatement = {
          FROM t, unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(token, usage_key, ord)
         WHERE k.ord <= t.last_granted
      )
-     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_granted AS granted FROM t`,
-};
+     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_granted AS granted FROM t`;
 
-const RELEASE_CHARGES: SessionStatement = {
-  name: 'weft_release_charges',
-  args: 'text[]',
-  returns: 'TABLE (released int)',
-  sql: `WITH gone AS (DELETE FROM usage_reservations WHERE token = ANY($1::text[]) RETURNING account, period, amount_usd),
+const RELEASE_CHARGES = `WITH gone AS (DELETE FROM usage_reservations WHERE token = ANY($1::text[]) RETURNING account, period, amount_usd),
      sums AS (SELECT account, period, sum(amount_usd) AS amount FROM gone GROUP BY account, period),
      eased AS (UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - s.amount)
        FROM sums s WHERE u.account = s.account AND u.period = s.period RETURNING 1)
-     SELECT count(*)::int AS released FROM eased`,
-};
+     SELECT count(*)::int AS released FROM eased`;
 
 /** A total that disagreed with the sum of its events. */
 export interface TotalDifference {

@@ -1,4 +1,3 @@
-import { runStatement } from '../db/session-function.js';
 import type { Queryable } from '../db/database.js';
 import type { BlockTrace, StepRecord } from '../engine/index.js';
 
@@ -86,8 +85,6 @@ interface EndedRow { id: string; billed_account: string; charged: boolean; perio
 const endedRuns = (rows: EndedRow[]): EndedRuns =>
   new Map(rows.map((r) => [r.id, { account: r.billed_account, charged: r.charged, periodCostUsd: Number(r.period_cost) }]));
 
-const endedReturns = 'TABLE (id text, billed_account text, charged boolean, period_cost text)';
-
 /**
  * The final select of a statement that ends the runs of CTE `ended` and charges them (CTE `charged`): each
  * run, whether its charge was recorded now, and its account's period total as the statement began plus what
@@ -114,9 +111,7 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
     output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock, trace: f.trace,
     started_at: f.startedAt, ended_at: f.endedAt, duration_ms: f.durationMs, level: f.status === 'failed' ? 'error' : 'info',
   }));
-  const written = await runStatement<EndedRow>(q, {
-    name: 'weft_insert_finished_runs', args: 'jsonb, text, text', returns: endedReturns,
-    sql: `WITH written AS (
+  const written = await q.query<EndedRow>(`WITH written AS (
        INSERT INTO executions (${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level)
        SELECT ${insertColumns}, output, error, error_block, trace, started_at, ended_at, duration_ms, level
          FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id uuid, workflow_id uuid, version_id uuid, mode text, trigger text,
@@ -125,8 +120,7 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
               duration_ms integer, level text)
        ON CONFLICT (id) DO NOTHING RETURNING id, billed_account
      ), charged AS (${charge.sql('written')})
-     ${endedResult('written')}`,
-  }, [JSON.stringify(rows), charge.period, charge.amountUsd]);
+     ${endedResult('written')}`, [JSON.stringify(rows), charge.period, charge.amountUsd]);
   return endedRuns(written);
 }
 
@@ -136,9 +130,7 @@ export async function insertFinishedRuns(q: Queryable, runs: readonly { e: NewEx
  * attempt, `processing`): it needs no lease statement and waits in no queue.
  */
 export async function claimExecutions(q: Queryable, runs: readonly (NewExecution & { leaseMs?: number })[]): Promise<Map<string, ExecutionRow>> {
-  const rows = await runStatement<ExecutionRow>(q, {
-    name: 'weft_claim_executions', args: 'jsonb', returns: 'SETOF executions',
-    sql: `INSERT INTO executions (${insertColumns}, created_at, started_at, lease_until, attempts)
+  const rows = await q.query<ExecutionRow>(`INSERT INTO executions (${insertColumns}, created_at, started_at, lease_until, attempts)
      SELECT r.id, r.workspace_id, r.workflow_id, r.version_id, r.mode, r.trigger,
             CASE WHEN r.lease_ms IS NULL THEN r.status ELSE 'processing' END, r.billed_account, r.api_key_id, r.input,
             r.slot_token, r.resume_entry_id, r.link_base, r.timeout_ms,
@@ -149,8 +141,7 @@ export async function claimExecutions(q: Queryable, runs: readonly (NewExecution
             status text, billed_account text, api_key_id uuid, input jsonb, slot_token text, resume_entry_id uuid, link_base text, timeout_ms integer,
             lease_ms integer),
             (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) AS n
-     ON CONFLICT (id) DO NOTHING RETURNING *`,
-  }, [JSON.stringify(runs.map((e) => ({
+     ON CONFLICT (id) DO NOTHING RETURNING *`, [JSON.stringify(runs.map((e) => ({
     id: e.id, workspace_id: e.workspaceId, workflow_id: e.workflowId, version_id: e.versionId, mode: e.mode, trigger: e.trigger,
     status: e.status, billed_account: e.billedAccount, api_key_id: e.apiKeyId, input: e.input, slot_token: e.slotToken ?? null,
     resume_entry_id: e.resumeEntryId ?? null, link_base: e.linkBase ?? null, timeout_ms: e.timeoutMs ?? null, lease_ms: e.leaseMs ?? null,
@@ -184,9 +175,7 @@ export async function finishExecution(q: Queryable, id: string, f: FinishedExecu
  * estimated from the array, which keeps this an index lookup per run at any size.
  */
 export async function finishRuns(q: Queryable, runs: readonly { id: string; f: FinishedExecution; attempt: number | null }[], charge: RunChargeSql): Promise<EndedRuns> {
-  const rows = await runStatement<EndedRow>(q, {
-    name: 'weft_finish_runs', args: 'jsonb, text, text, text[]', returns: endedReturns,
-    sql: `WITH ended AS (
+  const rows = await q.query<EndedRow>(`WITH ended AS (
        UPDATE executions e SET status = r.status, output = r.output, error = r.error, error_block = r.error_block, trace = r.trace,
               started_at = COALESCE(e.started_at, r.started_at), ended_at = r.ended_at,
               duration_ms = (EXTRACT(EPOCH FROM (r.ended_at - COALESCE(e.started_at, r.started_at))) * 1000)::int,
@@ -196,8 +185,7 @@ export async function finishRuns(q: Queryable, runs: readonly { id: string; f: F
         WHERE e.id = ANY($4::text[]) AND e.id = r.id AND (r.attempt IS NULL OR e.attempts = r.attempt)
        RETURNING e.id, e.billed_account
      ), charged AS (${charge.sql('ended')})
-     ${endedResult('ended')}`,
-  }, [JSON.stringify(runs.map(({ id, f, attempt }) => ({
+     ${endedResult('ended')}`, [JSON.stringify(runs.map(({ id, f, attempt }) => ({
       id, attempt, status: f.status, output: f.output === undefined ? null : f.output, error: f.error, error_block: f.errorBlock,
       trace: f.trace, started_at: f.startedAt, ended_at: f.endedAt, level: f.status === 'failed' ? 'error' : 'info',
     }))), charge.period, charge.amountUsd, runs.map((r) => r.id)]);
@@ -228,16 +216,13 @@ export async function setOutput(q: Queryable, id: string, output: unknown): Prom
  * (group commit of worker starts); the rows taken now, by id.
  */
 export async function leaseJobs(q: Queryable, ids: readonly string[], leaseMs: number): Promise<Map<string, ExecutionRow>> {
-  const rows = await runStatement<ExecutionRow>(q, {
-    name: 'weft_lease_jobs', args: 'text[], int', returns: 'SETOF executions',
-    sql: `WITH leased AS (
+  const rows = await q.query<ExecutionRow>(`WITH leased AS (
       UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
             lease_until = clock_timestamp() + ($2::int * interval '1 millisecond'), attempts = attempts + 1
       WHERE id = ANY($1::text[]) AND mode = 'async'
         AND (status = 'queued' OR (status = 'processing' AND (lease_until IS NULL OR lease_until < clock_timestamp())))
       RETURNING *
-    ) SELECT * FROM leased`,
-  }, [[...new Set(ids)], leaseMs]);
+    ) SELECT * FROM leased`, [[...new Set(ids)], leaseMs]);
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -339,15 +324,12 @@ export interface TimedStep {
 
 /** Steps of several runs in one statement (group commit); a step already recorded is kept. */
 export async function recordSteps(q: Queryable, steps: readonly TimedStep[]): Promise<void> {
-  await runStatement(q, {
-    name: 'weft_record_steps', args: 'jsonb', returns: 'TABLE (recorded int)',
-    sql: `WITH recorded AS (
+  await q.query(`WITH recorded AS (
        INSERT INTO execution_steps (execution_id, step_key, block_id, output, finished_at)
        SELECT execution_id, step_key, block_id, output, finished_at
          FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb, finished_at timestamptz)
        ON CONFLICT (execution_id, step_key) DO NOTHING RETURNING 1
-     ) SELECT count(*)::int AS recorded FROM recorded`,
-  }, [JSON.stringify(steps.map(({ executionId, step, finishedAt }) => ({
+     ) SELECT count(*)::int AS recorded FROM recorded`, [JSON.stringify(steps.map(({ executionId, step, finishedAt }) => ({
     execution_id: executionId, step_key: step.key, block_id: step.blockId, finished_at: finishedAt,
     output: { output: step.output ?? null, error: step.error, variables: step.variables },
   })))]);

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blobFromText, blobParam } from '../../src/db/blob.js';
 import { uniqueViolation, type Database, type Queryable } from '../../src/db/database.js';
-import { runStatement } from '../../src/db/session-function.js';
 
 /**
  * One suite every adapter of the `Database` port passes (PGlite embedded, `pg` on PostgreSQL).
@@ -219,17 +218,19 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       await expect(db.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
     });
 
-    it('a session statement takes any text and jsonb argument as data, quotes and backslashes included', async () => {
-      const statement = { name: 'conf_echo', sql: 'SELECT $1::text AS t, $2::jsonb AS j, $2::jsonb->>\'k\' AS k', args: 'text, jsonb', returns: 'TABLE (t text, j jsonb, k text)' };
+    it('a bound text, jsonb or text[] argument is data, quotes and backslashes included', async () => {
+      const echo = 'SELECT $1::text AS t, $2::jsonb AS j, $2::jsonb->>\'k\' AS k';
       const tricky = `it's '); DROP TABLE conf_items; -- \\ \\' $$ $fn$ ü`;
       for (let round = 0; round < 2; round++) {
-        const rows = await runStatement(db, statement, [tricky, JSON.stringify({ k: tricky })]);
+        const rows = await db.query(echo, [tricky, JSON.stringify({ k: tricky })]);
         expect(rows).toEqual([{ t: tricky, j: { k: tricky }, k: tricky }]);
       }
-      expect(await runStatement(db, statement, [null, null])).toEqual([{ t: null, j: null, k: null }]);
-      const list = { name: 'conf_list', sql: 'SELECT x, $2::int AS n FROM unnest($1::text[]) AS x', args: 'text[], int', returns: 'TABLE (x text, n int)' };
-      expect(await runStatement(db, list, [[tricky, 'b'], 7])).toEqual([{ x: tricky, n: 7 }, { x: 'b', n: 7 }]);
-      expect(await runStatement(db, list, [[], 7])).toEqual([]);
+      expect(await db.query(echo, [null, null])).toEqual([{ t: null, j: null, k: null }]);
+      const list = 'SELECT x, $2::int AS n FROM unnest($1::text[]) AS x';
+      expect(await db.query(list, [[tricky, 'b', 'c,d', '{e}', 'NULL'], 7])).toEqual(
+        [tricky, 'b', 'c,d', '{e}', 'NULL'].map((x) => ({ x, n: 7 })),
+      );
+      expect(await db.query(list, [[], 7])).toEqual([]);
       expect(await db.query("SELECT 1 FROM pg_tables WHERE tablename = 'conf_items'")).toHaveLength(1);
     });
 
