@@ -216,17 +216,17 @@ export async function setOutput(q: Queryable, id: string, output: unknown): Prom
  * (group commit of worker starts); the rows taken now, by id.
  */
 export async function leaseJobs(q: Queryable, ids: readonly string[], leaseMs: number): Promise<Map<string, ExecutionRow>> {
-  const rows = await q.query<ExecutionRow>(`WITH leased AS (
-      UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
+  const rows = await q.query<ExecutionRow>(
+    `UPDATE executions SET status = 'processing', started_at = COALESCE(started_at, clock_timestamp()),
             lease_until = clock_timestamp() + ($2::int * interval '1 millisecond'), attempts = attempts + 1
       WHERE id = ANY($1::text[]) AND mode = 'async'
         AND (status = 'queued' OR (status = 'processing' AND (lease_until IS NULL OR lease_until < clock_timestamp())))
-      RETURNING *
-    ) SELECT * FROM leased`, [[...new Set(ids)], leaseMs]);
+      RETURNING *`,
+    [[...new Set(ids)], leaseMs],
+  );
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/** Extends a running run's lease; true when someone asked for the run to be cancelled meanwhile. */
 /**
  * Renews a run's lease. With `attempt` (async runs) only the holder of that lease renews it: a worker
  * whose lease lapsed and was taken over learns it lost the run ('lost') instead of extending the new
@@ -324,12 +324,10 @@ export interface TimedStep {
 
 /** Steps of several runs in one statement (group commit); a step already recorded is kept. */
 export async function recordSteps(q: Queryable, steps: readonly TimedStep[]): Promise<void> {
-  await q.query(`WITH recorded AS (
-       INSERT INTO execution_steps (execution_id, step_key, block_id, output, finished_at)
-       SELECT execution_id, step_key, block_id, output, finished_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb, finished_at timestamptz)
-       ON CONFLICT (execution_id, step_key) DO NOTHING RETURNING 1
-     ) SELECT count(*)::int AS recorded FROM recorded`, [JSON.stringify(steps.map(({ executionId, step, finishedAt }) => ({
+  await q.query(`INSERT INTO execution_steps (execution_id, step_key, block_id, output, finished_at)
+     SELECT execution_id, step_key, block_id, output, finished_at
+       FROM jsonb_to_recordset($1::jsonb) AS r(execution_id text, step_key text, block_id text, output jsonb, finished_at timestamptz)
+     ON CONFLICT (execution_id, step_key) DO NOTHING`, [JSON.stringify(steps.map(({ executionId, step, finishedAt }) => ({
     execution_id: executionId, step_key: step.key, block_id: step.blockId, finished_at: finishedAt,
     output: { output: step.output ?? null, error: step.error, variables: step.variables },
   })))]);
