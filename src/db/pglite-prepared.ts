@@ -24,16 +24,6 @@ interface Prepared {
 
 const { serialize } = protocol;
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** PostgreSQL's "cached plan must not change result type": the statement's table changed shape since it was prepared. */
 const STALE_PLAN = '0A000';
 
@@ -65,7 +55,7 @@ export class PreparedStatements {
       });
       // Bind, execute and sync in one call into PGlite, which runs every message it is handed even after an
       // error (the backend then skips to the sync), and reports the first error once all have run.
-      replies = await this.send(concat([serialize.bind({ statement: prepared.name, values }), serialize.execute({}), serialize.sync()]));
+      replies = await this.send(Buffer.concat([serialize.bind({ statement: prepared.name, values }), serialize.execute({}), serialize.sync()]));
     } catch (err) {
       // After an error the backend skips every message up to a sync: one more ends a failed prepare (and is
       // only another ReadyForQuery after a failed bind or execute, whose sync has run).
