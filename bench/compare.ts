@@ -257,7 +257,17 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   if (memoryAfterRestart) say(`idle after restart: ${describeBreakdown(memoryAfterRestart)}`);
   await sleep((settledSeconds - idleSeconds) * 1000);
   const rssSettledAfterRestartMb = treeRssMb(w.api().child.pid);
-  const growth = o.growth > 0 && w.dataDir ? await measureGrowth(w, o.growth, targets.syncSpec, drive, say) : undefined;
+  // The grown server beside a fresh one in the same sitting: the spec path on a new data directory, set up as this one was.
+  const startFresh = async (): Promise<{ weft: Weft; spec: Target }> => {
+    const fresh = await startEmbedded(upstreamBase, o.limits);
+    const id = await deployWorkflow(fresh, 'compare-sync-spec', 'spec');
+    const spec: Target = {
+      url: `${fresh.url}/api/workflows/${id}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': fresh.apiKey },
+      body: JSON.stringify(syncPaths.spec.body),
+    };
+    return { weft: fresh, spec };
+  };
+  const growth = o.growth > 0 && w.dataDir ? await measureGrowth(w, o.growth, targets.syncSpec, drive, say, startFresh) : undefined;
   return {
     variant: w.variant, queue: w.queue,
     processes: w.workers.length ? `1 weft api + ${w.workers.length} weft worker` : '1 weft serve',
@@ -271,13 +281,20 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
 
 type Drive = (label: string, t: Target, connections: number, secs: number, amount?: number) => Promise<LoadResult>;
 
+/** Windows of the grown server and of a fresh one, alternated, in `measureGrowth`. */
+const growthSideBySideRounds = 3;
+
 /**
  * The growth figure (embedded): the spec path measured, `runs` more runs of it written at 10 connections,
- * measured again on the same server. Then the data directory's fate: a restart with a retention of 0.1 s
+ * measured again on the same server. Minutes of writing separate those two windows, and this machine's speed
+ * drifts over minutes by more than the target's 10 % (bench/RESULTS.md), so the grown server is also measured
+ * beside a fresh one started now (`startFresh`), their windows alternated: that ratio is the one judged. Then the data directory's fate: a restart with a retention of 0.1 s
  * sweeps every finished run (and vacuums), and `runs` more runs on the swept database show whether its
  * space is reused. Leaves the server running with the bench's settings.
  */
-async function measureGrowth(w: Weft, runs: number, spec: Target, drive: Drive, say: (s: string) => void): Promise<GrowthFigures> {
+async function measureGrowth(
+  w: Weft, runs: number, spec: Target, drive: Drive, say: (s: string) => void, startFresh: () => Promise<{ weft: Weft; spec: Target }>,
+): Promise<GrowthFigures> {
   const dir = w.dataDir!;
   // After the restart the code is cold (JIT, sandbox pool): warm it as the rounds were warmed.
   await drive('warm-up growth', spec, 10, Math.max(warmupSeconds, 2));
@@ -289,7 +306,24 @@ async function measureGrowth(w: Weft, runs: number, spec: Target, drive: Drive, 
   const historyRps = Math.round(runs / ((performance.now() - t0) / 1000));
   const after = await drive('growth: after', spec, 10, seconds);
   const dataAfterGrowth = diskMb(dir);
-  say(`growth: ${before.rps} -> ${after.rps} req/s; data directory ${dataBefore} -> ${dataAfterGrowth} MB; sweeping every run`);
+  say(`growth: ${before.rps} -> ${after.rps} req/s; data directory ${dataBefore} -> ${dataAfterGrowth} MB`);
+
+  say(`growth: the grown server beside a fresh one, ${growthSideBySideRounds} windows each, alternated`);
+  const fresh = await startFresh();
+  const sideBySide: { grown: LoadResult[]; fresh: LoadResult[] } = { grown: [], fresh: [] };
+  try {
+    await drive('warm-up growth: fresh server', fresh.spec, 10, warmupSeconds);
+    for (let i = 0; i < growthSideBySideRounds; i++) {
+      // Each window follows a few seconds of the same load, as the rounds' windows do (an idle server starts slower).
+      await drive('warm-up growth: grown server', spec, 10, resumeSeconds);
+      sideBySide.grown.push(await drive('growth: grown server', spec, 10, seconds));
+      await drive('warm-up growth: fresh server', fresh.spec, 10, resumeSeconds);
+      sideBySide.fresh.push(await drive('growth: fresh server', fresh.spec, 10, seconds));
+    }
+  } finally {
+    await fresh.weft.close();
+  }
+  say(`growth: grown ${sideBySide.grown.map((x) => x.rps).join(', ')} req/s against fresh ${sideBySide.fresh.map((x) => x.rps).join(', ')}; sweeping every run`);
 
   await w.restart({ WEFT_LOG_RETENTION_DAYS: String(0.1 / 86_400), WEFT_LOG_RETENTION_INTERVAL_SECONDS: '1' });
   const logs = `${w.url}/api/v1/logs?workspaceId=${w.workspaceId}&limit=1`;
@@ -309,7 +343,7 @@ async function measureGrowth(w: Weft, runs: number, spec: Target, drive: Drive, 
   await drive('growth: history again', spec, 10, 3600, runs);
   const dataAfterRegrowth = diskMb(dir);
   return {
-    runs, before, after, historyRps,
+    runs, before, after, historyRps, sideBySide,
     dataDirMb: { before: dataBefore, afterGrowth: dataAfterGrowth, afterSweep: dataAfterSweep, afterRegrowth: dataAfterRegrowth },
   };
 }
