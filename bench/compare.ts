@@ -122,6 +122,11 @@ const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', c
 
 interface Target { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }
 
+/** Sync execute of a deployed workflow of `w`, posted `body` with `w`'s key, as the SDKs call it. */
+const executeTarget = (w: Weft, workflowId: string, body: unknown): Target => ({
+  url: `${w.url}/api/workflows/${workflowId}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify(body),
+});
+
 async function helper(kind: 'hello' | 'upstream' | 'proxy' | 'commit', ...args: string[]): Promise<Proc & { port: number }> {
   const name = { hello: 'hello-world', proxy: 'bare proxy', upstream: 'upstream', commit: 'commit floor' }[kind];
   const proc = start(name, process.execPath, ['--import', 'tsx', 'bench/compare-servers.ts', kind, ...args]);
@@ -172,9 +177,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const syncResponseId = await deployWorkflow(w, 'compare-sync-response', 'response');
   const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
   const syncNoCodeId = await deployWorkflow(w, 'compare-sync-no-code', 'noCode');
-  const execute = (id: string, body: unknown): Target => ({
-    url: `${w.url}/api/workflows/${id}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify(body),
-  });
+  const execute = (id: string, body: unknown): Target => executeTarget(w, id, body);
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
     direct: { url: `${upstreamBase}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: chat },
@@ -261,11 +264,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const startFresh = async (): Promise<{ weft: Weft; spec: Target }> => {
     const fresh = await startEmbedded(upstreamBase, o.limits);
     const id = await deployWorkflow(fresh, 'compare-sync-spec', 'spec');
-    const spec: Target = {
-      url: `${fresh.url}/api/workflows/${id}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': fresh.apiKey },
-      body: JSON.stringify(syncPaths.spec.body),
-    };
-    return { weft: fresh, spec };
+    return { weft: fresh, spec: executeTarget(fresh, id, syncPaths.spec.body) };
   };
   const growth = o.growth > 0 && w.dataDir ? await measureGrowth(w, o.growth, targets.syncSpec, drive, say, startFresh) : undefined;
   return {
@@ -288,9 +287,10 @@ const growthSideBySideRounds = 3;
  * The growth figure (embedded): the spec path measured, `runs` more runs of it written at 10 connections,
  * measured again on the same server. Minutes of writing separate those two windows, and this machine's speed
  * drifts over minutes by more than the target's 10 % (bench/RESULTS.md), so the grown server is also measured
- * beside a fresh one started now (`startFresh`), their windows alternated: that ratio is the one judged. Then the data directory's fate: a restart with a retention of 0.1 s
- * sweeps every finished run (and vacuums), and `runs` more runs on the swept database show whether its
- * space is reused. Leaves the server running with the bench's settings.
+ * beside a fresh one started now (`startFresh`), their windows alternated: that ratio is the one judged.
+ * Then the data directory's fate: a restart with a retention of 0.1 s sweeps every finished run (and
+ * vacuums), and `runs` more runs on the swept database show whether its space is reused. Leaves the server
+ * running with the bench's settings.
  */
 async function measureGrowth(
   w: Weft, runs: number, spec: Target, drive: Drive, say: (s: string) => void, startFresh: () => Promise<{ weft: Weft; spec: Target }>,
