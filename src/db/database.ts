@@ -38,9 +38,10 @@ export interface Database extends Queryable {
   poolStats?(): { total: number; idle: number; waiting: number };
   /**
    * The embedded database's thread so far, for metrics: seconds it was busy (statements, transactions,
-   * VACUUM) and statements it ran for callers. Absent on PostgreSQL, whose server has its own statistics.
+   * VACUUM), statements it ran for callers, and files it synced to disk. Absent on PostgreSQL, whose server
+   * has its own statistics.
    */
-  activity?(): Promise<{ busySeconds: number; statements: number }>;
+  activity?(): Promise<{ busySeconds: number; statements: number; fileSyncs: number }>;
 }
 
 /** A unique-violation (23505) from either driver, with the constraint name when known. */

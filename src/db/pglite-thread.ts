@@ -161,7 +161,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     poolStats: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
     async activity() {
       const a = await call<PgliteActivity>({ op: 'stats' });
-      return { busySeconds: a.busyMs / 1000, statements: a.statements };
+      return { busySeconds: a.busyMs / 1000, statements: a.statements, fileSyncs: a.fileSyncs };
     },
     close() {
       closing ??= (async () => {

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { BusyClock } from './busy-clock.js';
+import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.js';
 import { PreparedStatements } from './pglite-prepared.js';
 import { EmbeddedVacuum, type VacuumOptions } from './pglite-vacuum.js';
 
@@ -36,8 +37,11 @@ export type PgliteRequest =
   | { id: number; op: 'stats' }
   | { id: number; op: 'close' };
 
-/** What this thread did so far (`stats`): its busy time (statements, transactions and VACUUM) and the statements run for callers. */
-export interface PgliteActivity { busyMs: number; statements: number }
+/**
+ * What this thread did so far (`stats`): its busy time (statements, transactions and VACUUM), the statements run
+ * for callers, and the files synced to disk (commits, checkpoints; none in memory).
+ */
+export interface PgliteActivity { busyMs: number; statements: number; fileSyncs: number }
 
 /** A database error as plain data: message plus the fields callers read (code, constraint, ...). */
 export interface WireError { message: string; fields: Record<string, string | undefined> }
@@ -77,6 +81,7 @@ let prepared: PreparedStatements;
 let vacuum: EmbeddedVacuum | undefined;
 const busy = new BusyClock();
 let statements = 0;
+let durableFs: DurableNodeFS | undefined;
 
 /**
  * Opens transaction `id`; resolves once PGlite holds it (its lock taken). The callback then waits for `end`.
@@ -152,7 +157,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
       return blob.arrayBuffer();
     }
     case 'stats':
-      return { busyMs: busy.busyMs(), statements } satisfies PgliteActivity;
+      return { busyMs: busy.busyMs(), statements, fileSyncs: durableFs?.syncs ?? 0 } satisfies PgliteActivity;
     case 'close':
       await vacuum?.stop();
       await db.close();
@@ -171,10 +176,12 @@ port.on('message', (req: PgliteRequest) => {
 });
 
 try {
-  const startParams = [...PGlite.defaultStartParams];
+  // On disk the files are synced (pglite-durable-fs.ts); in memory there is nothing to sync.
+  durableFs = init.dataDir ? new DurableNodeFS(init.dataDir) : undefined;
+  const startParams = durableFs ? durableStartParams() : [...PGlite.defaultStartParams];
   for (const [name, value] of Object.entries(init.settings)) startParams.push('-c', `${name}=${value}`);
   db = await PGlite.create({
-    dataDir: init.dataDir,
+    ...(durableFs ? { fs: durableFs } : {}),
     extensions: { vector },
     loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
     relaxedDurability: false,

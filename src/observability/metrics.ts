@@ -20,7 +20,7 @@ export interface ScrapeSources {
   queueDepth?: () => Promise<number>;
   poolStats?: () => PoolStats | undefined;
   /** The embedded database's thread: busy seconds and statements so far (both only grow). */
-  databaseActivity?: () => Promise<{ busySeconds: number; statements: number }>;
+  databaseActivity?: () => Promise<{ busySeconds: number; statements: number; fileSyncs: number }>;
   /** The sandbox's V8 contexts so far: created, and handed from one run to another (both only grow). */
   sandboxContexts?: () => { created: number; reused: number };
 }
@@ -141,4 +141,6 @@ function registerDatabaseActivity(read: NonNullable<ScrapeSources['databaseActiv
     'Seconds the embedded database thread was busy (statements, transactions, VACUUM); rising at about 1 per second, it is saturated',
     async () => (await read()).busySeconds);
   totalCounter(registers, 'weft_db_statements_total', 'Statements the embedded database thread ran for the server', async () => (await read()).statements);
+  totalCounter(registers, 'weft_db_file_syncs_total',
+    'Files the embedded database synced to disk (each commit\'s write-ahead log, checkpoints); 0 in memory', async () => (await read()).fileSyncs);
 }

@@ -120,6 +120,25 @@ describe('GET /metrics', () => {
     expect(total(again, 'weft_db_statements_total')).toBeGreaterThanOrEqual(total(after, 'weft_db_statements_total'));
   });
 
+  it('reports the files the embedded database synced: the commit of each answered run reached the disk (embedded only)', async () => {
+    const before = await scrape();
+    if (t.server.ctx.db.mode !== 'pglite') {
+      expect(find(before, 'weft_db_file_syncs_total')).toEqual([]);
+      return;
+    }
+    // PostgreSQL inside PGlite runs with fsync on and flushes its log with fsync(), the call that reaches the disk.
+    const settings = await t.server.ctx.db.query<{ name: string; setting: string }>(
+      "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'wal_sync_method') ORDER BY name");
+    expect(settings).toEqual([{ name: 'fsync', setting: 'on' }, { name: 'wal_sync_method', setting: 'fsync' }]);
+    for (let n = 0; n < 5; n++) {
+      const r = await t.call('POST', `/api/workflows/${workflowId}/execute`, { n });
+      expect(r.status).toBe(200);
+    }
+    const after = await scrape();
+    // One after another, each run is its own commit, and each commit syncs the write-ahead log before the answer.
+    expect(total(after, 'weft_db_file_syncs_total') - total(before, 'weft_db_file_syncs_total')).toBeGreaterThanOrEqual(5);
+  });
+
   it('counts AI tokens and cost by model after a gateway call', async () => {
     fake.handler = () => ({ text: 'hi', usage: { prompt: 100, completion: 50 } });
     const before = await scrape();
