@@ -30,8 +30,11 @@ export class DurableNodeFS extends NodeFS {
       const nodefs = mod.FS.filesystems.NODEFS as unknown as NodeFsType;
       nodefs.stream_ops.fsync = (stream) => {
         // A failure becomes the errno PostgreSQL expects (it stops rather than trust an unsynced file).
-        if (stream.nfd !== undefined) nodefs.tryFSOperation(() => fs.fsyncSync(stream.nfd as number));
-        this.syncs++;
+        const fd = stream.nfd;
+        if (fd !== undefined) {
+          nodefs.tryFSOperation(() => fs.fsyncSync(fd));
+          this.syncs++;
+        }
         return 0;
       };
     };
