@@ -12,6 +12,9 @@ export default defineConfig({
     poolOptions: { forks: { execArgv: ['--no-node-snapshot'], singleFork: true } },
     // One spec at a time: each runs a server and a browser on a 2-core machine.
     fileParallelism: false,
+    // A page polled for what the server already answered: expect.poll's 1 s default lost to a slow host's
+    // first render (a CI failure), so the dashboard gets as long as playwright's own locators wait.
+    expect: { poll: { timeout: 15_000, interval: 100 } },
     testTimeout: 180_000,
     hookTimeout: 180_000,
   },

@@ -15,6 +15,8 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   WEFT_DATA_DIR: z.string().min(1).default('./.weft'),
+  // off: the embedded database's commits are not synced to disk; only for directories one can lose (CI, demos).
+  WEFT_EMBEDDED_FSYNC: z.enum(['on', 'off']).default('on'),
   DATABASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   REDIS_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -113,6 +115,8 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** Sync the embedded database's commits to disk (WEFT_EMBEDDED_FSYNC, docs/architecture.md "Embedded durability"). */
+  embeddedFsync: boolean;
   databaseUrl?: string;
   redisUrl?: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
@@ -259,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     port: e.PORT,
     host: e.HOST,
     dataDir: path.resolve(e.WEFT_DATA_DIR),
+    embeddedFsync: e.WEFT_EMBEDDED_FSYNC === 'on',
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,

@@ -140,8 +140,11 @@ export async function openDatabase(
     if (!config.databaseUrl && !extra.inMemory && !extra.loadDataDir && !embeddedDatabaseExists(config.dataDir)) {
       await createEmbeddedDatabase(config.dataDir);
     }
-    const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, ...extra });
+    const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, fsync: config.embeddedFsync, ...extra });
     opened = db;
+    if (!config.databaseUrl && !extra.inMemory && !config.embeddedFsync) {
+      log?.warn('WEFT_EMBEDDED_FSYNC=off: commits are not synced to disk; a power cut or kernel crash can lose answered writes or corrupt the data directory');
+    }
     await startupStep(log, 'applying migrations', () => migrate(db));
     return {
       db,

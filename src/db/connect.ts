@@ -10,6 +10,8 @@ export interface ConnectOptions {
   dataDir: string;
   /** A tarball made by `dumpDataDir`, loaded instead of running initdb (tests). */
   loadDataDir?: Blob;
+  /** Sync the embedded database's commits to disk (default true; WEFT_EMBEDDED_FSYNC). */
+  fsync?: boolean;
   /** Keep PGlite in memory (tests); the data directory is not touched. */
   inMemory?: boolean;
   /** PostgreSQL `application_name` of the pool's connections (default `weft`; the URL's wins). */
@@ -152,5 +154,5 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
     dataDir = path.join(opts.dataDir, 'pgdata');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir });
+  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir, fsync: opts.fsync });
 }

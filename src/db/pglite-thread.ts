@@ -18,6 +18,8 @@ export interface PgliteOptions {
   /** The data directory; undefined keeps the database in memory. */
   dataDir?: string;
   loadDataDir?: Blob;
+  /** Sync commits of a data directory to disk (default); false only for disposable ones (WEFT_EMBEDDED_FSYNC). */
+  fsync?: boolean;
   /** The database's VACUUM passes (pglite-vacuum.ts): their settings, or false for none. */
   vacuum?: Partial<VacuumOptions> | false;
 }
@@ -60,6 +62,7 @@ function pgliteBinaries(): Promise<PgliteWorkerData['binaries']> {
 export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   const data: PgliteWorkerData = {
     dataDir: opts.dataDir,
+    fsync: opts.fsync ?? true,
     loadDataDir: opts.loadDataDir ? await opts.loadDataDir.arrayBuffer() : undefined,
     settings: SETTINGS,
     binaries: await pgliteBinaries(),

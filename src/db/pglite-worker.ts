@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { BusyClock } from './busy-clock.js';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.js';
 import { PreparedStatements } from './pglite-prepared.js';
 import { EmbeddedVacuum, type VacuumOptions } from './pglite-vacuum.js';
@@ -17,6 +18,8 @@ export type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
 
 export interface PgliteWorkerData {
   dataDir?: string;
+  /** Sync commits to disk (pglite-durable-fs.ts); false only where the directory is disposable (WEFT_EMBEDDED_FSYNC). */
+  fsync: boolean;
   /** A dump made by `dumpDataDir`, loaded instead of running initdb. */
   loadDataDir?: ArrayBuffer;
   /** PostgreSQL settings given at start (`-c name=value`). */
@@ -176,12 +179,13 @@ port.on('message', (req: PgliteRequest) => {
 });
 
 try {
-  // On disk the files are synced (pglite-durable-fs.ts); in memory there is nothing to sync.
-  durableFs = init.dataDir ? new DurableNodeFS(init.dataDir) : undefined;
+  // On disk the files are synced (pglite-durable-fs.ts) unless the operator turned that off; in memory there
+  // is nothing to sync.
+  durableFs = init.dataDir && init.fsync ? new DurableNodeFS(init.dataDir) : undefined;
   const startParams = durableFs ? durableStartParams() : [...PGlite.defaultStartParams];
   for (const [name, value] of Object.entries(init.settings)) startParams.push('-c', `${name}=${value}`);
   db = await PGlite.create({
-    ...(durableFs ? { fs: durableFs } : {}),
+    ...(durableFs ? { fs: durableFs } : init.dataDir ? { fs: new NodeFS(init.dataDir) } : {}),
     extensions: { vector },
     loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
     relaxedDurability: false,

@@ -17,7 +17,8 @@ const limits = JSON.stringify({ enterprise: { asyncPerMinute: 1 } });
 beforeAll(async () => {
   fake = await startFakeProviders();
   t = await startTestServer({
-    env: { ...fake.env, WEFT_METRICS_TOKEN: TOKEN, WEFT_PLAN_LIMITS: limits, WEFT_AI_STARTING_CREDITS_USD: '5' },
+    // The suite runs with syncs off (vitest.config.ts); this server runs as `npm start` does, with them on.
+    env: { ...fake.env, WEFT_METRICS_TOKEN: TOKEN, WEFT_PLAN_LIMITS: limits, WEFT_AI_STARTING_CREDITS_USD: '5', WEFT_EMBEDDED_FSYNC: 'on' },
   });
   workflowId = await deploy(t, 'metrics', {
     blocks: [

@@ -76,7 +76,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const where = opts.reuse ?? (await freshDatabase());
   const config = loadConfig(
     // Settlements before the answer, so a balance read right after a request has it (test/ai/settle-window.test.ts opts in).
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_SETTLE_WINDOW_MS: '0', ...FAST_PASSWORD_HASHING, ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_SETTLE_WINDOW_MS: '0', WEFT_EMBEDDED_FSYNC: process.env.WEFT_EMBEDDED_FSYNC, ...FAST_PASSWORD_HASHING, ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0,
       host: '127.0.0.1',
