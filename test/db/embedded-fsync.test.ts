@@ -37,5 +37,16 @@ describe('embedded database: syncing commits to disk', () => {
     // Three autocommitted inserts, one after another: each commit syncs the write-ahead log.
     expect(((await db.activity?.())?.fileSyncs ?? 0) - before).toBeGreaterThanOrEqual(3);
     expect(await db.query('SELECT n FROM fsync_probe ORDER BY n')).toEqual([0, 1, 2, 3, 4, 5].map((n) => ({ n })));
+
+    // Many commits at once, their syncs shared by commits that land together, a checkpoint between: each
+    // answered write is there after the database is opened again.
+    const many = Array.from({ length: 300 }, (_, i) => 100 + i);
+    await Promise.all(many.map((n) => db!.query('INSERT INTO fsync_probe SELECT $1::int FROM generate_series(1, 1)', [n])));
+    await db.exec('CHECKPOINT');
+    await Promise.all(many.map((n) => db!.query('UPDATE fsync_probe SET n = n + 1000 WHERE n = $1', [n])));
+    await db.close();
+    db = await connectDatabase({ dataDir });
+    const rows = await db.query<{ count: number; total: number }>('SELECT count(*)::int AS count, sum(n)::int AS total FROM fsync_probe');
+    expect(rows).toEqual([{ count: 306, total: 15 + many.reduce((a, n) => a + n + 1000, 0) }]);
   });
 });

@@ -3,7 +3,7 @@
 // refused over the usage cap is recorded at every tick but logged once per billing period.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../support/harness.js';
-import { advance, createWorkflow, eventually, ManualClock, runsOf, scheduled, startScheduledServer, T0 } from './support.js';
+import { advance, createWorkflow, eventually, finishedRuns, ManualClock, runsOf, scheduled, startScheduledServer, T0 } from './support.js';
 
 let clock: ManualClock;
 let t: TestServer;
@@ -55,7 +55,8 @@ describe('minimum schedule interval per plan', () => {
     await setPlan('pro');
     try {
       await advance(clock, 10_000 - (clock.now() % 10_000), t);
-      await eventually(() => runsOf(t, id), (rows) => rows.length === 1);
+      // Finished, not only started: a run still in flight would hold the pro plan's one slot for the test below.
+      await finishedRuns(t, id, 1);
       await setPlan('free');
       await advance(clock, 10_000, t);
       const rows = await eventually(() => ticks(id), (r) => r.length === 2);
