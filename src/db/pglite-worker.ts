@@ -6,9 +6,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { BusyClock } from './busy-clock.js';
-import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.js';
 import { PreparedStatements } from './pglite-prepared.js';
 import { EmbeddedVacuum, type VacuumOptions } from './pglite-vacuum.js';
