@@ -6,7 +6,6 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
-import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { BusyClock } from './busy-clock.js';
 import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.js';
@@ -185,7 +184,7 @@ try {
   const startParams = durableFs ? durableStartParams() : [...PGlite.defaultStartParams];
   for (const [name, value] of Object.entries(init.settings)) startParams.push('-c', `${name}=${value}`);
   db = await PGlite.create({
-    ...(durableFs ? { fs: durableFs } : init.dataDir ? { fs: new NodeFS(init.dataDir) } : {}),
+    ...(durableFs ? { fs: durableFs } : { dataDir: init.dataDir }),
     extensions: { vector },
     loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
     relaxedDurability: false,
