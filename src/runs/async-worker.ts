@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
@@ -65,7 +66,12 @@ export class AsyncRunWorker {
   /** A sweep in progress (the next tick skips rather than piling up while the database or Redis is slow). */
   private sweeping = false;
 
-  constructor(private readonly deps: AsyncRunWorkerDeps) {}
+  constructor(private readonly deps: AsyncRunWorkerDeps) {
+    // Every run in flight follows the shutdown signal with one listener, removed when the run ends
+    // (InFlightRuns.start): up to WEFT_WORKER_CONCURRENCY at once is the design, not a leak, so Node's
+    // warning past ten listeners would only alarm operators.
+    setMaxListeners(0, this.shutdown.signal);
+  }
 
   /** Shutting down: no run is taken or started in this process any more. */
   get stopping(): boolean {

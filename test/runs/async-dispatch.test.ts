@@ -51,3 +51,32 @@ describe('async dispatch', () => {
     }
   });
 });
+
+// Each async run in flight follows the worker's shutdown signal with one listener until it ends, so a busy
+// server holds up to WEFT_WORKER_CONCURRENCY of them on purpose. Node warns past ten listeners on one
+// signal ("possible memory leak"): an operator must never read that about a server working as designed.
+describe('many async runs in flight', () => {
+  it('raise no process warning, and every run ends', async () => {
+    const busy = await startTestServer({ env: { WEFT_DEFAULT_PLAN: 'enterprise' } });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      // A run that holds its isolate a few milliseconds, so that runs accepted together overlap.
+      const id = await deploy(busy, 'overlapping', {
+        blocks: [start([{ name: 'n', type: 'number' }]), fn('spin', 'const until = Date.now() + 5; while (Date.now() < until) {} return { n: <start.n> }')],
+        edges: [{ from: 'start', to: 'spin' }],
+      });
+      const burst = await Promise.all(Array.from({ length: 40 }, (_, n) => busy.call('POST', `/api/workflows/${id}/execute`, { n, async: true })));
+      for (const r of burst) expect(r.status).toBe(202);
+      const jobs = await Promise.all(burst.map((r) => waitForJob(busy, r.body.jobId)));
+      expect(jobs.map((j) => j.output.output)).toEqual(Array.from({ length: 40 }, (_, n) => ({ n })));
+      // Warnings are emitted on the next tick of the code that raised them.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await busy.close();
+    }
+  });
+});

@@ -1,0 +1,12 @@
+import { startEmbedded, deployWorkflow, type SyncPath } from './compare-weft.js';
+import { load } from './support.js';
+const path = (process.argv[2] ?? 'noCode') as SyncPath;
+const w = await startEmbedded('http://127.0.0.1:9', true);
+const id = await deployWorkflow(w, 'p', path);
+const body = JSON.stringify(path === 'response' ? { n: 21 } : { inputs: { n: 21 } });
+const url = `${w.url}/api/workflows/${id}/execute`;
+await load(url, { method: 'POST', connections: 10, seconds: 4, headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body });
+const r = await load(url, { method: 'POST', connections: 10, seconds: 10, headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body });
+console.log(JSON.stringify(r));
+await w.close();
+process.exit(0);
