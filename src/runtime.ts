@@ -129,9 +129,12 @@ export function startupStep<T>(log: Logger | undefined, what: string, fn: () => 
 }
 
 /** Opens the database (locking the embedded data directory) and applies pending migrations. */
+/** An open database and how to give it back (close it, then unlock the data directory). */
+export interface OpenedDatabase { db: Database; release: () => Promise<void> }
+
 export async function openDatabase(
   config: Config, extra: Partial<ConnectOptions> = {}, log?: Logger,
-): Promise<{ db: Database; release: () => Promise<void> }> {
+): Promise<OpenedDatabase> {
   const unlock = extra.inMemory ? () => undefined : lockDataDir(config);
   let opened: Database | undefined;
   try {

@@ -3,7 +3,7 @@ import { buildApp } from './app.js';
 import { composeServices, type Services } from './compose.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import { createLogger, openDatabase, startupStep } from './runtime.js';
+import { createLogger, openDatabase, startupStep, type OpenedDatabase } from './runtime.js';
 import type { ConnectOptions } from './db/connect.js';
 import { startAdminChannel } from './admin/channel.js';
 import type { SchedulerClock } from './schedules/clock.js';
@@ -29,6 +29,11 @@ export interface StartOptions {
   clock?: SchedulerClock;
   /** Password hashing and checks (tests count them); scrypt by default. */
   passwords?: PasswordHasher;
+  /**
+   * The database, already opened by the caller (`weft serve` opens it while this module graph loads); the
+   * server then owns it and releases it when it closes or fails to start. Otherwise it is opened here.
+   */
+  opened?: OpenedDatabase;
 }
 
 /**
@@ -38,7 +43,7 @@ export interface StartOptions {
  */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const log = createLogger(config);
-  const { db, release } = await openDatabase(config, opts.connect, log);
+  const { db, release } = opts.opened ?? await openDatabase(config, opts.connect, log);
   const role = opts.role ?? 'all';
   const ctx: AppContext = { config, db, log, role };
   let app: FastifyInstance | undefined;

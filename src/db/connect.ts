@@ -31,6 +31,7 @@ function parseInt8(v: string): number | bigint {
 
 // Classifications live beside the Database port (src/db/database.ts); re-exported for callers here.
 export { isConnectionError };
+export { compilePglite } from './pglite-thread.js';
 
 async function connectPostgres(url: string, applicationName: string): Promise<Database> {
   const pgm = (await import('pg')).default;

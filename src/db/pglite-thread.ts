@@ -59,6 +59,14 @@ function pgliteBinaries(): Promise<PgliteWorkerData['binaries']> {
   return binaries;
 }
 
+/**
+ * Compiles PGlite's WebAssembly now. A caller that waits for this before loading other modules gets the
+ * database thread started at once by `connectPglite`, instead of behind that loading on this thread.
+ */
+export function compilePglite(): Promise<void> {
+  return pgliteBinaries().then(() => undefined);
+}
+
 export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   const data: PgliteWorkerData = {
     dataDir: opts.dataDir,

@@ -109,6 +109,10 @@ describe.skipIf(dbMode() !== 'pglite')('CLI beside a running embedded server', (
     expect(second.stdout).toBe(''); // no banner, nothing on stdout
     expect(second.stderr).toContain(`in use by process ${server.child.pid}`);
     expect(second.stderr).toContain(server.url);
+    // One line of the CLI's own (the database opens while the server's modules load: its failure must not
+    // escape as an unhandled rejection with a stack trace).
+    expect(second.stderr.trim()).toMatch(/^weft: The data directory /);
+    expect(second.stderr).not.toMatch(/^\s+at /m);
   }, 60_000);
 
   it('backs up while the server runs; a new server starts from the backup with the data intact', async () => {
