@@ -128,10 +128,10 @@ export function startupStep<T>(log: Logger | undefined, what: string, fn: () => 
   });
 }
 
-/** Opens the database (locking the embedded data directory) and applies pending migrations. */
 /** An open database and how to give it back (close it, then unlock the data directory). */
 export interface OpenedDatabase { db: Database; release: () => Promise<void> }
 
+/** Opens the database (locking the embedded data directory) and applies pending migrations. */
 export async function openDatabase(
   config: Config, extra: Partial<ConnectOptions> = {}, log?: Logger,
 ): Promise<OpenedDatabase> {
