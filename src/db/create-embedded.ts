@@ -1,5 +1,6 @@
 /**
- * Creates and migrates a new embedded database in a process of its own, which then exits. initdb and the
+ * Creates and migrates a new embedded database: a copy of the build's template, or else in a process of its
+ * own, which then exits. initdb and the
  * first migrations leave about 60 MB in the C heap of the thread that ran them (PGlite's file system and
  * the buffers it loads are allocated there): glibc keeps a thread's heap after the thread exits, so a
  * throwaway thread did not give it back, while a process that exits does. The first start is then no
@@ -9,16 +10,30 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectDatabase } from './connect.js';
+import { copyTemplate, currentTemplate } from './embedded-template.js';
 import { migrate } from './migrate.js';
 
 const self = fileURLToPath(import.meta.url);
 const repoRoot = path.resolve(path.dirname(self), '../..');
 
-/** Creates the database of `dataDir` (WEFT_DATA_DIR) in a child process; rejects with its output when it fails. */
-export function createEmbeddedDatabase(dataDir: string): Promise<void> {
+/**
+ * Creates the database of `dataDir` (WEFT_DATA_DIR): a copy of the build's template when there is one for the
+ * current migrations (embedded-template.ts), else in a child process. Rejects with the child's output when it
+ * fails. `template: false` always takes the child process.
+ */
+export async function createEmbeddedDatabase(dataDir: string, opts: { template?: boolean } = {}): Promise<void> {
+  const dir = path.resolve(dataDir);
+  const template = opts.template === false ? undefined : currentTemplate();
+  if (template) {
+    await copyTemplate(template, dir);
+    return;
+  }
+  await createInChild(dir);
+}
+
+function createInChild(dir: string): Promise<void> {
   // The build runs as it is; from TypeScript sources (tests, tsx) the child loads tsx as this process did.
   // Absolute: the child runs in the repository's folder (where `--import tsx` resolves), not the caller's.
-  const dir = path.resolve(dataDir);
   const args = self.endsWith('.ts') ? ['--import', 'tsx', self, dir] : ['--no-node-snapshot', self, dir];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });

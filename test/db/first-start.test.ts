@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase, embeddedDatabaseExists } from '../../src/db/connect.js';
 import { createEmbeddedDatabase } from '../../src/db/create-embedded.js';
+import { copyTemplate, currentTemplate, schemaFingerprint, templatesDir } from '../../src/db/embedded-template.js';
 import { migrate } from '../../src/db/migrate.js';
 import { runTempDir } from '../support/temp-dirs.js';
 
@@ -36,10 +37,10 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
     }
   });
 
-  it('a first start creates and migrates the database in a child process, which reports its failure', { timeout: 300_000 }, async () => {
+  it('without a template, a first start creates and migrates the database in a child process, which reports its failure', { timeout: 300_000 }, async () => {
     const dir = runTempDir('first-start-');
     dirs.push(dir);
-    await createEmbeddedDatabase(dir);
+    await createEmbeddedDatabase(dir, { template: false });
     expect(embeddedDatabaseExists(dir)).toBe(true);
     const db = await connectDatabase({ dataDir: dir });
     try {
@@ -52,6 +53,46 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
 
     const notADirectory = path.join(dir, 'a-file');
     fs.writeFileSync(notADirectory, 'x');
-    await expect(createEmbeddedDatabase(notADirectory)).rejects.toThrow(/creating the embedded database failed \(exit code 1\): .*(EEXIST|ENOTDIR)/s);
+    await expect(createEmbeddedDatabase(notADirectory, { template: false })).rejects.toThrow(/creating the embedded database failed \(exit code 1\): .*(EEXIST|ENOTDIR)/s);
+  });
+
+  it('a first start copies the build\'s template of the current migrations, whole or not at all', { timeout: 300_000 }, async () => {
+    // `npm run build` makes it (scripts/build-db-template.mjs), named by the migrations' fingerprint.
+    const template = currentTemplate();
+    expect(template).toBe(path.join(templatesDir(), schemaFingerprint()));
+    const dir = runTempDir('first-start-');
+    dirs.push(dir);
+    await createEmbeddedDatabase(dir);
+    expect(embeddedDatabaseExists(dir)).toBe(true);
+    expect(fs.readdirSync(dir)).toEqual(['pgdata']); // no half-copied folder left beside it
+    const db = await connectDatabase({ dataDir: dir });
+    try {
+      expect(await migrate(db)).toEqual([]);
+      // A database of its own: what this one writes is not in the template.
+      await db.exec('CREATE TABLE only_here (v int)');
+    } finally {
+      await db.close();
+    }
+    const second = runTempDir('first-start-');
+    dirs.push(second);
+    await createEmbeddedDatabase(second);
+    const again = await connectDatabase({ dataDir: second });
+    try {
+      expect(await again.query("SELECT 1 FROM pg_tables WHERE tablename = 'only_here'")).toEqual([]);
+    } finally {
+      await again.close();
+    }
+
+    // A copy that fails at its last step (a database is already there) leaves no part of itself behind, and
+    // the database that was there as it was.
+    await expect(copyTemplate(template!, dir)).rejects.toThrow(/ENOTEMPTY|EEXIST/);
+    expect(fs.readdirSync(dir)).toEqual(['pgdata']);
+    const kept = await connectDatabase({ dataDir: dir });
+    try {
+      expect(await kept.query("SELECT 1 AS one FROM pg_tables WHERE tablename = 'only_here'")).toEqual([{ one: 1 }]);
+    } finally {
+      await kept.close();
+    }
   });
 });
+
