@@ -1,16 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { listMigrations } from '../../src/db/migrate.js';
+import { schemaFingerprint } from '../../src/db/embedded-template.js';
 
 export const cacheDir = path.resolve('.test-cache');
 
-/** Template names change whenever a migration does, so a stale template is never loaded. */
-export function schemaHash(): string {
-  const h = createHash('sha256');
-  for (const m of listMigrations()) h.update(m.name).update(m.sql);
-  return h.digest('hex').slice(0, 12);
-}
+/** Template names change whenever a migration does, so a stale template is never loaded (the build's own template is named the same way). */
+export const schemaHash = schemaFingerprint;
 
 export const pgliteTemplatePath = () => path.join(cacheDir, `pglite-${schemaHash()}.tar`);
 /** The template unpacked: copying it (about 0.1 s) is much cheaper than loading the tarball into a new directory (about 1 s). */
