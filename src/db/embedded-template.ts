@@ -43,15 +43,18 @@ export function markComplete(dir: string): void {
 }
 
 /**
- * Copies `template`'s data directory into `dataDir`/pgdata. The copy is synced to disk, file by file, and only
- * then renamed into place, so a crash or a power cut leaves either no database (created again at the next
- * start) or the whole of it, never part of one. Asynchronous: the server's modules load meanwhile.
+ * Copies `template`'s data directory into `dataDir`/pgdata. The copy is synced to disk and only then renamed
+ * into place, so a crash or a power cut leaves either no database (created again at the next start) or the
+ * whole of it, never part of one. Asynchronous: the server's modules load meanwhile. The caller holds the data
+ * directory's lock, so a partial copy found there is an earlier process's, left by a crash: it goes.
  */
 export async function copyTemplate(template: string, dataDir: string): Promise<void> {
   const target = path.join(dataDir, 'pgdata');
   const partial = path.join(dataDir, `pgdata.creating-${process.pid}`);
   await fsp.mkdir(dataDir, { recursive: true });
-  await fsp.rm(partial, { recursive: true, force: true });
+  for (const entry of await fsp.readdir(dataDir)) {
+    if (/^pgdata\.creating-\d+$/.test(entry)) await fsp.rm(path.join(dataDir, entry), { recursive: true, force: true });
+  }
   try {
     await copyTree(path.join(template, 'pgdata'), partial);
     await syncCopy(partial);

@@ -73,9 +73,12 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
     } finally {
       await db.close();
     }
+    // The second one finds what a crashed copy left (another process's partial folder) and clears it.
     const second = runTempDir('first-start-');
     dirs.push(second);
+    fs.mkdirSync(path.join(second, 'pgdata.creating-999999', 'base'), { recursive: true });
     await createEmbeddedDatabase(second);
+    expect(fs.readdirSync(second)).toEqual(['pgdata']);
     const again = await connectDatabase({ dataDir: second });
     try {
       expect(await again.query("SELECT 1 FROM pg_tables WHERE tablename = 'only_here'")).toEqual([]);
