@@ -1,10 +1,9 @@
 /**
  * Creates and migrates a new embedded database: a copy of the build's template, or else in a process of its
- * own, which then exits. initdb and the
- * first migrations leave about 60 MB in the C heap of the thread that ran them (PGlite's file system and
- * the buffers it loads are allocated there): glibc keeps a thread's heap after the thread exits, so a
- * throwaway thread did not give it back, while a process that exits does. The first start is then no
- * larger than a restart (docs/architecture.md, "Embedded database").
+ * own, which then exits. initdb and the first migrations leave about 60 MB in the C heap of the thread that
+ * ran them (PGlite's file system and the buffers it loads are allocated there): glibc keeps a thread's heap
+ * after the thread exits, so a throwaway thread did not give it back, while a process that exits does. The
+ * first start is then no larger than a restart (docs/architecture.md, "Embedded database").
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';

@@ -105,30 +105,12 @@ async function syncCopy(dir: string): Promise<void> {
   await syncTree(dir);
 }
 
-/** Files first, then folders deepest first (so each folder's entries are durable once its files are). */
-async function treeInSyncOrder(dir: string): Promise<{ files: string[]; dirs: string[] }> {
-  const files: string[] = [];
-  const dirs: string[] = [];
-  const walk = async (d: string): Promise<void> => {
-    for (const entry of await fsp.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, entry.name);
-      if (entry.isDirectory()) await walk(p);
-      else if (entry.isFile()) files.push(p);
-    }
-    dirs.push(d);
-  };
-  await walk(dir);
-  return { files, dirs };
-}
-
-/** fsync of every file and folder under `dir`, a few at a time (the thread pool does them side by side). */
+/** fsync of every file under `dir`, then of the folder itself, so that its entries are durable too. */
 async function syncTree(dir: string): Promise<void> {
-  const { files, dirs } = await treeInSyncOrder(dir);
-  for (const batch of [files, dirs]) {
-    let next = 0;
-    const worker = async () => {
-      while (next < batch.length) await syncPath(batch[next++]);
-    };
-    await Promise.all(Array.from({ length: 4 }, worker));
+  for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) await syncTree(p);
+    else if (entry.isFile()) await syncPath(p);
   }
+  await syncPath(dir);
 }

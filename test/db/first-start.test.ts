@@ -86,6 +86,24 @@ describe.skipIf(mode !== 'pglite')('the embedded database on an empty data direc
       await again.close();
     }
 
+    // Where `cp` and `sync` are missing, Node's own copy and an fsync per file do the same.
+    const bare = runTempDir('first-start-');
+    dirs.push(bare);
+    const searchPath = process.env.PATH;
+    process.env.PATH = '';
+    try {
+      await createEmbeddedDatabase(bare);
+    } finally {
+      process.env.PATH = searchPath;
+    }
+    expect(fs.readdirSync(bare)).toEqual(['pgdata']);
+    const copied = await connectDatabase({ dataDir: bare });
+    try {
+      expect(await migrate(copied)).toEqual([]);
+    } finally {
+      await copied.close();
+    }
+
     // A copy that fails at its last step (a database is already there) leaves no part of itself behind, and
     // the database that was there as it was.
     await expect(copyTemplate(template!, dir)).rejects.toThrow(/ENOTEMPTY|EEXIST/);
