@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/support/sequencer.js';
 
 // Integration suites run once per database mode: PGlite always, PostgreSQL when TEST_DATABASE_URL is set.
 const modes = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
@@ -12,6 +13,8 @@ export default defineConfig({
     // suites' sandbox) is never disposed by one file. minForks = maxForks: with idle forks reclaimed, vitest
     // 3.2 sometimes ended the run with "Terminating worker thread".
     poolOptions: { forks: { execArgv: ['--no-node-snapshot'], maxForks: 3, minForks: 3, isolate: false } },
+    // Longest files first, also on a fresh checkout (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: modes.map((mode) => ({
