@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { loadConfig } from './config.js';
-import { compilePglite } from './db/connect.js';
-import { createLogger, openDatabase } from './runtime.js';
+import { createLogger, openDatabaseWhileLoading } from './runtime.js';
 import { registerAccountCommands } from './cli/accounts.js';
 import { registerBackupCommands } from './cli/backup.js';
 import { fail } from './cli/output.js';
@@ -28,22 +27,10 @@ async function runServer(role: 'all' | 'api' | 'worker'): Promise<void> {
     throw new Error(`weft ${role} needs DATABASE_URL: the embedded database serves one process (use weft serve)`);
   }
   const log = createLogger(config);
-  // The server's modules load only for the commands that serve: the others start in a fraction of the time.
-  // Meanwhile the database opens (PGlite starts in its own thread): each takes most of a second, and one
-  // after the other they were most of the time to /readyz. The thread starts once PGlite's WebAssembly is
-  // compiled: waiting for that first keeps the modules' loading from holding its start back.
-  const opening = openDatabase(config, {}, log);
-  // Handled here so that a failure while the modules load is not an unhandled rejection; it is reported below.
-  opening.catch(() => undefined);
-  if (!config.databaseUrl) await compilePglite();
-  const loading = Promise.all([import('./server.js'), import('./start-banner.js')]);
-  const [opened, [{ startServer }, { startBanner }]] = await Promise.all([
-    opening,
-    loading.catch(async (err: unknown) => {
-      await opening.then((o) => o.release(), () => undefined);
-      throw err;
-    }),
-  ]);
+  // The server's modules load only for the commands that serve, while the database opens.
+  const [opened, [{ startServer }, { startBanner }]] = await openDatabaseWhileLoading(
+    config, () => Promise.all([import('./server.js'), import('./start-banner.js')]), log,
+  );
   const server = await startServer(config, { announce: role === 'all', role, opened });
   if (role === 'worker') log.info({ database: server.ctx.db.mode }, 'Weft worker running async jobs');
   else {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import { connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
+import { compilePglite, connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
 import { createEmbeddedDatabase } from './db/create-embedded.js';
 import { retryWhileUnavailable, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
@@ -130,6 +130,27 @@ export function startupStep<T>(log: Logger | undefined, what: string, fn: () => 
 
 /** An open database and how to give it back (close it, then unlock the data directory). */
 export interface OpenedDatabase { db: Database; release: () => Promise<void> }
+
+/**
+ * Opens the database while `load` imports the modules that will use it: each takes most of a second, and one
+ * after the other they were most of a start (`weft serve`) or of a CLI command. The embedded database's thread
+ * starts once PGlite's WebAssembly is compiled, so the loading starts only then: begun before, it held this
+ * thread and the database thread's start waited on it (docs/architecture.md, "Start-up"). A failure to open is
+ * reported first; a failure to load releases the database.
+ */
+export async function openDatabaseWhileLoading<T>(config: Config, load: () => Promise<T>, log?: Logger): Promise<[OpenedDatabase, T]> {
+  const opening = openDatabase(config, {}, log);
+  opening.catch(() => undefined); // not unhandled while the compile is awaited: reported below
+  // A failure to compile is the opening's to report (connectDatabase compiles again and fails with it).
+  if (!config.databaseUrl) await compilePglite().catch(() => undefined);
+  const [database, loaded] = await Promise.allSettled([opening, load()]);
+  if (database.status === 'rejected') throw database.reason;
+  if (loaded.status === 'rejected') {
+    await database.value.release();
+    throw loaded.reason;
+  }
+  return [database.value, loaded.value];
+}
 
 /** Opens the database (locking the embedded data directory) and applies pending migrations. */
 export async function openDatabase(

@@ -9,8 +9,7 @@ import type { ArgsOf, OperationName, ResultOf } from '../admin/operations.js';
 import { readServerInfo, type ServerInfo } from '../admin/server-info.js';
 import { loadConfig, type Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { compilePglite } from '../db/connect.js';
-import { createLogger, dataDirHolder, DataDirInUseError, openDatabase } from '../runtime.js';
+import { createLogger, dataDirHolder, DataDirInUseError, openDatabaseWhileLoading } from '../runtime.js';
 import { fail } from './output.js';
 
 export interface Session {
@@ -71,18 +70,9 @@ function directModules() {
 }
 
 async function openDirect(config: Config, names: readonly OperationName[]): Promise<Session> {
-  // The database (a thread of its own when embedded) opens while the services' modules load. Its thread
-  // starts once PGlite's WebAssembly is compiled: started before, it waited on the modules' loading, and
-  // `weft workspaces list` took 0.1 to 0.2 s longer (medians 1.86 against 1.66 s and 1.88 against 1.76 s).
-  if (!config.databaseUrl) await compilePglite();
-  const [database, modules] = await Promise.allSettled([openDatabase(config), directModules()]);
-  if (database.status === 'rejected') throw database.reason;
-  const opened = database.value;
-  if (modules.status === 'rejected') {
-    await opened.release();
-    throw modules.reason;
-  }
-  const [{ composeCore, composeServices }, { CommandError, needsRuns, perform }, { blobStream, dumpDatabase, PG_DUMP_ADVICE, writeBackup }] = modules.value;
+  // The database (a thread of its own when embedded) opens while the services' modules load.
+  const [opened, modules] = await openDatabaseWhileLoading(config, directModules);
+  const [{ composeCore, composeServices }, { CommandError, needsRuns, perform }, { blobStream, dumpDatabase, PG_DUMP_ADVICE, writeBackup }] = modules;
   const ctx: AppContext = { config, db: opened.db, log: createLogger(config), role: 'api' };
   let services;
   try {
