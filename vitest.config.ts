@@ -25,7 +25,9 @@ export default defineConfig({
         // syncing costs the suite a third: with each fsync made 20 ms slower by a preloaded shim, test/tables,
         // workflows, limits and knowledge took 217 s synced and 163 s not. Suites about syncing turn it back
         // on; spawned servers inherit this; the e2e and fault suites run as `npm start` does.
-        env: { WEFT_TEST_DB: mode, WEFT_EMBEDDED_FSYNC: 'off' },
+        // In-process servers start their worker threads from the build, which the global setup keeps current
+        // (src/worker-module.ts).
+        env: { WEFT_TEST_DB: mode, WEFT_EMBEDDED_FSYNC: 'off', WEFT_WORKERS_FROM_BUILD: '1' },
         include: ['test/**/*.test.ts'],
         // Pure unit suites do not touch the database: run them once.
         exclude: mode === 'pglite' ? [] : ['test/web/**', 'test/engine/**', 'test/sandbox/**', 'test/net/**', 'test/queue/**', 'test/lint/**', 'test/runtime/**', 'test/knowledge/local-embedder.test.ts', 'test/knowledge/ranking.test.ts', 'test/knowledge/http-embedder.test.ts', 'test/knowledge/parse.test.ts', 'test/knowledge/chunker.test.ts', 'test/db/pglite-vacuum.test.ts', 'test/db/embedded-fsync.test.ts', 'test/**/*.unit.test.ts'],

@@ -46,6 +46,10 @@ export async function spawnServer(
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  // A server that ends on its own with an error (not by a test's signal) shows why, beside the test's failure.
+  child.once('exit', (code, signal) => {
+    if (signal === null && code !== 0) process.stderr.write(`weft ${command} on port ${port} exited with code ${code}:\n${out}\n`);
+  });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   if (command === 'worker') {
