@@ -5,6 +5,7 @@
 // load when a command uses them, and in a direct session while the database opens (a command on the
 // embedded database took 2.4 s, about half of it loading modules it then waited on the database with).
 import type { Readable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
 import type { ArgsOf, OperationName, ResultOf } from '../admin/operations.js';
 import { readServerInfo, type ServerInfo } from '../admin/server-info.js';
 import { loadConfig, type Config } from '../config.js';
@@ -64,12 +65,31 @@ function serverSession(server: ServerInfo): Session {
   };
 }
 
+/**
+ * Operations whose work grows with the database (migrations, sums over every usage event, every secret
+ * re-encrypted) or runs workflows: a command of only other operations is short. Named here rather than on
+ * the operations themselves, whose module loads only while the database opens.
+ */
+const LONG_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName>(['migrate', 'usage.reconcile', 'secrets.rotate-key', 'workflows.run']);
+
+/**
+ * A short command runs PGlite's WebAssembly as V8's baseline compiler (Liftoff) makes it. Its optimizing
+ * compiles cost such a command about a third of its CPU (1.1 of 3.5 s), for code it ended before using;
+ * on a long one, optimized code does the database's work 1.3 to 2 times faster (bench/RESULTS.md, "a
+ * CLI command's WebAssembly"). The flag is process-wide and read when the module compiles, which a
+ * direct session does next.
+ */
+function compileForShortCommand(config: Config, names: readonly OperationName[]): void {
+  if (!config.databaseUrl && names.length > 0 && names.every((n) => !LONG_OPERATIONS.has(n))) setFlagsFromString('--liftoff-only');
+}
+
 /** The modules a direct session runs its operations with. */
 function directModules() {
   return Promise.all([import('../compose.js'), import('../admin/operations.js'), import('../admin/backup.js')]);
 }
 
 async function openDirect(config: Config, names: readonly OperationName[]): Promise<Session> {
+  compileForShortCommand(config, names);
   // The database (a thread of its own when embedded) opens while the services' modules load.
   const [opened, modules] = await openDatabaseWhileLoading(config, directModules);
   const [{ composeCore, composeServices }, { CommandError, needsRuns, perform }, { blobStream, dumpDatabase, PG_DUMP_ADVICE, writeBackup }] = modules;
