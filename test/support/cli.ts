@@ -31,13 +31,21 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
   });
 }
 
+/**
+ * A spawned server lives seconds. V8's optimizing compiles of PGlite's WebAssembly cost each embedded one
+ * about 1 s of CPU that it ends before using: seven files that spawn 15 servers took 98 and 108 s of CPU with
+ * this flag, against 116 and 134 without (bench/RESULTS.md, "a CLI command's WebAssembly"). Only the machine
+ * code differs from `npm start`; short CLI commands run the same way (src/cli/session.ts).
+ */
+const SPAWNED_SERVER_FLAGS = ['--liftoff-only'];
+
 /** Starts `weft serve` in a child process and waits until it answers /healthz. */
 export async function spawnServer(
   env: Record<string, string | undefined>,
   port: number,
   command: 'serve' | 'api' | 'worker' = 'serve',
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [...nodeArgs, command], {
+  const child = spawn(process.execPath, [...SPAWNED_SERVER_FLAGS, ...nodeArgs, command], {
     cwd: root,
     // A worker has no /healthz: its start-up log line tells it is ready.
     // Settlements before the answer (balances read right after a request), as in-process test servers.
