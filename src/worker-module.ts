@@ -1,4 +1,4 @@
-import { type ResourceLimits, Worker } from 'node:worker_threads';
+import { type ResourceLimits, type TransferListItem, Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,11 +11,12 @@ import { pathToFileURL } from 'node:url';
  * from a one-line script that loads the module through tsx's `tsImport`, which does work in a worker.
  */
 export function startModuleWorker(
-  besideUrl: string, moduleName: string, opts: { name: string; workerData?: unknown; resourceLimits?: ResourceLimits },
+  besideUrl: string, moduleName: string,
+  opts: { name: string; workerData?: unknown; transferList?: TransferListItem[]; resourceLimits?: ResourceLimits },
 ): Worker {
   const ext = path.extname(new URL(besideUrl).pathname);
   const entry = new URL(`./${moduleName}${ext}`, besideUrl);
-  const common = { name: opts.name, workerData: opts.workerData, resourceLimits: opts.resourceLimits };
+  const common = { name: opts.name, workerData: opts.workerData, transferList: opts.transferList, resourceLimits: opts.resourceLimits };
   if (ext === '.js' || ext === '.mjs') return new Worker(entry, common);
   if (process.env.WEFT_WORKERS_FROM_BUILD === '1') return new Worker(builtTwin(entry), common);
   const code = `import(${JSON.stringify(tsxEsmApiUrl())}).then((tsx) => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(besideUrl)}))`;

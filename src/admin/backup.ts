@@ -50,8 +50,8 @@ export async function writeBackup(tar: Readable, file: string): Promise<{ file: 
 
 export const blobStream = (blob: Blob): Readable => Readable.fromWeb(blob.stream() as Parameters<typeof Readable.fromWeb>[0]);
 
-/** Reads a backup (gzip-compressed or a plain tar) into the Blob that PGlite's `loadDataDir` takes. */
-export async function readBackup(file: string): Promise<Blob> {
+/** Reads a backup (gzip-compressed or a plain tar) into the tar's bytes, which `loadDataDir` takes. */
+export async function readBackup(file: string): Promise<Uint8Array> {
   const raw = await fs.promises.readFile(file);
-  return new Blob([raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw) : raw]);
+  return raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw) : raw;
 }

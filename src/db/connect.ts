@@ -8,8 +8,11 @@ import { txQueryable } from './tx-queryable.js';
 export interface ConnectOptions {
   databaseUrl?: string;
   dataDir: string;
-  /** A tarball made by `dumpDataDir`, loaded instead of running initdb (tests). */
-  loadDataDir?: Blob;
+  /**
+   * A tarball made by `dumpDataDir`, loaded instead of running initdb (`weft restore`, tests). Its bytes move to
+   * the database thread: the caller's buffer is left empty.
+   */
+  loadDataDir?: Uint8Array;
   /** Sync the embedded database's commits to disk (default true; WEFT_EMBEDDED_FSYNC). */
   fsync?: boolean;
   /** Keep PGlite in memory (tests); the data directory is not touched. */

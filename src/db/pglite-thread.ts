@@ -17,7 +17,8 @@ import { txQueryable } from './tx-queryable.js';
 export interface PgliteOptions {
   /** The data directory; undefined keeps the database in memory. */
   dataDir?: string;
-  loadDataDir?: Blob;
+  /** A dump to load instead of running initdb; its bytes move to the database thread (see connect.ts). */
+  loadDataDir?: Uint8Array;
   /** Sync commits of a data directory to disk (default); false only for disposable ones (WEFT_EMBEDDED_FSYNC). */
   fsync?: boolean;
   /** The database's VACUUM passes (pglite-vacuum.ts): their settings, or false for none. */
@@ -31,6 +32,16 @@ export interface PgliteOptions {
  * (docs/architecture.md, "Run-log retention").
  */
 const SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_wal_size: '64MB', min_wal_size: '32MB' };
+
+/**
+ * The bytes as an ArrayBuffer of their own, to move (not copy) to the database thread: a restored archive is the
+ * whole database, and each copy of it was one more database's worth of memory. A view into a larger buffer
+ * (Node's pool for small Buffers) is copied, so that moving it cannot empty anyone else's bytes.
+ */
+function ownBuffer(bytes: Uint8Array): ArrayBuffer {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return whole ? (bytes.buffer as ArrayBuffer) : new Uint8Array(bytes).buffer;
+}
 
 type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
 type Call = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
@@ -71,12 +82,14 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   const data: PgliteWorkerData = {
     dataDir: opts.dataDir,
     fsync: opts.fsync ?? true,
-    loadDataDir: opts.loadDataDir ? await opts.loadDataDir.arrayBuffer() : undefined,
+    loadDataDir: opts.loadDataDir ? ownBuffer(opts.loadDataDir) : undefined,
     settings: SETTINGS,
     binaries: await pgliteBinaries(),
     vacuum: opts.vacuum === false ? null : { ...DEFAULT_VACUUM, ...opts.vacuum },
   };
-  const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', { name: 'weft-pglite', workerData: data });
+  const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', {
+    name: 'weft-pglite', workerData: data, transferList: data.loadDataDir ? [data.loadDataDir] : [],
+  });
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let nextTx = 1;

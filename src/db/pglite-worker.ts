@@ -56,6 +56,26 @@ export type PgliteReply =
 
 const ERROR_FIELDS = ['code', 'constraint', 'detail', 'hint', 'table', 'column', 'schema', 'severity', 'dataType', 'where'] as const;
 
+/**
+ * The archive as the Blob that PGlite's `loadDataDir` takes. PGlite reads it once, with `arrayBuffer()`, so that
+ * answers with the buffer moved here: a Blob made of it would have cost two more copies of the whole database
+ * (the Blob's, and the read's). Should PGlite read it any other way it gets no bytes, and the load fails.
+ */
+class ArchiveBlob extends Blob {
+  readonly #archive: ArrayBuffer;
+
+  constructor(archive: ArrayBuffer) {
+    super([]);
+    this.#archive = archive;
+  }
+
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    return Promise.resolve(this.#archive);
+  }
+}
+
+const archiveBlob = (bytes: ArrayBuffer): Blob => new ArchiveBlob(bytes);
+
 function toWire(err: unknown): WireError {
   const e = err as Record<string, unknown> | null;
   const fields: Record<string, string | undefined> = {};
@@ -186,7 +206,7 @@ try {
   db = await PGlite.create({
     ...(durableFs ? { fs: durableFs } : { dataDir: init.dataDir }),
     extensions: { vector },
-    loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
+    loadDataDir: init.loadDataDir ? archiveBlob(init.loadDataDir) : undefined,
     relaxedDurability: false,
     startParams,
     ...init.binaries,

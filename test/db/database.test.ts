@@ -13,7 +13,7 @@ const mode = process.env.WEFT_TEST_DB === 'postgres' ? 'postgres' : 'pglite';
 databaseConformance(
   'PGlite',
   // The migrated template (built by the global setup) loads in under a second; initdb takes 7 to 11.
-  () => connectDatabase({ dataDir: '', inMemory: true, loadDataDir: new Blob([fs.readFileSync(pgliteTemplatePath())]) }),
+  () => connectDatabase({ dataDir: '', inMemory: true, loadDataDir: fs.readFileSync(pgliteTemplatePath()) }),
   mode === 'pglite' ? undefined : 'PGlite runs in the pglite project',
 );
 

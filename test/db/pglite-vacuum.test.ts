@@ -19,7 +19,7 @@ afterEach(async () => {
 
 // In memory, loaded from the suites' migrated template: an in-memory initdb cost each database 7 to 11 s.
 const inMemory = (vacuum: Parameters<typeof connectPglite>[0]['vacuum']) =>
-  connectPglite({ loadDataDir: new Blob([fs.readFileSync(pgliteTemplatePath())]), vacuum });
+  connectPglite({ loadDataDir: fs.readFileSync(pgliteTemplatePath()), vacuum });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -26,7 +26,7 @@ export async function ensureTemplates(): Promise<void> {
   if (!fs.existsSync(dir)) {
     const tmp = `${dir}.tmp-${process.pid}`;
     fs.rmSync(tmp, { recursive: true, force: true });
-    const db = await connectDatabase({ dataDir: tmp, loadDataDir: new Blob([fs.readFileSync(tarPath)]) });
+    const db = await connectDatabase({ dataDir: tmp, loadDataDir: fs.readFileSync(tarPath) });
     await db.close();
     fs.renameSync(tmp, dir);
   }
