@@ -74,8 +74,6 @@ class ArchiveBlob extends Blob {
   }
 }
 
-const archiveBlob = (bytes: ArrayBuffer): Blob => new ArchiveBlob(bytes);
-
 function toWire(err: unknown): WireError {
   const e = err as Record<string, unknown> | null;
   const fields: Record<string, string | undefined> = {};
@@ -206,7 +204,7 @@ try {
   db = await PGlite.create({
     ...(durableFs ? { fs: durableFs } : { dataDir: init.dataDir }),
     extensions: { vector },
-    loadDataDir: init.loadDataDir ? archiveBlob(init.loadDataDir) : undefined,
+    loadDataDir: init.loadDataDir ? new ArchiveBlob(init.loadDataDir) : undefined,
     relaxedDurability: false,
     startParams,
     ...init.binaries,
