@@ -68,11 +68,13 @@ export async function spawnServer(
     }
     return { child, url, output: () => out };
   }
+  // The child's own banner first: the port was free when freePort() closed it, but another process may have
+  // taken it since, and its /healthz would answer for a child that could not listen.
+  const banner = ` Weft is listening on ${url}\n`;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${out}`);
     try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) return { child, url, output: () => out };
+      if (out.includes(banner) && (await fetch(`${url}/healthz`)).ok) return { child, url, output: () => out };
     } catch {
       // not listening yet
     }
