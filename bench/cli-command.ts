@@ -13,7 +13,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { connectDatabase } from '../src/db/connect.js';
 import { cleanupAll, installExitHandlers, onCleanup, root } from './compare-procs.js';
-import { machine } from './support.js';
+import { machine, median } from './support.js';
 
 export const standalone = true;
 
@@ -67,11 +67,6 @@ function timeCommand(build: Build, command: CommandName): Promise<number> {
     });
   });
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);
-};
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const { values } = parseArgs({ args: argv, options: { rounds: { type: 'string', default: '8' }, events: { type: 'string', default: '200000' }, against: { type: 'string' } } });

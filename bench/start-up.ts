@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { npmStartFlags } from '../test/support/start-flags.js';
 import { cleanupAll, freePort, installExitHandlers, onCleanup, root, start, stop, waitFor200 } from './compare-procs.js';
-import { machine } from './support.js';
+import { machine, median } from './support.js';
 
 export const standalone = true;
 
@@ -53,11 +53,6 @@ async function startOnce(build: Build, dataDir = build.dataDir): Promise<number>
 }
 
 const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);
-};
-
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const { values } = parseArgs({ args: argv, options: { starts: { type: 'string', default: '8' }, against: { type: 'string' } } });
   const starts = Number(values.starts);
