@@ -160,7 +160,9 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
 
   // A fresh V8 context per run on a warm isolate, or one per call reused within the workspace
   // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces.
-  const sandbox = new IsolatedVmSandbox({ contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize });
+  const sandbox = new IsolatedVmSandbox({
+    contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize, pureCode: config.sandboxPureCode,
+  });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   const remoteMcp = mcpPort(http);
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL

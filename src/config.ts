@@ -37,6 +37,7 @@ const envSchema = z.object({
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   WEFT_SANDBOX_CONTEXTS: z.enum(['fresh', 'workspace']).default('fresh'),
+  WEFT_SANDBOX_PURE_CODE: z.enum(['on', 'off']).default('on'),
   // Limits that keep one run or request from hurting the others (docs/architecture.md, Where limits are enforced).
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -146,6 +147,8 @@ export interface Config {
   sandboxPoolSize: number;
   /** `fresh`: a new V8 context per run; `workspace`: hardened contexts handed between calls of one workspace. */
   sandboxContexts: 'fresh' | 'workspace';
+  /** Evaluate function blocks whose code only computes a value from its inputs without a V8 context. */
+  sandboxPureCode: boolean;
   /** Block executions one run may make (loops and children included); over it the run fails naming the limit. */
   maxRunSteps: number;
   /** JSON size of one block's output; over it the block fails. */
@@ -282,6 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     sandboxContexts: e.WEFT_SANDBOX_CONTEXTS,
+    sandboxPureCode: e.WEFT_SANDBOX_PURE_CODE === 'on',
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
     maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,

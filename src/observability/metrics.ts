@@ -22,7 +22,7 @@ export interface ScrapeSources {
   /** The embedded database's thread: busy seconds and statements so far (both only grow). */
   databaseActivity?: () => Promise<{ busySeconds: number; statements: number; fileSyncs: number }>;
   /** The sandbox's V8 contexts so far: created, and handed from one run to another (both only grow). */
-  sandboxContexts?: () => { created: number; reused: number };
+  sandboxContexts?: () => { created: number; reused: number; pure: number };
 }
 
 export class Metrics {
@@ -115,6 +115,9 @@ export class Metrics {
       totalCounter(registers, 'weft_sandbox_contexts_reused_total',
         'Function block calls served by a context an earlier call of the workspace used (WEFT_SANDBOX_CONTEXTS=workspace)',
         () => sandboxContexts().reused);
+      totalCounter(registers, 'weft_sandbox_pure_calls_total',
+        'Function block calls whose code only computes a value from its inputs, evaluated without a V8 context (WEFT_SANDBOX_PURE_CODE)',
+        () => sandboxContexts().pure);
     }
   }
 }

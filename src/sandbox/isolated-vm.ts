@@ -16,6 +16,7 @@ import type { HttpPort, SandboxLogEntry, SandboxPort, SandboxRequest, SandboxRes
 import { FairPool } from './fair-pool.js';
 import { ContextSupply, emptyContextStore, release, type ContextStore, type Lease, type SandboxContexts } from './contexts.js';
 import { CODE_LINE_OFFSET, functionSource } from './prelude.js';
+import { evaluatePureCode } from './pure-code.js';
 
 export type { SandboxContexts } from './contexts.js';
 
@@ -48,6 +49,11 @@ export interface IsolatedVmSandboxOptions {
    * contexts"). Configured by WEFT_SANDBOX_CONTEXTS.
    */
   contexts?: SandboxContexts;
+  /**
+   * Evaluate code that only computes a value from its inputs on the host, without a context (pure-code.ts;
+   * docs/architecture.md, "Pure code"). Default true; configured by WEFT_SANDBOX_PURE_CODE.
+   */
+  pureCode?: boolean;
 }
 
 /** Tenant of calls made through `run` directly (not through `forTenant`). */
@@ -102,6 +108,8 @@ export class IsolatedVmSandbox implements SandboxPort {
   private readonly contextPerRun: boolean;
   private readonly contexts: ContextSupply<Slot>;
   private readonly runContexts = new WeakMap<AbortSignal, Lease<Slot>>();
+  private readonly pureCode: boolean;
+  private pureCalls = 0;
 
   constructor(opts: IsolatedVmSandboxOptions = {}) {
     this.memoryLimitMb = opts.memoryLimitMb ?? 128;
@@ -110,6 +118,7 @@ export class IsolatedVmSandbox implements SandboxPort {
     const reuse = opts.contexts === 'workspace';
     this.contextPerRun = opts.contextPerRun === true && !reuse;
     this.contexts = new ContextSupply<Slot>(reuse, (slot, isolate) => slot.isolate === isolate && !isolate.isDisposed && !this.pool.disposed && !this.pool.isRetired(slot));
+    this.pureCode = opts.pureCode ?? true;
     this.poolSize = Math.max(1, Math.floor(opts.poolSize ?? availableParallelism()));
     this.pool = new FairPool<Slot>({
       size: this.poolSize,
@@ -131,9 +140,9 @@ export class IsolatedVmSandbox implements SandboxPort {
     return this.runAs(DEFAULT_TENANT, req);
   }
 
-  /** Contexts created, and calls served by a context an earlier call used (for tests and metrics). */
-  get contextStats(): Readonly<{ created: number; reused: number }> {
-    return this.contexts.stats;
+  /** Contexts created, calls served by a context an earlier call used, and calls evaluated without one (for tests and metrics). */
+  get contextStats(): Readonly<{ created: number; reused: number; pure: number }> {
+    return { ...this.contexts.stats, pure: this.pureCalls };
   }
 
   private newSlot(): Slot {
@@ -179,6 +188,14 @@ export class IsolatedVmSandbox implements SandboxPort {
     const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
 
     const signal = req.signal;
+    // Not once the run has a context: an earlier block may have changed its built-ins, which pure code can see.
+    if (this.pureCode && !(signal && this.runContexts.has(signal))) {
+      const answer = evaluatePureCode(req.code, names, input);
+      if (answer !== undefined) {
+        this.pureCalls++;
+        return { value: answer.value, logs: [] };
+      }
+    }
     let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
     const slot = await this.pool.acquire(tenant, signal, shared?.slot);
     if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || this.pool.isRetired(slot))) {

@@ -12,7 +12,7 @@ afterEach(() => {
 });
 
 function reusing(): IsolatedVmSandbox {
-  const s = new IsolatedVmSandbox({ contexts: 'workspace', poolSize: 1 });
+  const s = new IsolatedVmSandbox({ contexts: 'workspace', poolSize: 1, pureCode: false });
   open.push(s);
   return s;
 }

@@ -14,7 +14,7 @@ const settle = (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e in
 
 describe('IsolatedVmSandbox fairness', () => {
   it("one workspace's infinite loops filling the pool do not stall another workspace's call", async () => {
-    sandbox = new IsolatedVmSandbox({ poolSize: 2 });
+    sandbox = new IsolatedVmSandbox({ poolSize: 2, pureCode: false });
     const flooder = sandbox.forTenant('workspace-a');
     const victim = sandbox.forTenant('workspace-b');
     let floodSettled = 0;
@@ -34,7 +34,7 @@ describe('IsolatedVmSandbox fairness', () => {
   }, 30_000);
 
   it("a call that waited for a slot still gets its full timeout once it starts", async () => {
-    sandbox = new IsolatedVmSandbox({ poolSize: 1 });
+    sandbox = new IsolatedVmSandbox({ poolSize: 1, pureCode: false });
     const t = sandbox.forTenant('w');
     // The first call holds the only isolate for about 2 s; the second waits, then needs 1.5 s of
     // its 3 s timeout. Counting the wait against it would fail it at about 3 s.
@@ -45,7 +45,7 @@ describe('IsolatedVmSandbox fairness', () => {
   }, 30_000);
 
   it('waiting for a slot is bounded by the abort signal, not the timeout', async () => {
-    sandbox = new IsolatedVmSandbox({ poolSize: 1 });
+    sandbox = new IsolatedVmSandbox({ poolSize: 1, pureCode: false });
     const t = sandbox.forTenant('w');
     const hog = settle(t.run({ code: 'while (true) {}', bindings: {}, timeoutMs: 20_000 }));
     const ac = new AbortController();

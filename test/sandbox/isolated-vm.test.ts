@@ -6,7 +6,7 @@ import { IsolatedVmSandbox } from '../../src/sandbox/isolated-vm.js';
 import { failure } from './failure.js';
 
 // Both context modes must behave the same to the code they run (docs/architecture.md, "Sandbox contexts").
-const sandboxes = { fresh: new IsolatedVmSandbox(), workspace: new IsolatedVmSandbox({ contexts: 'workspace' }) };
+const sandboxes = { fresh: new IsolatedVmSandbox({ pureCode: false }), workspace: new IsolatedVmSandbox({ contexts: 'workspace', pureCode: false }) };
 const httpPort = new GuardedHttp({ allowPrivateNetwork: true });
 let server: http.Server;
 let base = '';
@@ -129,7 +129,7 @@ for (const contexts of ['fresh', 'workspace'] as const) describe(`IsolatedVmSand
   });
 
   it('contextPerRun: calls sharing a signal share one fresh context, released when it aborts', async () => {
-    const perRun = new IsolatedVmSandbox({ contextPerRun: true, contexts });
+    const perRun = new IsolatedVmSandbox({ contextPerRun: true, contexts, pureCode: false });
     try {
       const runA = new AbortController();
       const runB = new AbortController();

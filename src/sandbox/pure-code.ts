@@ -1,0 +1,457 @@
+// Function-block code that only computes a value from its inputs is evaluated here, on the host, instead of in a
+// V8 context of its own (docs/architecture.md, "Pure code"). Such code is a small subset of JavaScript, checked
+// before anything runs: `const` and `let`, `if`, `return`; literals, templates, object and array literals with
+// spreads, reading properties of JSON data, and operators on primitives. There are no calls, functions, loops,
+// assignments, `this`, `await`, or globals other than `undefined`, `NaN` and `Infinity`, so the code reaches
+// nothing but its inputs and evaluates each node at most once.
+//
+// The answer must be the one a fresh context would give. Wherever it could depend on a built-in's state or
+// behaviour, evaluation declines and the call goes to the sandbox: an object converted to a primitive, a
+// property a prototype would supply, a value past the size caps, a thrown error (the sandbox words it). Both
+// realms are the same V8, so what remains (operators on primitives, own data properties, JSON) agrees.
+import { parse, type Expression, type Literal, type Node, type Property, type SpreadElement, type Statement } from 'acorn';
+
+/** Longer code goes to the sandbox without being parsed here. */
+const MAX_CODE_CHARS = 4096;
+/** Inputs larger than this (as JSON) go to the sandbox, whose thread parses them off the event loop. */
+const MAX_INPUT_CHARS = 256 * 1024;
+/** A string built longer than this declines (V8 builds ropes cheaply; serializing them is not cheap). */
+const MAX_STRING_CHARS = 1 << 20;
+/** Elements and properties copied by literals and spreads in one call. */
+const MAX_COPIES = 100_000;
+/** The result's size (characters of its strings plus its values) past which it is serialized in the sandbox. */
+const MAX_RESULT_UNITS = 1 << 20;
+/** Compiled code kept, least recently used dropped first (as the isolates' script caches). */
+const CACHE_SIZE = 500;
+
+/** Thrown to hand the call to the sandbox; one instance, since it carries nothing. */
+class Decline extends Error {}
+const DECLINE = new Decline('outside the pure subset');
+
+/** A slot's value before its declaration ran (the temporal dead zone: reading it throws in JavaScript). */
+const UNINITIALIZED = Symbol('uninitialized');
+/** What an optional link of a chain yields when its object is null or undefined: the chain is undefined. */
+const SHORT_CIRCUIT = Symbol('short-circuit');
+
+interface Evaluation {
+  slots: unknown[];
+  copies: number;
+}
+type Evaluate = (e: Evaluation) => unknown;
+/** A statement: undefined when it completed normally, the value when it returned. */
+type Execute = (e: Evaluation) => { value: unknown } | undefined;
+
+interface Compiled {
+  slotCount: number;
+  body: Execute;
+}
+
+interface Scope {
+  names: Map<string, number>;
+  parent: Scope | null;
+}
+
+const cache = new Map<string, Compiled | null>();
+
+/**
+ * The value `code` returns for these inputs (as a fresh context would give it after its JSON round trip), or
+ * undefined when the call must run in the sandbox. `input` is the JSON of the bindings' values, in `names` order.
+ */
+export function evaluatePureCode(code: string, names: readonly string[], input: string): { value: unknown } | undefined {
+  if (code.length > MAX_CODE_CHARS || input.length > MAX_INPUT_CHARS) return undefined;
+  const compiled = compiledFor(code, names);
+  if (compiled === null) return undefined;
+  const args = JSON.parse(input) as unknown[];
+  const e: Evaluation = { slots: new Array<unknown>(compiled.slotCount).fill(UNINITIALIZED), copies: 0 };
+  for (let i = 0; i < names.length; i++) e.slots[i] = args[i];
+  let value: unknown;
+  try {
+    value = compiled.body(e)?.value;
+  } catch {
+    // Declined, or the code throws: either way the sandbox answers (it words the error as the user expects).
+    return undefined;
+  }
+  if (!withinResultSize(value)) return undefined;
+  return { value: JSON.parse(JSON.stringify(value === undefined ? null : value)) as unknown };
+}
+
+function compiledFor(code: string, names: readonly string[]): Compiled | null {
+  const key = `${names.join(',')}\n${code}`;
+  let compiled = cache.get(key);
+  if (compiled !== undefined) {
+    cache.delete(key);
+    cache.set(key, compiled);
+    return compiled;
+  }
+  compiled = compile(code, names);
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  cache.set(key, compiled);
+  return compiled;
+}
+
+function compile(code: string, names: readonly string[]): Compiled | null {
+  let program;
+  try {
+    program = parse(code, { ecmaVersion: 'latest', sourceType: 'script', allowReturnOutsideFunction: true, allowAwaitOutsideFunction: true });
+  } catch {
+    return null;
+  }
+  const c = new Compiler();
+  const params: Scope = { names: new Map(), parent: null };
+  for (const n of names) params.names.set(n, c.slotCount++);
+  try {
+    const body = c.block(program.body as Statement[], params, true);
+    return { slotCount: c.slotCount, body };
+  } catch {
+    // Declined; anything else thrown here is a gap in this compiler, and the sandbox is always right.
+    return null;
+  }
+}
+
+class Compiler {
+  slotCount = 0;
+
+  /** Statements of a block, its `let` and `const` names scoped to it (declared up front, as JavaScript does). */
+  block(statements: readonly Statement[], parent: Scope, functionBody = false): Execute {
+    const scope: Scope = { names: new Map(), parent };
+    for (const s of statements) {
+      if (s.type !== 'VariableDeclaration') continue;
+      if (s.kind !== 'let' && s.kind !== 'const') throw DECLINE;
+      for (const d of s.declarations) {
+        if (d.id.type !== 'Identifier') throw DECLINE;
+        const name = d.id.name;
+        // A name declared twice, or a parameter redeclared in the function's own block, is a SyntaxError.
+        if (scope.names.has(name) || (functionBody && parent.names.has(name))) throw DECLINE;
+        scope.names.set(name, this.slotCount++);
+      }
+    }
+    const run = statements.map((s) => this.statement(s, scope));
+    return (e) => {
+      for (const r of run) {
+        const done = r(e);
+        if (done !== undefined) return done;
+      }
+      return undefined;
+    };
+  }
+
+  private statement(s: Statement, scope: Scope): Execute {
+    switch (s.type) {
+      case 'VariableDeclaration': {
+        const inits = s.declarations.map((d) => {
+          // Declared by this block (a declaration as an `if` branch's whole body is not: a SyntaxError).
+          const slot = d.id.type === 'Identifier' ? scope.names.get(d.id.name) : undefined;
+          if (slot === undefined) throw DECLINE;
+          const init = d.init ? this.expression(d.init, scope) : undefined;
+          return { slot, init };
+        });
+        return (e) => {
+          for (const d of inits) e.slots[d.slot] = d.init ? d.init(e) : undefined;
+          return undefined;
+        };
+      }
+      case 'ReturnStatement': {
+        const arg = s.argument ? this.expression(s.argument, scope) : undefined;
+        return (e) => ({ value: arg ? arg(e) : undefined });
+      }
+      case 'IfStatement': {
+        const test = this.expression(s.test, scope);
+        const then = this.nested(s.consequent, scope);
+        const otherwise = s.alternate ? this.nested(s.alternate, scope) : undefined;
+        return (e) => (test(e) ? then(e) : otherwise?.(e));
+      }
+      case 'BlockStatement':
+        return this.block(s.body, scope);
+      case 'ExpressionStatement': {
+        const ex = this.expression(s.expression, scope);
+        return (e) => {
+          ex(e);
+          return undefined;
+        };
+      }
+      case 'EmptyStatement':
+        return () => undefined;
+      default:
+        throw DECLINE;
+    }
+  }
+
+  /** The branch of an `if`: a declaration there (not in a block) is a SyntaxError, which acorn reports. */
+  private nested(s: Statement, scope: Scope): Execute {
+    return s.type === 'BlockStatement' ? this.block(s.body, scope) : this.statement(s, scope);
+  }
+
+  private expression(x: Expression | SpreadElement | Node, scope: Scope): Evaluate {
+    const n = x as Expression;
+    switch (n.type) {
+      case 'Literal':
+        return literal(n);
+      case 'Identifier':
+        return this.identifier(n.name, scope);
+      case 'TemplateLiteral': {
+        const parts = n.expressions.map((p) => this.expression(p, scope));
+        const quasis = n.quasis.map((q) => q.value.cooked ?? '');
+        return (e) => {
+          let out = quasis[0];
+          for (let i = 0; i < parts.length; i++) out = capped(out + String(primitive(parts[i](e))) + quasis[i + 1]);
+          return out;
+        };
+      }
+      case 'ArrayExpression':
+        return this.array(n.elements, scope);
+      case 'ObjectExpression':
+        return this.object(n.properties, scope);
+      case 'ChainExpression': {
+        const inner = this.expression(n.expression, scope);
+        return (e) => {
+          const v = inner(e);
+          return v === SHORT_CIRCUIT ? undefined : v;
+        };
+      }
+      case 'MemberExpression': {
+        if (n.object.type === 'Super' || n.property.type === 'PrivateIdentifier') throw DECLINE;
+        const object = this.expression(n.object, scope);
+        const computed = n.computed ? this.expression(n.property, scope) : undefined;
+        const name = n.computed ? '' : (n.property as { name: string }).name;
+        const optional = n.optional;
+        return (e) => {
+          const base = object(e);
+          if (base === SHORT_CIRCUIT || (optional && (base === null || base === undefined))) return SHORT_CIRCUIT;
+          return readProperty(base, computed ? propertyKey(computed(e)) : name);
+        };
+      }
+      case 'UnaryExpression':
+        return unary(n.operator, this.expression(n.argument, scope));
+      case 'BinaryExpression':
+        if (n.left.type === 'PrivateIdentifier') throw DECLINE;
+        return binary(n.operator, this.expression(n.left, scope), this.expression(n.right, scope));
+      case 'LogicalExpression': {
+        const l = this.expression(n.left, scope);
+        const r = this.expression(n.right, scope);
+        if (n.operator === '&&') return (e) => l(e) && r(e);
+        if (n.operator === '||') return (e) => l(e) || r(e);
+        return (e) => l(e) ?? r(e);
+      }
+      case 'ConditionalExpression': {
+        const test = this.expression(n.test, scope);
+        const yes = this.expression(n.consequent, scope);
+        const no = this.expression(n.alternate, scope);
+        return (e) => (test(e) ? yes(e) : no(e));
+      }
+      case 'SequenceExpression': {
+        const parts = n.expressions.map((p) => this.expression(p, scope));
+        return (e) => {
+          let v: unknown;
+          for (const p of parts) v = p(e);
+          return v;
+        };
+      }
+      default:
+        throw DECLINE;
+    }
+  }
+
+  private identifier(name: string, scope: Scope): Evaluate {
+    for (let s: Scope | null = scope; s !== null; s = s.parent) {
+      const slot = s.names.get(name);
+      if (slot === undefined) continue;
+      return (e) => {
+        const v = e.slots[slot];
+        if (v === UNINITIALIZED) throw DECLINE;
+        return v;
+      };
+    }
+    // The global object's own constants, which code cannot change (non-writable, non-configurable).
+    if (name === 'undefined') return () => undefined;
+    if (name === 'NaN') return () => NaN;
+    if (name === 'Infinity') return () => Infinity;
+    throw DECLINE;
+  }
+
+  private array(elements: readonly (Expression | SpreadElement | null)[], scope: Scope): Evaluate {
+    const parts = elements.map((el) => {
+      if (el === null) throw DECLINE; // a hole: the array's prototype would show through it
+      return el.type === 'SpreadElement' ? { spread: true, value: this.expression(el.argument, scope) } : { spread: false, value: this.expression(el, scope) };
+    });
+    return (e) => {
+      const out: unknown[] = [];
+      for (const p of parts) {
+        const v = p.value(e);
+        if (!p.spread) {
+          count(e, 1);
+          out.push(v);
+        } else if (Array.isArray(v)) {
+          count(e, v.length);
+          for (const item of v) out.push(item);
+        } else {
+          throw DECLINE; // a string's characters, or a TypeError for what is not iterable
+        }
+      }
+      return out;
+    };
+  }
+
+  private object(properties: readonly (Property | SpreadElement)[], scope: Scope): Evaluate {
+    const parts = properties.map((p) => {
+      if (p.type === 'SpreadElement') return { spread: true as const, value: this.expression(p.argument, scope) };
+      if (p.kind !== 'init' || p.method) throw DECLINE;
+      const value = this.expression(p.value, scope);
+      if (p.computed) return { spread: false as const, key: this.expression(p.key, scope), value };
+      const name = p.key.type === 'Identifier' ? p.key.name : p.key.type === 'Literal' ? staticKey(p.key) : undefined;
+      if (name === undefined) throw DECLINE;
+      // `__proto__: x` sets the new object's prototype instead of defining a property.
+      if (name === '__proto__' && !p.shorthand) throw DECLINE;
+      return { spread: false as const, key: () => name, value };
+    });
+    return (e) => {
+      const out: Record<string, unknown> = {};
+      for (const p of parts) {
+        if (!p.spread) {
+          const key = propertyKey(p.key(e));
+          count(e, 1);
+          define(out, key, p.value(e));
+          continue;
+        }
+        const v = p.value(e);
+        if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') continue;
+        if (typeof v !== 'object') throw DECLINE;
+        const keys = Object.keys(v);
+        count(e, keys.length);
+        for (const k of keys) define(out, k, (v as Record<string, unknown>)[k]);
+      }
+      return out;
+    };
+  }
+}
+
+function literal(n: Literal): Evaluate {
+  if (n.regex !== undefined || n.bigint !== undefined) throw DECLINE;
+  const v = n.value;
+  return () => v;
+}
+
+function staticKey(n: Literal): string | undefined {
+  if (typeof n.value === 'string') return n.value;
+  if (typeof n.value === 'number') return String(n.value);
+  return undefined;
+}
+
+function count(e: Evaluation, n: number): void {
+  e.copies += n;
+  if (e.copies > MAX_COPIES) throw DECLINE;
+}
+
+function capped(s: string): string {
+  if (s.length > MAX_STRING_CHARS) throw DECLINE;
+  return s;
+}
+
+/** A primitive operand; an object would be converted through its prototype's methods. */
+function primitive(v: unknown): unknown {
+  if (typeof v === 'object' && v !== null) throw DECLINE;
+  return v;
+}
+
+/** A computed key of a primitive value (JavaScript's ToPropertyKey, which for primitives is String). */
+function propertyKey(v: unknown): string {
+  return String(primitive(v));
+}
+
+/** An own data property, as an object literal defines it (never through a `__proto__` setter). */
+function define(o: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+function isArrayIndex(key: string): boolean {
+  const i = Number(key);
+  return Number.isInteger(i) && i >= 0 && i < 4294967295 && String(i) === key;
+}
+
+/** `base[key]` for JSON data and primitives: own properties only; whatever a prototype would supply declines. */
+function readProperty(base: unknown, key: string): unknown {
+  if (Array.isArray(base)) {
+    if (key === 'length') return base.length;
+    if (isArrayIndex(key) && Number(key) < base.length) return base[Number(key)] as unknown;
+    return inherited(Array.prototype, key);
+  }
+  switch (typeof base) {
+    case 'object':
+      if (base === null || Object.getPrototypeOf(base) !== Object.prototype) throw DECLINE;
+      return Object.hasOwn(base, key) ? (base as Record<string, unknown>)[key] : inherited(Object.prototype, key);
+    case 'string':
+      if (key === 'length') return base.length;
+      if (isArrayIndex(key) && Number(key) < base.length) return base[Number(key)];
+      return inherited(String.prototype, key);
+    case 'number':
+      return inherited(Number.prototype, key);
+    case 'boolean':
+      return inherited(Boolean.prototype, key);
+    default:
+      throw DECLINE; // undefined: a TypeError
+  }
+}
+
+function inherited(prototype: object, key: string): undefined {
+  if (key in prototype) throw DECLINE;
+  return undefined;
+}
+
+function unary(operator: string, arg: Evaluate): Evaluate {
+  switch (operator) {
+    case '!':
+      return (e) => !arg(e);
+    case 'typeof':
+      return (e) => typeof arg(e);
+    case 'void':
+      return (e) => {
+        arg(e);
+        return undefined;
+      };
+    case '-':
+      return (e) => -(primitive(arg(e)) as number);
+    case '+':
+      return (e) => +(primitive(arg(e)) as number);
+    case '~':
+      return (e) => ~(primitive(arg(e)) as number);
+    default:
+      throw DECLINE; // delete
+  }
+}
+
+type Operands = (a: number, b: number) => unknown;
+
+/** Operators on primitives, as the host computes them; the types are JavaScript's, not TypeScript's. */
+const OPERATORS: Record<string, Operands> = {
+  '+': (a, b) => a + b, '-': (a, b) => a - b, '*': (a, b) => a * b, '/': (a, b) => a / b, '%': (a, b) => a % b,
+  '**': (a, b) => a ** b, '<': (a, b) => a < b, '<=': (a, b) => a <= b, '>': (a, b) => a > b, '>=': (a, b) => a >= b,
+  // Loose equality, as the user's code asked for it.
+  '==': (a, b) => a == b, '!=': (a, b) => a != b,
+  '&': (a, b) => a & b, '|': (a, b) => a | b, '^': (a, b) => a ^ b, '<<': (a, b) => a << b, '>>': (a, b) => a >> b, '>>>': (a, b) => a >>> b,
+};
+
+function binary(operator: string, left: Evaluate, right: Evaluate): Evaluate {
+  if (operator === '===') return (e) => left(e) === right(e);
+  if (operator === '!==') return (e) => left(e) !== right(e);
+  const op = OPERATORS[operator];
+  if (op === undefined) throw DECLINE; // in, instanceof
+  return (e) => {
+    const a = primitive(left(e)) as number;
+    const b = primitive(right(e)) as number;
+    const v = op(a, b);
+    return typeof v === 'string' ? capped(v) : v;
+  };
+}
+
+/** True when the result's strings and values stay within MAX_RESULT_UNITS (shared parts counted each time). */
+function withinResultSize(value: unknown): boolean {
+  let units = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    units += typeof v === 'string' ? v.length + 1 : 1;
+    if (units > MAX_RESULT_UNITS) return false;
+    if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (typeof v === 'object' && v !== null) for (const k of Object.keys(v)) stack.push(k, (v as Record<string, unknown>)[k]);
+  }
+  return true;
+}
