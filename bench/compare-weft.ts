@@ -218,6 +218,15 @@ const specDefinition = {
 };
 
 /**
+ * The spec path with code that needs the sandbox: a call is outside the subset evaluated without a context
+ * (docs/architecture.md, "Pure code"), so each run gets its V8 context, as every function block did before.
+ */
+const sandboxedDefinition = {
+  blocks: [responseDefinition.blocks[0], { ...responseDefinition.blocks[1], config: { code: 'return { value: Math.imul(<start.n>, 2) }' } }],
+  edges: responseDefinition.edges.slice(0, 1),
+};
+
+/**
  * A start block alone, called like the spec path: everything a sync run costs except user code (no sandbox,
  * no fresh context). Beside the spec path it shows what the function block costs (docs/architecture.md,
  * Performance targets).
@@ -231,6 +240,7 @@ export const syncPaths = {
     definition: specDefinition, body: { inputs: { n: 21 } },
     ok: (a: any) => a?.success === true && a.output?.value === 42 && typeof a.limits?.usage?.currentPeriodCost === 'number',
   },
+  specSandboxed: { definition: sandboxedDefinition, body: { inputs: { n: 21 } }, ok: (a: any) => a?.success === true && a.output?.value === 42 },
   noCode: {
     definition: noCodeDefinition, body: { inputs: { n: 21 } },
     ok: (a: any) => a?.success === true && a.output?.n === 21 && typeof a.limits?.usage?.currentPeriodCost === 'number',
@@ -276,8 +286,8 @@ const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(so
  * same machine, same clock), so how often the bench polls does not change the figure; it polls the v2
  * runs list for a queued or running run every 100 ms (two small requests). Queue wait: startedAt - createdAt.
  */
-export async function asyncRuns(w: Weft, name: string, total: number, clients: number): Promise<AsyncFigures> {
-  const id = await deployWorkflow(w, name);
+export async function asyncRuns(w: Weft, name: string, total: number, clients: number, path: SyncPath = 'response'): Promise<AsyncFigures> {
+  const id = await deployWorkflow(w, name, path);
   const headers = { 'x-api-key': w.apiKey };
   const before = await Promise.all(w.workers.map(workerAsyncRuns));
   const began = Date.now();

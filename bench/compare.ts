@@ -177,6 +177,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const syncResponseId = await deployWorkflow(w, 'compare-sync-response', 'response');
   const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
   const syncNoCodeId = await deployWorkflow(w, 'compare-sync-no-code', 'noCode');
+  const syncSandboxedId = await deployWorkflow(w, 'compare-sync-sandboxed', 'specSandboxed');
   const execute = (id: string, body: unknown): Target => executeTarget(w, id, body);
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
@@ -186,6 +187,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     syncSpec: execute(syncSpecId, syncPaths.spec.body),
     syncResponse: execute(syncResponseId, syncPaths.response.body),
     syncNoCode: execute(syncNoCodeId, syncPaths.noCode.body),
+    syncSandboxed: execute(syncSandboxedId, syncPaths.specSandboxed.body),
     gateway: { url: `${w.url}/api/v1/ai/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${w.apiKey}` }, body: chat },
     ...(peer ? {
       peer: {
@@ -225,6 +227,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     // "cold and warm"). The figures are for a server under steady load: it gets load again before they are taken.
     await drive('warm-up (after the baselines) sync execute, spec answer', targets.syncSpec, 10, resumeSeconds);
     const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds), metricsUrl);
+    const syncSandboxed = await withCpu(apiPid, () => drive('sync execute, spec answer, code in the sandbox', targets.syncSandboxed, 10, seconds), metricsUrl);
     const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds), metricsUrl);
     const syncNoCode = await withCpu(apiPid, () => drive('sync execute, no user code', targets.syncNoCode, 10, seconds), metricsUrl);
     const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds), metricsUrl);
@@ -240,10 +243,14 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
     const asyncMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-${i}`, o.runs, 20), (f) => f.runs);
     const asyncFigures = asyncMeasured.value;
+    const asyncSandboxedMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-sandboxed-${i}`, o.runs, 20, 'specSandboxed'), (f) => f.runs);
     rounds.push({
-      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
-      ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures,
-      cpuPerRequest: { syncSpec: syncSpec.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, commitFloor: commitFloor.cpu, async: asyncMeasured.cost },
+      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncSandboxed: syncSandboxed.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
+      ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures, asyncSandboxed: asyncSandboxedMeasured.value,
+      cpuPerRequest: {
+        syncSpec: syncSpec.cpu, syncSandboxed: syncSandboxed.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu,
+        commitFloor: commitFloor.cpu, async: asyncMeasured.cost, asyncSandboxed: asyncSandboxedMeasured.cost,
+      },
     });
   }
   const apiPid = w.api().child.pid;
