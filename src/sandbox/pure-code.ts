@@ -19,8 +19,8 @@ const MAX_INPUT_CHARS = 256 * 1024;
 const MAX_STRING_CHARS = 1 << 20;
 /** Elements and properties copied by literals and spreads in one call. */
 const MAX_COPIES = 100_000;
-/** The result's size (characters of its strings plus its values) past which it is serialized in the sandbox. */
-const MAX_RESULT_UNITS = 1 << 20;
+/** The result's size (characters of its strings plus its values) past which it is serialized in the sandbox: as the input's. */
+const MAX_RESULT_UNITS = MAX_INPUT_CHARS;
 /** Compiled code kept, least recently used dropped first (as the isolates' script caches). */
 const CACHE_SIZE = 500;
 
