@@ -1,32 +1,28 @@
 // Function-block code that only computes a value from its inputs is evaluated here, on the host, instead of in a
 // V8 context of its own (docs/architecture.md, "Pure code"). Such code is a small subset of JavaScript, checked
 // before anything runs: `const` and `let`, `if`, `return`; literals, templates, object and array literals with
-// spreads, reading properties of JSON data, and operators on primitives. There are no calls, functions, loops,
-// assignments, `this`, `await`, or globals other than `undefined`, `NaN` and `Infinity`, so the code reaches
-// nothing but its inputs and evaluates each node at most once.
+// spreads, reading properties of JSON data, operators on primitives, and calls of the built-ins that
+// pure-builtins.ts lists. There are no functions, loops, assignments, `this`, `await`, or other globals, so the
+// code reaches nothing but its inputs and evaluates each node at most once; a meter bounds what each step costs.
 //
 // The answer must be the one a fresh context would give. Wherever it could depend on a built-in's state or
 // behaviour, evaluation declines and the call goes to the sandbox: an object converted to a primitive, a
 // property a prototype would supply, a value past the size caps, a thrown error (the sandbox words it). Both
 // realms are the same V8, so what remains (operators on primitives, own data properties, JSON) agrees.
-import { parse, type Expression, type Literal, type Node, type Property, type SpreadElement, type Statement } from 'acorn';
+import { parse, type CallExpression, type Expression, type Identifier, type Literal, type Node, type Property, type SpreadElement, type Statement } from 'acorn';
+import {
+  ARRAY_METHODS, DECLINE, GLOBAL_FUNCTIONS, Meter, NAMESPACE_CONSTANTS, NAMESPACE_FUNCTIONS, NUMBER_METHODS, STRING_METHODS,
+  MAX_STRING_CHARS, capped, dataSize, primitive, readProperty, size, type Builtin,
+} from './pure-builtins.js';
 
 /** Longer code goes to the sandbox without being parsed here. */
 const MAX_CODE_CHARS = 4096;
 /** Inputs larger than this (as JSON) go to the sandbox, whose thread parses them off the event loop. */
-const MAX_INPUT_CHARS = 256 * 1024;
-/** A string built longer than this declines (V8 builds ropes cheaply; serializing them is not cheap). */
-const MAX_STRING_CHARS = 1 << 20;
-/** Elements and properties copied by literals and spreads in one call. */
-const MAX_COPIES = 100_000;
+const MAX_INPUT_CHARS = MAX_STRING_CHARS;
 /** The result's size (characters of its strings plus its values) past which it is serialized in the sandbox: as the input's. */
 const MAX_RESULT_UNITS = MAX_INPUT_CHARS;
 /** Compiled code kept, least recently used dropped first (as the isolates' script caches). */
 const CACHE_SIZE = 500;
-
-/** Thrown to hand the call to the sandbox; one instance, since it carries nothing. */
-class Decline extends Error {}
-const DECLINE = new Decline('outside the pure subset');
 
 /** A slot's value before its declaration ran (the temporal dead zone: reading it throws in JavaScript). */
 const UNINITIALIZED = Symbol('uninitialized');
@@ -35,7 +31,7 @@ const SHORT_CIRCUIT = Symbol('short-circuit');
 
 interface Evaluation {
   slots: unknown[];
-  copies: number;
+  meter: Meter;
 }
 type Evaluate = (e: Evaluation) => unknown;
 /** A statement: undefined when it completed normally, the value when it returned. */
@@ -62,7 +58,7 @@ export function evaluatePureCode(code: string, names: readonly string[], input: 
   const compiled = compiledFor(code, names);
   if (compiled === null) return undefined;
   const args = JSON.parse(input) as unknown[];
-  const e: Evaluation = { slots: new Array<unknown>(compiled.slotCount).fill(UNINITIALIZED), copies: 0 };
+  const e: Evaluation = { slots: new Array<unknown>(compiled.slotCount).fill(UNINITIALIZED), meter: new Meter() };
   for (let i = 0; i < names.length; i++) e.slots[i] = args[i];
   let value: unknown;
   try {
@@ -71,7 +67,7 @@ export function evaluatePureCode(code: string, names: readonly string[], input: 
     // Declined, or the code throws: either way the sandbox answers (it words the error as the user expects).
     return undefined;
   }
-  if (!withinResultSize(value)) return undefined;
+  if (dataSize(value, MAX_RESULT_UNITS) > MAX_RESULT_UNITS) return undefined;
   return { value: JSON.parse(JSON.stringify(value === undefined ? null : value)) as unknown };
 }
 
@@ -193,7 +189,11 @@ class Compiler {
         const quasis = n.quasis.map((q) => q.value.cooked ?? '');
         return (e) => {
           let out = quasis[0];
-          for (let i = 0; i < parts.length; i++) out = capped(out + String(primitive(parts[i](e))) + quasis[i + 1]);
+          for (let i = 0; i < parts.length; i++) {
+            const v = primitive(parts[i](e));
+            e.meter.charge(size(v));
+            out = capped(out + String(v) + quasis[i + 1]);
+          }
           return out;
         };
       }
@@ -210,6 +210,8 @@ class Compiler {
       }
       case 'MemberExpression': {
         if (n.object.type === 'Super' || n.property.type === 'PrivateIdentifier') throw DECLINE;
+        const constant = this.namespaceMember(n.object, n.property, n.computed, scope, NAMESPACE_CONSTANTS);
+        if (constant !== undefined) return () => constant;
         const object = this.expression(n.object, scope);
         const computed = n.computed ? this.expression(n.property, scope) : undefined;
         const name = n.computed ? '' : (n.property as { name: string }).name;
@@ -217,9 +219,11 @@ class Compiler {
         return (e) => {
           const base = object(e);
           if (base === SHORT_CIRCUIT || (optional && (base === null || base === undefined))) return SHORT_CIRCUIT;
-          return readProperty(base, computed ? propertyKey(computed(e)) : name);
+          return readProperty(base, computed ? propertyKey(e, computed(e)) : name);
         };
       }
+      case 'CallExpression':
+        return this.call(n, scope);
       case 'UnaryExpression':
         return unary(n.operator, this.expression(n.argument, scope));
       case 'BinaryExpression':
@@ -251,6 +255,60 @@ class Compiler {
     }
   }
 
+  /** A global's property (`Math.PI`, `Math.max`) from `table`, when `object` names that global and no local does. */
+  private namespaceMember<T>(object: Node, property: Node, computed: boolean, scope: Scope, table: Map<string, Map<string, T>>): T | undefined {
+    if (computed || !isIdentifier(object) || !isIdentifier(property) || this.slotOf(object.name, scope) !== undefined) return undefined;
+    return table.get(object.name)?.get(property.name);
+  }
+
+  private slotOf(name: string, scope: Scope): number | undefined {
+    for (let s: Scope | null = scope; s !== null; s = s.parent) {
+      const slot = s.names.get(name);
+      if (slot !== undefined) return slot;
+    }
+    return undefined;
+  }
+
+  /** A call of a listed built-in: a global function, a namespace's function, or a method of a string, number or array. */
+  private call(n: CallExpression, scope: Scope): Evaluate {
+    const args = this.args(n.arguments, scope);
+    const callee = n.callee;
+    if (callee.type === 'Identifier') {
+      const fn = this.slotOf(callee.name, scope) === undefined ? GLOBAL_FUNCTIONS.get(callee.name) : undefined;
+      if (fn === undefined) throw DECLINE;
+      return (e) => fn(e.meter, undefined, args(e));
+    }
+    if (callee.type !== 'MemberExpression' || callee.computed || callee.property.type !== 'Identifier' || callee.object.type === 'Super') throw DECLINE;
+    const fn = this.namespaceMember(callee.object, callee.property, false, scope, NAMESPACE_FUNCTIONS);
+    if (fn !== undefined) return (e) => fn(e.meter, undefined, args(e));
+    const name = callee.property.name;
+    const object = this.expression(callee.object, scope);
+    const optional = callee.optional;
+    return (e) => {
+      const self = object(e);
+      if (self === SHORT_CIRCUIT || (optional && (self === null || self === undefined))) return SHORT_CIRCUIT;
+      const method = methodOf(self, name);
+      if (method === undefined) throw DECLINE; // not listed, or not a function: a TypeError the sandbox words
+      return method(e.meter, self, args(e));
+    };
+  }
+
+  private args(nodes: readonly (Expression | SpreadElement)[], scope: Scope): (e: Evaluation) => unknown[] {
+    const parts = nodes.map((a) => (a.type === 'SpreadElement' ? { spread: true, value: this.expression(a.argument, scope) } : { spread: false, value: this.expression(a, scope) }));
+    return (e) => {
+      const out: unknown[] = [];
+      for (const p of parts) {
+        const v = p.value(e);
+        if (!p.spread) out.push(v);
+        else if (Array.isArray(v)) {
+          e.meter.copy(v.length);
+          for (const item of v) out.push(item);
+        } else throw DECLINE;
+      }
+      return out;
+    };
+  }
+
   private identifier(name: string, scope: Scope): Evaluate {
     for (let s: Scope | null = scope; s !== null; s = s.parent) {
       const slot = s.names.get(name);
@@ -278,10 +336,10 @@ class Compiler {
       for (const p of parts) {
         const v = p.value(e);
         if (!p.spread) {
-          count(e, 1);
+          e.meter.copy(1);
           out.push(v);
         } else if (Array.isArray(v)) {
-          count(e, v.length);
+          e.meter.copy(v.length);
           for (const item of v) out.push(item);
         } else {
           throw DECLINE; // a string's characters, or a TypeError for what is not iterable
@@ -307,8 +365,8 @@ class Compiler {
       const out: Record<string, unknown> = {};
       for (const p of parts) {
         if (!p.spread) {
-          const key = propertyKey(p.key(e));
-          count(e, 1);
+          const key = propertyKey(e, p.key(e));
+          e.meter.copy(1);
           define(out, key, p.value(e));
           continue;
         }
@@ -316,12 +374,16 @@ class Compiler {
         if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') continue;
         if (typeof v !== 'object') throw DECLINE;
         const keys = Object.keys(v);
-        count(e, keys.length);
+        e.meter.copy(keys.length);
         for (const k of keys) define(out, k, (v as Record<string, unknown>)[k]);
       }
       return out;
     };
   }
+}
+
+function isIdentifier(n: Node): n is Identifier {
+  return n.type === 'Identifier';
 }
 
 function literal(n: Literal): Evaluate {
@@ -336,64 +398,22 @@ function staticKey(n: Literal): string | undefined {
   return undefined;
 }
 
-function count(e: Evaluation, n: number): void {
-  e.copies += n;
-  if (e.copies > MAX_COPIES) throw DECLINE;
-}
-
-function capped(s: string): string {
-  if (s.length > MAX_STRING_CHARS) throw DECLINE;
-  return s;
-}
-
-/** A primitive operand; an object would be converted through its prototype's methods. */
-function primitive(v: unknown): unknown {
-  if (typeof v === 'object' && v !== null) throw DECLINE;
-  return v;
-}
-
 /** A computed key of a primitive value (JavaScript's ToPropertyKey, which for primitives is String). */
-function propertyKey(v: unknown): string {
-  return String(primitive(v));
+function propertyKey(e: Evaluation, v: unknown): string {
+  e.meter.charge(size(primitive(v)));
+  return String(v);
+}
+
+/** The listed method `name` of a string, number or array; undefined for anything else. */
+function methodOf(self: unknown, name: string): Builtin | undefined {
+  if (typeof self === 'string') return STRING_METHODS.get(name);
+  if (typeof self === 'number') return NUMBER_METHODS.get(name);
+  return Array.isArray(self) ? ARRAY_METHODS.get(name) : undefined;
 }
 
 /** An own data property, as an object literal defines it (never through a `__proto__` setter). */
 function define(o: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
-}
-
-function isArrayIndex(key: string): boolean {
-  const i = Number(key);
-  return Number.isInteger(i) && i >= 0 && i < 4294967295 && String(i) === key;
-}
-
-/** `base[key]` for JSON data and primitives: own properties only; whatever a prototype would supply declines. */
-function readProperty(base: unknown, key: string): unknown {
-  if (Array.isArray(base)) {
-    if (key === 'length') return base.length;
-    if (isArrayIndex(key) && Number(key) < base.length) return base[Number(key)] as unknown;
-    return inherited(Array.prototype, key);
-  }
-  switch (typeof base) {
-    case 'object':
-      if (base === null || Object.getPrototypeOf(base) !== Object.prototype) throw DECLINE;
-      return Object.hasOwn(base, key) ? (base as Record<string, unknown>)[key] : inherited(Object.prototype, key);
-    case 'string':
-      if (key === 'length') return base.length;
-      if (isArrayIndex(key) && Number(key) < base.length) return base[Number(key)];
-      return inherited(String.prototype, key);
-    case 'number':
-      return inherited(Number.prototype, key);
-    case 'boolean':
-      return inherited(Boolean.prototype, key);
-    default:
-      throw DECLINE; // undefined: a TypeError
-  }
-}
-
-function inherited(prototype: object, key: string): undefined {
-  if (key in prototype) throw DECLINE;
-  return undefined;
 }
 
 function unary(operator: string, arg: Evaluate): Evaluate {
@@ -408,11 +428,11 @@ function unary(operator: string, arg: Evaluate): Evaluate {
         return undefined;
       };
     case '-':
-      return (e) => -(primitive(arg(e)) as number);
+      return (e) => -(charged(e, primitive(arg(e))) as number);
     case '+':
-      return (e) => +(primitive(arg(e)) as number);
+      return (e) => +(charged(e, primitive(arg(e))) as number);
     case '~':
-      return (e) => ~(primitive(arg(e)) as number);
+      return (e) => ~(charged(e, primitive(arg(e))) as number);
     default:
       throw DECLINE; // delete
   }
@@ -429,29 +449,21 @@ const OPERATORS: Record<string, Operands> = {
   '&': (a, b) => a & b, '|': (a, b) => a | b, '^': (a, b) => a ^ b, '<<': (a, b) => a << b, '>>': (a, b) => a >> b, '>>>': (a, b) => a >>> b,
 };
 
+/** `v`, its cost charged: comparing or converting a string goes through its characters. */
+function charged(e: Evaluation, v: unknown): unknown {
+  e.meter.charge(size(v));
+  return v;
+}
+
 function binary(operator: string, left: Evaluate, right: Evaluate): Evaluate {
-  if (operator === '===') return (e) => left(e) === right(e);
-  if (operator === '!==') return (e) => left(e) !== right(e);
+  if (operator === '===') return (e) => charged(e, left(e)) === charged(e, right(e));
+  if (operator === '!==') return (e) => charged(e, left(e)) !== charged(e, right(e));
   const op = OPERATORS[operator];
   if (op === undefined) throw DECLINE; // in, instanceof
   return (e) => {
-    const a = primitive(left(e)) as number;
-    const b = primitive(right(e)) as number;
+    const a = charged(e, primitive(left(e))) as number;
+    const b = charged(e, primitive(right(e))) as number;
     const v = op(a, b);
     return typeof v === 'string' ? capped(v) : v;
   };
-}
-
-/** True when the result's strings and values stay within MAX_RESULT_UNITS (shared parts counted each time). */
-function withinResultSize(value: unknown): boolean {
-  let units = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    units += typeof v === 'string' ? v.length + 1 : 1;
-    if (units > MAX_RESULT_UNITS) return false;
-    if (Array.isArray(v)) for (const item of v) stack.push(item);
-    else if (typeof v === 'object' && v !== null) for (const k of Object.keys(v)) stack.push(k, (v as Record<string, unknown>)[k]);
-  }
-  return true;
 }

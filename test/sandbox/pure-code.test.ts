@@ -66,13 +66,23 @@ describe('pure code on the host', () => {
       'return { a: 1, a: 2, b: 3, 1: "one", 0: "zero" }',
       'return [1e21 + "", 0.1 + 0.2, 1 / 3, -1e-7, 123456789012345680000]',
       'return `line\\nbreak \\u00e9 \\x41`',
+      // The listed built-ins.
+      'return [Math.max(a, 1, ...o.list), Math.round(neg), Math.min(), Math.PI, Number.MAX_SAFE_INTEGER, Math.hypot(3, "4")]',
+      "return [s.toUpperCase(), s.slice(1, 3), s.split(''), s.split('x', 1), s.includes('ex'), s.padStart(8, '*'), s.repeat(2), s.replaceAll('t', 'T'), s.at(-1), e.trim()]",
+      'return [a.toFixed(2), (1234.5678).toFixed(1), neg.toString(2), big.toPrecision(3), (0.000001234).toExponential(1)]',
+      "return [l.includes(null), l.indexOf('b'), l.indexOf(o), o.list.join('-'), l.slice(1), o.list.concat(l, 5, [6]), o.nested.z.at(-1)]",
+      "return [JSON.stringify(o), JSON.stringify(l, null, 2), JSON.stringify(s), JSON.parse('{\"k\":[1,2]}'), JSON.parse(JSON.stringify(o)).nested]",
+      "return [Number('0x10'), Number(), String(a), String(n), Boolean(o), parseInt('12px'), parseFloat('3.5e2'), isNaN('x'), isFinite('1')]",
+      'return [Object.keys(o), Object.values(o.nested), Object.entries({ a, s }), Object.keys(l), Array.isArray(l), Number.isInteger(a), Number.parseFloat("1.5")]',
+      "return [s?.trim(), n?.trim(), o.missing?.join('-'), s.trim?.()]",
     ];
     for (const code of answered) expect(await agree(code), code).toBe('answered');
   });
 
   it('declines what could depend on built-ins, what JavaScript rejects, and what is outside the subset', async () => {
     const declined = [
-      'return Math.max(a, 1)', // a call
+      'return Math.max(...s)', // spreading a string
+      'return Math.random', // a built-in as a value
       'return o.hasOwnProperty', // a prototype's property
       'return l.map', // an array's method
       'return s.toUpperCase', // a string's method
@@ -100,20 +110,40 @@ describe('pure code on the host', () => {
       'return "x" in o',
       'return {',
       'const { x } = o; return x',
+      "return l.join('-')", // an object element, converted through its prototype
+      'return String(o)',
+      "return s.replace('t', '$&$&')", // `$` patterns
+      "return s.localeCompare('a')", // not listed
+      'return l.map(String)', // a built-in as a value, and a callback
+      'const Math = { max: 1 }; return Math.max(1)', // a local, not the global
+      "return JSON.stringify(o, ['x'])", // a replacer
+      'return JSON.parse(s, n)',
+      'return s.repeat(2 ** 21)', // past the string cap before it is built
+      "return s.padStart(2 ** 21, '*')",
+      'return Math.max.apply(null, l)',
+      "return s.constructor('x')",
+      'return o.x.trim()', // a number has no `trim`: a TypeError
     ];
     for (const code of declined) expect(onHost(code), code).toBeUndefined();
   });
 
-  it('declines results and strings past its caps, and code and inputs past their sizes', () => {
-    // s has 4 characters, so a<k> has 2^(k+2): a18 is at the 2^20 cap, a19 past it.
+  it('declines results and strings past its caps, work past its budget, and code and inputs past their sizes', () => {
+    // s has 4 characters, so a<k> has 2^(k+2): a16 is at the 2^18 cap, a17 past it.
     const doubling = (last: number) => `const a1 = s + s; ${Array.from({ length: last - 1 }, (_, i) => `const a${i + 2} = a${i + 1} + a${i + 1};`).join(' ')}`;
-    expect(onHost(`${doubling(18)} return a18.length`)).toEqual({ value: 2 ** 20 });
-    expect(onHost(`${doubling(19)} return a19.length`)).toBeUndefined();
-    expect(onHost(`${doubling(18)} return \`\${a18}!\``)).toBeUndefined();
+    expect(onHost(`${doubling(16)} return a16.length`)).toEqual({ value: 2 ** 18 });
+    expect(onHost(`${doubling(17)} return a17.length`)).toBeUndefined();
+    expect(onHost(`${doubling(16)} return \`\${a16}!\``)).toBeUndefined();
+    expect(onHost(`${doubling(16)} return s.repeat(2 ** 16).length`)).toEqual({ value: 2 ** 18 });
+    expect(onHost(`${doubling(16)} return s.repeat(2 ** 16 + 1).length`)).toBeUndefined();
     // The result may be as large as the input may be (256 KiB); a15 has 128 Ki characters.
     expect(onHost(`${doubling(15)} return [a15]`)).toEqual({ value: ['text'.repeat(2 ** 15)] });
     expect(onHost(`${doubling(15)} return [a15, a15]`)).toBeUndefined();
-    // l has 4 elements, so x<k> has 2^(k+2): copying them passes 100,000 at x15.
+    // Time: comparing and searching strings is charged by their characters, 2^22 in all.
+    expect(onHost(`${doubling(15)} return a15 < a15 + '!'`)).toEqual({ value: true });
+    expect(onHost(`${doubling(15)} return [${Array.from({ length: 12 }, () => "a15 < a15 + '!'").join(', ')}]`)).toBeUndefined();
+    expect(onHost(`${doubling(15)} return a15.indexOf('!')`)).toEqual({ value: -1 });
+    expect(onHost(`${doubling(15)} return [${Array.from({ length: 40 }, () => "a15.indexOf('!')").join(', ')}]`)).toBeUndefined();
+    // Memory: l has 4 elements, so x<k> has 2^(k+2); copying them passes 100,000 at x15.
     const arrays = (last: number) => `const x1 = [...l, ...l]; ${Array.from({ length: last - 1 }, (_, i) => `const x${i + 2} = [...x${i + 1}, ...x${i + 1}];`).join(' ')}`;
     expect(onHost(`${arrays(13)} return x13.length`)).toEqual({ value: 2 ** 15 });
     expect(onHost(`${arrays(15)} return x15.length`)).toBeUndefined();
@@ -130,7 +160,7 @@ describe('pure code on the host', () => {
     const expression = (depth: number): string => {
       if (depth === 0 || random() < 0.25) return pick(leaves);
       const sub = () => `(${expression(depth - 1)})`;
-      switch (Math.floor(random() * 9)) {
+      switch (Math.floor(random() * 11)) {
         case 0: return `${sub()}.${pick(props)}`;
         case 1: return `${sub()}?.[${random() < 0.5 ? `'${pick(props)}'` : sub()}]`;
         case 2: return `${pick(['-', '+', '!', '~', 'typeof ', 'void '])}${sub()}`;
@@ -139,7 +169,9 @@ describe('pure code on the host', () => {
         case 5: return `\`<\${${sub()}}|\${${sub()}}>\``;
         case 6: return `{ k: ${sub()}, [${sub()}]: 1, ...${sub()} }`;
         case 7: return `[${sub()}, ...${pick(['l', 'o.list', '[]', 'o.nested.z'])}]`;
-        default: return `${sub()}[${sub()}]`;
+        case 8: return `${sub()}[${sub()}]`;
+        case 9: return `${pick(['Math.max', 'Math.min', 'Math.round', 'Math.abs', 'String', 'Number', 'Boolean', 'parseInt', 'JSON.stringify', 'Object.keys', 'Array.isArray'])}(${sub()}${random() < 0.5 ? `, ${sub()}` : ''})`;
+        default: return `${sub()}.${pick(['toUpperCase', 'slice', 'includes', 'indexOf', 'toFixed', 'join', 'at', 'split', 'concat', 'trim', 'padEnd', 'repeat', 'toString'])}(${random() < 0.5 ? sub() : ''})`;
       }
     };
     let answered = 0;
