@@ -165,6 +165,18 @@ export function dataSize(value: unknown, limit: number): number {
   return units;
 }
 
+/** How deeply JSON data nests (walked after `dataSize` bounded it). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    deepest = Math.max(deepest, depth);
+    if (typeof v === 'object' && v !== null) for (const item of Object.values(v)) stack.push([item, depth + 1]);
+  }
+  return deepest;
+}
+
 const math = Math as unknown as Record<string, Native>;
 const MATH_FUNCTIONS = ['abs', 'ceil', 'floor', 'round', 'trunc', 'sign', 'sqrt', 'cbrt', 'min', 'max', 'pow', 'exp', 'expm1', 'log',
   'log1p', 'log2', 'log10', 'hypot', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'sinh', 'cosh', 'tanh', 'fround', 'clz32', 'imul', 'random'];
@@ -180,7 +192,10 @@ export const NAMESPACE_FUNCTIONS = new Map<string, Map<string, Builtin>>([
     ['stringify', (m, _self, args) => {
       if (args.length > 3 || (args[1] !== undefined && args[1] !== null)) throw DECLINE;
       primitive(args[2]);
-      m.charge(dataSize(args[0], MAX_WORK + 1));
+      const units = dataSize(args[0], MAX_WORK + 1);
+      m.charge(units);
+      // An indent repeats once per level on every line: the output can grow with the square of the nesting.
+      if (args[2] !== undefined && args[2] !== null && units * (depthOf(args[0]) * 10 + 1) > MAX_STRING_CHARS) throw DECLINE;
       return counted(m, stringify(args[0], null, args[2] as number | string | undefined));
     }],
     ['parse', (m, _self, args) => {

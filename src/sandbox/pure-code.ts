@@ -60,15 +60,16 @@ export function evaluatePureCode(code: string, names: readonly string[], input: 
   const args = JSON.parse(input) as unknown[];
   const e: Evaluation = { slots: new Array<unknown>(compiled.slotCount).fill(UNINITIALIZED), meter: new Meter() };
   for (let i = 0; i < names.length; i++) e.slots[i] = args[i];
-  let value: unknown;
   try {
-    value = compiled.body(e)?.value;
+    const value = compiled.body(e)?.value;
+    if (dataSize(value, MAX_RESULT_UNITS) > MAX_RESULT_UNITS) return undefined;
+    // As the sandbox hands it back: through JSON (NaN to null, undefined properties dropped, ...).
+    return { value: JSON.parse(JSON.stringify(value === undefined ? null : value)) as unknown };
   } catch {
-    // Declined, or the code throws: either way the sandbox answers (it words the error as the user expects).
+    // Declined, or the code throws (or its result nests too deeply to serialize): either way the sandbox
+    // answers, and words the error as the user expects.
     return undefined;
   }
-  if (dataSize(value, MAX_RESULT_UNITS) > MAX_RESULT_UNITS) return undefined;
-  return { value: JSON.parse(JSON.stringify(value === undefined ? null : value)) as unknown };
 }
 
 function compiledFor(code: string, names: readonly string[]): Compiled | null {

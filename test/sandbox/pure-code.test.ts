@@ -147,6 +147,11 @@ describe('pure code on the host', () => {
     const arrays = (last: number) => `const x1 = [...l, ...l]; ${Array.from({ length: last - 1 }, (_, i) => `const x${i + 2} = [...x${i + 1}, ...x${i + 1}];`).join(' ')}`;
     expect(onHost(`${arrays(13)} return x13.length`)).toEqual({ value: 2 ** 15 });
     expect(onHost(`${arrays(15)} return x15.length`)).toBeUndefined();
+    // An indented JSON of deep nesting grows with the square of its depth: refused before it is built.
+    const deep = JSON.stringify(JSON.parse(`${'['.repeat(2000)}${']'.repeat(2000)}`));
+    expect(evaluatePureCode('return JSON.stringify(x).length', ['x'], `[${deep}]`)).toEqual({ value: 4000 });
+    expect(evaluatePureCode('return JSON.stringify(x, null, 2).length', ['x'], `[${deep}]`)).toBeUndefined();
+    expect(onHost('return JSON.stringify(o, null, 2).length')).toBeDefined();
     expect(onHost(`return 1${' + 1'.repeat(1100)}`)).toBeUndefined();
     expect(evaluatePureCode('return x', ['x'], JSON.stringify(['y'.repeat(300_000)]))).toBeUndefined();
   });
