@@ -165,6 +165,17 @@ async function databaseBusySeconds(metricsUrl: string | undefined): Promise<numb
   return metricsUrl ? metricValue(metricsUrl, 'weft_db_busy_seconds_total') : undefined;
 }
 
+/** Fails when the sandboxed path's code is answered as pure code: that path would then measure no context. */
+async function checkSandboxed(w: Weft, id: string): Promise<void> {
+  if (w.variant !== 'embedded') return;
+  const pureCalls = () => metricValue(`${w.url}/metrics`, 'weft_sandbox_pure_calls_total');
+  const before = await pureCalls();
+  const t = executeTarget(w, id, syncPaths.specSandboxed.body);
+  const r = await request('POST', t.url, t.headers, syncPaths.specSandboxed.body);
+  if (r.status !== 200) throw new Error(`sandboxed path: ${r.status} ${r.text.slice(0, 300)}`);
+  if ((await pureCalls()) !== before) throw new Error('the sandboxed path\'s code was evaluated as pure code: choose code outside the subset');
+}
+
 async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, floor: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
   const problems: string[] = [];
   const say = (s: string) => process.stderr.write(`compare [${w.variant}] ${s}\n`);
@@ -178,6 +189,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const syncSpecId = await deployWorkflow(w, 'compare-sync-spec', 'spec');
   const syncNoCodeId = await deployWorkflow(w, 'compare-sync-no-code', 'noCode');
   const syncSandboxedId = await deployWorkflow(w, 'compare-sync-sandboxed', 'specSandboxed');
+  await checkSandboxed(w, syncSandboxedId);
   const execute = (id: string, body: unknown): Target => executeTarget(w, id, body);
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
