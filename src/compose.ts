@@ -159,7 +159,8 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const runsJobs = ctx.role !== 'api';
 
   // A fresh V8 context per run on a warm isolate, or one per call reused within the workspace
-  // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces.
+  // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces. Pure code needs
+  // no context at all (Pure code).
   const sandbox = new IsolatedVmSandbox({
     contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize, pureCode: config.sandboxPureCode,
   });

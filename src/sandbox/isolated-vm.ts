@@ -7,6 +7,8 @@
 // (applySyncPromise), so all of the user's code, awaits included, runs inside the one script run
 // that isolated-vm's timeout covers; a host-side timer also bounds the whole call (a promise that
 // never settles).
+// Code that only computes a value from its inputs never reaches an isolate: pure-code.ts answers it on the
+// host, as a fresh context would, unless the run already has a context.
 // Scheduling: the isolates are the slots of a FairPool (fair-pool.ts), each running one call at a
 // time, so a call's timeout starts when its code starts. Calls carry a tenant (`forTenant`, one per
 // workspace) so that one workspace's infinite loops never stall another's calls.
