@@ -86,26 +86,41 @@ export class GroupCommit<T, R> {
 
   private async drain(): Promise<void> {
     // Without a window, everything queued meanwhile goes in the next commits; with one, a single batch (the
-    // rest waits for its window, or goes at once when full: `schedule`).
-    while (this.queue.length > 0) {
-      await this.write(this.queue.splice(0, this.maxBatch));
-      if (this.windowMs > 0) break;
+    // rest waits for its window, or goes at once when full: `schedule`). The next batch is handed to the
+    // database before the submitters of the last one resume: their answers are this thread's work, which the
+    // database need not wait for (docs/architecture.md, Embedded database).
+    let resumeLast: (() => void) | undefined;
+    try {
+      while (this.queue.length > 0) {
+        const written = this.write(this.queue.splice(0, this.maxBatch));
+        resumeLast?.();
+        resumeLast = await written;
+        if (this.windowMs > 0) break;
+      }
+    } finally {
+      resumeLast?.();
     }
   }
 
-  private async write(batch: Waiting<T, R>[]): Promise<void> {
+  /** Writes a batch; resolves, once it is committed (or failed), to what resumes its submitters. */
+  private async write(batch: Waiting<T, R>[]): Promise<() => void> {
     if (batch.length === 1) {
-      await this.opts.writeOne(batch[0].item).then(batch[0].resolve, batch[0].reject);
-      return;
+      const [w] = batch;
+      try {
+        const result = await this.opts.writeOne(w.item);
+        return () => w.resolve(result);
+      } catch (err) {
+        return () => w.reject(err);
+      }
     }
     let results: R[];
     try {
       results = await this.opts.writeBatch(batch.map((w) => w.item));
     } catch {
       // Nothing of the batch committed: each item on its own, so only the item at fault fails.
-      await Promise.all(batch.map((w) => this.opts.writeOne(w.item).then(w.resolve, w.reject)));
-      return;
+      const outcomes = await Promise.allSettled(batch.map((w) => this.opts.writeOne(w.item)));
+      return () => outcomes.forEach((o, i) => (o.status === 'fulfilled' ? batch[i].resolve(o.value) : batch[i].reject(o.reason)));
     }
-    batch.forEach((w, i) => w.resolve(results[i]));
+    return () => batch.forEach((w, i) => w.resolve(results[i]));
   }
 }

@@ -144,4 +144,17 @@ describe('GroupCommit', () => {
       expect(w.commit.pending).toBe(0);
     });
   });
+  it('hands the next batch to the writer before the last batch\'s submitters resume (their answers need not hold the database up)', async () => {
+    const w = gatedWriter();
+    let startedWhenFirstResumed: number[][] = [];
+    const first = w.commit.submit(1).then(() => {
+      startedWhenFirstResumed = w.starts.map((s) => [...s]);
+    });
+    await new Promise((r) => setImmediate(r));
+    const rest = [2, 3].map((n) => w.commit.submit(n));
+    w.open();
+    await first;
+    expect(startedWhenFirstResumed).toEqual([[1], [2, 3]]);
+    expect(await Promise.all(rest)).toEqual(['ok 2', 'ok 3']);
+  });
 });
