@@ -144,6 +144,7 @@ describe('GroupCommit', () => {
       expect(w.commit.pending).toBe(0);
     });
   });
+
   it('hands the next batch to the writer before the last batch\'s submitters resume (their answers need not hold the database up)', async () => {
     const w = gatedWriter();
     let startedWhenFirstResumed: number[][] = [];
