@@ -11,7 +11,8 @@
 // kind's answers in the window. Flat means the least-squares slope of RSS over the samples after the
 // warm-up stays within FLAT_MB_PER_HOUR; the same slope is given for each part of the breakdown and for the
 // main heap, so growth that is data (the database's pages) can be told from growth that is a leak.
-// Each sample also gives the database thread's busy share and its statements per answer (/metrics, over the window).
+// Each sample also gives the database thread's busy share, its statements per answer and the files it synced to disk
+// per answer (/metrics, over the window).
 // After the load: RSS again once the server has been idle for IDLE_AFTER_SECONDS (`--idle-after-seconds`).
 import { parseArgs } from 'node:util';
 import { cleanupAll, diskMb, firstJsonLine, installExitHandlers, metricValue, request, sleep, start, treeRssMb } from './compare-procs.js';
@@ -53,6 +54,8 @@ interface Sample {
   dbBusy: number;
   /** Statements the database thread ran in the window, per answer. */
   dbStatementsPerAnswer: number;
+  /** Files the database synced to disk in the window (commits that waited for the disk, checkpoints), per answer. */
+  dbSyncsPerAnswer: number;
 }
 
 const zero = (): Record<Kind, number> => Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
@@ -69,10 +72,11 @@ function slopePerHour(points: { x: number; y: number }[]): number {
   return sxx === 0 ? NaN : +((sxy / sxx) * 60).toFixed(2);
 }
 
-/** The embedded database thread's busy seconds and statements since the start (/metrics). */
-async function dbActivity(w: Weft): Promise<{ busySeconds: number; statements: number }> {
-  const [busySeconds, statements] = await Promise.all(['weft_db_busy_seconds_total', 'weft_db_statements_total'].map((m) => metricValue(`${w.url}/metrics`, m)));
-  return { busySeconds: busySeconds ?? NaN, statements: statements ?? NaN };
+/** The embedded database thread's busy seconds, statements and file syncs since the start (/metrics). */
+async function dbActivity(w: Weft): Promise<{ busySeconds: number; statements: number; syncs: number }> {
+  const [busySeconds, statements, syncs] = await Promise.all(
+    ['weft_db_busy_seconds_total', 'weft_db_statements_total', 'weft_db_file_syncs_total'].map((m) => metricValue(`${w.url}/metrics`, m)));
+  return { busySeconds: busySeconds ?? NaN, statements: statements ?? NaN, syncs: syncs ?? NaN };
 }
 
 async function heapUsedMb(w: Weft): Promise<number> {
@@ -241,6 +245,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         const dbBusy = +((dbNow.busySeconds - dbAtWindowStart.busySeconds) / seconds).toFixed(2);
         const answered = Object.values(done.ok).reduce((a, b) => a + b, 0) + Object.values(done.failed).reduce((a, b) => a + b, 0);
         const dbStatementsPerAnswer = +((dbNow.statements - dbAtWindowStart.statements) / Math.max(1, answered)).toFixed(2);
+        const dbSyncsPerAnswer = +((dbNow.syncs - dbAtWindowStart.syncs) / Math.max(1, answered)).toFixed(2);
         dbAtWindowStart = dbNow;
         nextSample += sampleSeconds * 1000;
         const mem = memoryBreakdown(pid);
@@ -256,6 +261,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
           syncP99Ms: Math.round(percentile(done.syncMs.sort((a, b) => a - b), 99)),
           dbBusy,
           dbStatementsPerAnswer,
+          dbSyncsPerAnswer,
         };
         samples.push(sample);
         for (const k of KINDS) {
@@ -264,7 +270,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         }
         totals.skipped += done.skipped;
         for (const f of done.firstFailures) if (firstFailures.length < 10) firstFailures.push(`minute ${sample.minute}: ${f}`);
-        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, database busy ${sample.dbBusy} (${sample.dbStatementsPerAnswer} statements per answer), failed ${sample.failed}, skipped ${sample.skipped}`);
+        say(`${sample.minute.toFixed(1)} min: RSS ${sample.rssMb} MB (wasm ${sample.wasmMb}, malloc ${sample.mallocMb}, anonymous ${sample.anonymousMb}), heap ${sample.heapUsedMb} MB, data ${sample.dataMb} MB, ${sample.answeredPerSecond} answered/s, sync p99 ${sample.syncP99Ms} ms, database busy ${sample.dbBusy} (${sample.dbStatementsPerAnswer} statements and ${sample.dbSyncsPerAnswer} file syncs per answer), failed ${sample.failed}, skipped ${sample.skipped}`);
       }
       await sleep(10);
     }
@@ -305,9 +311,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       syncP99Ms: { afterWarmup: atWarmup?.syncP99Ms, atEnd: last?.syncP99Ms, worst: Math.max(...steady.map((s) => s.syncP99Ms)) },
       dbBusyAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbBusy, 0) / steady.length).toFixed(2) : NaN,
       dbStatementsPerAnswerAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbStatementsPerAnswer, 0) / steady.length).toFixed(2) : NaN,
+      dbSyncsPerAnswerAfterWarmup: steady.length ? +(steady.reduce((a, s) => a + s.dbSyncsPerAnswer, 0) / steady.length).toFixed(2) : NaN,
       flat: { target: `RSS slope after the warm-up <= ${FLAT_MB_PER_HOUR} MB per hour`, met: Number.isFinite(rssSlope) && rssSlope <= FLAT_MB_PER_HOUR },
-      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped, s.dbBusy, s.dbStatementsPerAnswer]),
-      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped', 'dbBusy', 'dbStatementsPerAnswer'],
+      samples: samples.map((s) => [s.minute, s.rssMb, s.wasmMb, s.mallocMb, s.anonymousMb, s.heapUsedMb, s.dataMb, s.answeredPerSecond, s.syncP99Ms, s.failed, s.skipped, s.dbBusy, s.dbStatementsPerAnswer, s.dbSyncsPerAnswer]),
+      sampleColumns: ['minute', 'rssMb', 'wasmMb', 'mallocMb', 'anonymousMb', 'heapUsedMb', 'dataMb', 'answeredPerSecond', 'syncP99Ms', 'failed', 'skipped', 'dbBusy', 'dbStatementsPerAnswer', 'dbSyncsPerAnswer'],
     };
     say(`RSS ${figures.rssMb.afterWarmup} MB after the warm-up, ${figures.rssMb.atEnd} at the end (max ${figures.rssMb.max}), ${figures.rssMb.idleAfter} idle after; slope ${rssSlope} MB/h: ${Number.isFinite(rssSlope) ? (figures.flat.met ? 'flat' : 'NOT flat') : 'too few samples after the warm-up to tell'}`);
     return figures;

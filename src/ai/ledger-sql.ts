@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
+import { ASYNC_COMMIT, ASYNC_COMMIT_NAME } from '../db/async-commit.js';
 import { usageEventsInsertSql, type UsageEventColumns } from '../limits/usage.js';
 
 // The statements of the credit ledger that run per request (reserve, settle, release), each for one
@@ -19,11 +20,9 @@ import { usageEventsInsertSql, type UsageEventColumns } from '../limits/usage.js
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
-// Reservations and releases commit without waiting for the WAL flush (synchronous_commit off for
-// that statement only): losing one in a database crash loses nothing that was charged, and the
-// settle, which commits synchronously, flushes every earlier record with it. This takes a disk
-// flush off the path before the provider call on PostgreSQL.
-const ASYNC_COMMIT = `a AS (SELECT set_config('synchronous_commit', 'off', true) AS v)`;
+// Reservations and releases commit without waiting for the WAL flush (src/db/async-commit.ts): losing one
+// in a database crash loses nothing that was charged, and the settle, which commits synchronously, flushes
+// every earlier record with it. This takes a disk flush off the path before the provider call.
 
 export const OVERAGE_NOTE = `'Usage reported beyond the deposit; not charged'`;
 
@@ -109,7 +108,7 @@ r AS (
   INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano, execution_id)
   SELECT id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, 'reserved', deposit, execution_id FROM ok
 )
-SELECT g.ord, g.ok, g.left_after::int8 AS left_after FROM g CROSS JOIN a`;
+SELECT g.ord, g.ok, g.left_after::int8 AS left_after FROM g CROSS JOIN ${ASYNC_COMMIT_NAME}`;
 
 // The same for a single request: simpler statements, cheaper when nothing else is queued.
 const reserveOneSql = `
@@ -125,7 +124,7 @@ WITH ${ASYNC_COMMIT}, b AS (
   INSERT INTO ai_requests (id, account, http_request_id, source, workspace_id, api_key_id, model, provider, stream, status, deposit_nano, execution_id)
   SELECT $3, account, $5, $6, $7::uuid, $8::uuid, $4, $9, $10, 'reserved', $2::bigint, $11::text FROM b
 )
-SELECT true AS ok, b.balance_nano::int8 AS left_after FROM b CROSS JOIN a
+SELECT true AS ok, b.balance_nano::int8 AS left_after FROM b CROSS JOIN ${ASYNC_COMMIT_NAME}
 UNION ALL
 SELECT false, balance_nano::int8 FROM ai_credit_balances WHERE account = $1 AND NOT EXISTS (SELECT 1 FROM b)`;
 
@@ -304,4 +303,4 @@ WITH ${ASYNC_COMMIT}, q AS (
   INSERT INTO ai_credit_ledger (account, kind, amount_nano, balance_after_nano, request_id, model, note)
   SELECT account, 'release', deposit_nano, balance_nano, id, model, $2 FROM b
 )
-SELECT b.balance_nano::int8 AS balance_nano FROM b CROSS JOIN a`;
+SELECT b.balance_nano::int8 AS balance_nano FROM b CROSS JOIN ${ASYNC_COMMIT_NAME}`;

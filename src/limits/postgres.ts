@@ -1,3 +1,4 @@
+import { ASYNC_COMMIT, ASYNC_COMMIT_NAME } from '../db/async-commit.js';
 import type { Database } from '../db/database.js';
 import type { ConcurrencySlots, RateLimiter } from './rate-limiter.js';
 import type { BucketState, Clock } from './token-bucket.js';
@@ -16,8 +17,8 @@ export class PostgresLimits implements RateLimiter, ConcurrencySlots {
     const now = this.clock.now();
     const refill = `LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate)`;
     const rows = await this.db.query<{ tokens: number; last_refill: string | number; last_allowed: boolean }>(
-      `WITH a AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
-            s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst FROM a)
+      `WITH ${ASYNC_COMMIT},
+            s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst FROM ${ASYNC_COMMIT_NAME})
        INSERT INTO rate_buckets AS b (key, tokens, last_refill, last_allowed)
        SELECT $1, s.burst - 1, s.now, true FROM s
        ON CONFLICT (key) DO UPDATE SET

@@ -1,3 +1,4 @@
+import { ASYNC_COMMIT, ASYNC_COMMIT_NAME } from '../db/async-commit.js';
 import type { Database, Queryable } from '../db/database.js';
 
 // The running usage total of each (billed account, billing period) and the base charges admission
@@ -73,8 +74,11 @@ const granted = (used: string) => {
 const liveReserved = 'GREATEST(0, u.reserved_usd - (SELECT amount FROM freed))';
 
 // Every run's admission runs this (or takes a charge this reserved ahead); on the embedded database it is a
-// prepared statement, planned once: planning the reservation's CTE costs more than running it.
-const RESERVE_CHARGES = `WITH expired AS (
+// prepared statement, planned once: planning the reservation's CTE costs more than running it. Reservations
+// and releases commit without waiting for the disk (src/db/async-commit.ts): a reservation lost in a crash
+// charged nothing, and the run's own write, which waits, flushes it with itself; a release lost in a crash
+// leaves its reservation to lapse at its expiry, as the reservations of runs a crash interrupted do.
+const RESERVE_CHARGES = `WITH ${ASYNC_COMMIT}, expired AS (
        DELETE FROM usage_reservations WHERE account = $1 AND period = $2::date AND expires_at <= $7::timestamptz RETURNING amount_usd
      ), freed AS (
        SELECT COALESCE(sum(amount_usd), 0) AS amount FROM expired
@@ -91,9 +95,10 @@ const RESERVE_CHARGES = `WITH expired AS (
          FROM t, unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(token, usage_key, ord)
         WHERE k.ord <= t.last_granted
      )
-     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_granted AS granted FROM t`;
+     SELECT t.cost_usd::text AS cost, t.reserved_usd::text AS reserved, t.last_granted AS granted FROM t CROSS JOIN ${ASYNC_COMMIT_NAME}`;
 
-const RELEASE_CHARGES = `WITH gone AS (DELETE FROM usage_reservations WHERE token = ANY($1::text[]) RETURNING account, period, amount_usd),
+const RELEASE_CHARGES = `WITH ${ASYNC_COMMIT},
+     gone AS (DELETE FROM usage_reservations USING ${ASYNC_COMMIT_NAME} WHERE token = ANY($1::text[]) RETURNING account, period, amount_usd),
      sums AS (SELECT account, period, sum(amount_usd) AS amount FROM gone GROUP BY account, period),
      eased AS (UPDATE usage_totals u SET reserved_usd = GREATEST(0, u.reserved_usd - s.amount)
        FROM sums s WHERE u.account = s.account AND u.period = s.period RETURNING 1)

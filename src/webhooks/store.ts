@@ -1,4 +1,5 @@
 // SQL of the webhooks area: the path registry (webhooks) and delivery claims (webhook_deliveries).
+import { ASYNC_COMMIT, ASYNC_COMMIT_NAME } from '../db/async-commit.js';
 import type { Queryable } from '../db/database.js';
 import { blobFromText, blobParam } from '../db/blob.js';
 
@@ -71,6 +72,14 @@ export async function deployedFor(q: Queryable, workflowIds: readonly string[]):
 }
 
 // -- delivery claims ----------------------------------------------------------------------------
+//
+// A claim, its stored answer and its release commit without waiting for the disk (src/db/async-commit.ts).
+// None of them is what a sender is told: an answer goes out only after the run it reports was committed with
+// a wait (an async run's acceptance, a sync run's record), which flushes the claim written before it. A
+// stored answer lost in a crash leaves the claim unanswered: once its lease lapses, the next retry takes it
+// over and answers from that run (`earlierRunAnswer`), as after a crash before the answer was stored. A
+// release lost in a crash leaves the claim to lapse the same way. Lease renewals and hand-backs still wait:
+// they are rare, and a renewal is what keeps another process from taking over a run still going.
 
 /**
  * Claims a delivery key: inserts it, or takes over a claim that is past the retention or whose lease
@@ -82,8 +91,9 @@ export async function claimDelivery(
   c: { workspaceId: string; key: string; workflowId: string; token: string; leaseMs: number; retentionMs: number },
 ): Promise<{ createdAt: Date; takeover: boolean } | undefined> {
   const rows = await q.query<{ claim_token: string; created_at: Date; takeover: boolean }>(
-    `INSERT INTO webhook_deliveries (workspace_id, delivery_key, workflow_id, claim_token, lease_until)
-     VALUES ($1, $2, $3, $4, now() + $5::double precision * interval '1 millisecond')
+    `WITH ${ASYNC_COMMIT}
+     INSERT INTO webhook_deliveries (workspace_id, delivery_key, workflow_id, claim_token, lease_until)
+     SELECT $1, $2, $3, $4, now() + $5::double precision * interval '1 millisecond' FROM ${ASYNC_COMMIT_NAME}
      ON CONFLICT (workspace_id, delivery_key) DO UPDATE SET
        workflow_id = EXCLUDED.workflow_id, claim_token = EXCLUDED.claim_token, lease_until = EXCLUDED.lease_until,
        execution_id = NULL, answer = NULL,
@@ -118,7 +128,8 @@ export async function renewDelivery(q: Queryable, workspaceId: string, key: stri
 /** Stores the answer (and the run it started) of the claim this token holds; false when another holder took it over. */
 export async function answerDelivery(q: Queryable, workspaceId: string, key: string, token: string, answer: StoredAnswer, executionId: string | null): Promise<boolean> {
   const rows = await q.query(
-    `UPDATE webhook_deliveries SET answer = $4, execution_id = $5
+    `WITH ${ASYNC_COMMIT}
+     UPDATE webhook_deliveries SET answer = $4, execution_id = $5 FROM ${ASYNC_COMMIT_NAME}
       WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3 AND answer IS NULL RETURNING 1`,
     [workspaceId, key, token, JSON.stringify(answer), executionId]);
   return rows.length > 0;
@@ -138,7 +149,8 @@ export async function handBackDelivery(q: Queryable, workspaceId: string, key: s
 
 /** Drops a claim that started nothing (refused by limits, failed before its run could begin), so a retry may run. */
 export async function releaseDelivery(q: Queryable, workspaceId: string, key: string, token: string): Promise<void> {
-  await q.query('DELETE FROM webhook_deliveries WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3', [workspaceId, key, token]);
+  await q.query(`WITH ${ASYNC_COMMIT} DELETE FROM webhook_deliveries USING ${ASYNC_COMMIT_NAME}
+     WHERE workspace_id = $1 AND delivery_key = $2 AND claim_token = $3`, [workspaceId, key, token]);
 }
 
 export async function purgeDeliveries(q: Queryable, retentionMs: number): Promise<number> {

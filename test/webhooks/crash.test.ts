@@ -1,6 +1,8 @@
-// A result-mode delivery whose process is killed after its run made a side effect and before its answer
-// was stored: the retry, on a new process, takes the claim over and finds that run (interrupted, so it
-// answers with its failure) instead of running the workflow, and its side effects, a second time.
+// Deliveries whose process is killed mid-way. A result-mode delivery killed after its run made a side effect
+// and before its answer was stored: the retry, on a new process, takes the claim over and finds that run
+// (interrupted, so it answers with its failure) instead of running the workflow, and its side effects, a second
+// time. An acknowledged delivery killed after its answer went out (its stored copy commits without waiting for
+// the disk, src/webhooks/store.ts): the retry gets the same answer and starts no second run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnServer } from '../support/cli.js';
 import { bootstrappedDatabase, request } from '../support/harness.js';
@@ -10,7 +12,7 @@ import { hook } from './support.js';
 let upstream: HangingUpstream;
 
 beforeAll(async () => {
-  upstream = await startHangingUpstream({ hold: (path) => path === '/hang', answer: () => ({ ok: true }) });
+  upstream = await startHangingUpstream({ hold: (path) => path.startsWith('/hang'), answer: () => ({ ok: true }) });
 });
 afterAll(() => upstream.close());
 
@@ -63,6 +65,55 @@ describe('a delivery killed between its run and its answer', () => {
       const logs = await request(`${server.url}/api/v1/logs?workspaceId=${workspaceId}&workflowId=${id}`, 'GET', undefined, headers);
       expect(logs.status).toBe(200);
       expect(logs.body.data.map((r: { status: string }) => r.status)).toEqual(['failed']);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 120_000);
+});
+
+describe('an acknowledged delivery whose process is killed after its answer', () => {
+  it('answers its retry on a new process the same, without a second run', async () => {
+    const { workspaceId, apiKey, env: base } = await bootstrappedDatabase();
+    const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
+    const headers = { 'x-api-key': apiKey };
+    let server = await spawnServer(env, await freePort());
+    try {
+      const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
+        workspaceId, name: 'acked',
+        definition: {
+          blocks: [
+            hook({ path: 'acked', responseMode: 'custom', responseStatus: 201, responseBody: { queued: true } }),
+            { id: 'wait', type: 'http', name: 'wait', config: { url: `${upstream.url}/hang-acked` } },
+          ],
+          edges: [{ from: 'hook', to: 'wait' }],
+        },
+      }, headers);
+      expect(created.status).toBe(201);
+      const id = created.body.data.workflow.id;
+      expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+
+      // The run hangs in its HTTP block, so nothing commits after the answer before the kill.
+      const hung = new Promise<void>((r) => (upstream.onHold = r));
+      const delivery = { 'content-type': 'application/json', 'x-github-delivery': 'acked-delivery-1' };
+      const first = await request(`${server.url}/api/webhooks/trigger/acked`, 'POST', '{"a":1}', delivery);
+      expect(first.status).toBe(201);
+      expect(first.body).toEqual({ queued: true });
+      await hung;
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+
+      server = await spawnServer(env, await freePort());
+      let retry = await request(`${server.url}/api/webhooks/trigger/acked`, 'POST', '{"a":1}', delivery);
+      for (const until = Date.now() + 30_000; retry.status === 409 && Date.now() < until;) {
+        await new Promise((r) => setTimeout(r, 200));
+        retry = await request(`${server.url}/api/webhooks/trigger/acked`, 'POST', '{"a":1}', delivery);
+      }
+      expect(retry.status).toBe(first.status);
+      expect(retry.text).toBe(first.text);
+      // One run in all, read through the logs API.
+      const logs = await request(`${server.url}/api/v1/logs?workspaceId=${workspaceId}&workflowId=${id}`, 'GET', undefined, headers);
+      expect(logs.status).toBe(200);
+      expect(logs.body.data).toHaveLength(1);
     } finally {
       server.child.kill('SIGKILL');
     }
