@@ -1,5 +1,5 @@
 /**
- * Commits that do not wait for the disk (docs/architecture.md, "Embedded durability", Commits that wait).
+ * Commits that do not wait for the disk (docs/architecture.md, "Commits that wait, and commits that need not").
  *
  * `ASYNC_COMMIT` is a common table expression that turns `synchronous_commit` off for the statement's own
  * transaction: its commit returns without flushing the write-ahead log. It is for a statement run alone
