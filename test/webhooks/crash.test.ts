@@ -16,24 +16,32 @@ beforeAll(async () => {
 });
 afterAll(() => upstream.close());
 
+/** A fresh database and a server on it with short leases (so a killed holder's claim and run lapse quickly). */
+async function crashableServer() {
+  const { workspaceId, apiKey, env: base } = await bootstrappedDatabase();
+  const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
+  return { workspaceId, headers: { 'x-api-key': apiKey }, env, server: await spawnServer(env, await freePort()) };
+}
+
+/** Creates and deploys a workflow; returns its id. */
+async function deployed(url: string, headers: Record<string, string>, workspaceId: string, name: string, definition: unknown): Promise<string> {
+  const created = await request(`${url}/api/v1/workflows`, 'POST', { workspaceId, name, definition }, headers);
+  expect(created.status).toBe(201);
+  const id = created.body.data.workflow.id as string;
+  expect((await request(`${url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+  return id;
+}
+
 describe('a delivery killed between its run and its answer', () => {
   it('is not run again by its retry on a new process', async () => {
-    const { workspaceId, apiKey, env: base } = await bootstrappedDatabase();
-    const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
-    const headers = { 'x-api-key': apiKey };
-    let server = await spawnServer(env, await freePort());
+    const { workspaceId, headers, env, ...started } = await crashableServer();
+    let server = started.server;
     try {
       const call = (id: string, path: string) => ({ id, type: 'http', name: id, config: { url: `${upstream.url}${path}` } });
-      const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
-        workspaceId, name: 'crashy',
-        definition: {
-          blocks: [hook({ path: 'crashy', responseMode: 'result' }), call('charge', '/charge'), call('wait', '/hang')],
-          edges: [{ from: 'hook', to: 'charge' }, { from: 'charge', to: 'wait' }],
-        },
-      }, headers);
-      expect(created.status).toBe(201);
-      const id = created.body.data.workflow.id;
-      expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+      const id = await deployed(server.url, headers, workspaceId, 'crashy', {
+        blocks: [hook({ path: 'crashy', responseMode: 'result' }), call('charge', '/charge'), call('wait', '/hang')],
+        edges: [{ from: 'hook', to: 'charge' }, { from: 'charge', to: 'wait' }],
+      });
 
       const hung = new Promise<void>((r) => (upstream.onHold = r));
       const delivery = { 'content-type': 'application/json', 'x-github-delivery': 'crash-delivery-1' };
@@ -73,24 +81,16 @@ describe('a delivery killed between its run and its answer', () => {
 
 describe('an acknowledged delivery whose process is killed after its answer', () => {
   it('answers its retry on a new process the same, without a second run', async () => {
-    const { workspaceId, apiKey, env: base } = await bootstrappedDatabase();
-    const env = { ...base, WEFT_ALLOW_PRIVATE_NETWORK: 'true', WEFT_WEBHOOK_LEASE_MS: '1500', WEFT_JOB_LEASE_MS: '3000' };
-    const headers = { 'x-api-key': apiKey };
-    let server = await spawnServer(env, await freePort());
+    const { workspaceId, headers, env, ...started } = await crashableServer();
+    let server = started.server;
     try {
-      const created = await request(`${server.url}/api/v1/workflows`, 'POST', {
-        workspaceId, name: 'acked',
-        definition: {
-          blocks: [
-            hook({ path: 'acked', responseMode: 'custom', responseStatus: 201, responseBody: { queued: true } }),
-            { id: 'wait', type: 'http', name: 'wait', config: { url: `${upstream.url}/hang-acked` } },
-          ],
-          edges: [{ from: 'hook', to: 'wait' }],
-        },
-      }, headers);
-      expect(created.status).toBe(201);
-      const id = created.body.data.workflow.id;
-      expect((await request(`${server.url}/api/v1/workflows/${id}/deploy`, 'POST', undefined, headers)).status).toBe(200);
+      const id = await deployed(server.url, headers, workspaceId, 'acked', {
+        blocks: [
+          hook({ path: 'acked', responseMode: 'custom', responseStatus: 201, responseBody: { queued: true } }),
+          { id: 'wait', type: 'http', name: 'wait', config: { url: `${upstream.url}/hang-acked` } },
+        ],
+        edges: [{ from: 'hook', to: 'wait' }],
+      });
 
       // The run hangs in its HTTP block, so nothing commits after the answer before the kill.
       const hung = new Promise<void>((r) => (upstream.onHold = r));
