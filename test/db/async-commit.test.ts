@@ -9,7 +9,7 @@ import { dbMode, freshDatabase } from '../support/harness.js';
 
 /**
  * Statements that commit without waiting for the disk (src/db/async-commit.ts; docs/architecture.md,
- * "Embedded durability"): admission's reservations and releases, webhook delivery claims, their stored answers
+ * "Commits that wait, and commits that need not"): admission's reservations and releases, webhook delivery claims, their stored answers
  * and their releases. Each leaves `synchronous_commit` as it found it for the next statement, and on the
  * embedded database syncs nothing, where an ordinary commit syncs its write-ahead log.
  */
@@ -24,8 +24,7 @@ const synchronousCommit = async (d: Database) =>
 const syncs = async (d: Database) => (await d.activity?.())?.fileSyncs ?? 0;
 
 /** Every statement that commits without waiting, run once each against `d`. */
-async function eachAsyncStatement(d: Database): Promise<string[]> {
-  const ran: string[] = [];
+async function eachAsyncStatement(d: Database): Promise<void> {
   const period = '2026-11-01';
   const tokens = [randomUUID(), randomUUID()];
   const reserved = await reserveCharges(d, {
@@ -33,19 +32,13 @@ async function eachAsyncStatement(d: Database): Promise<string[]> {
     now: new Date(), expiresAt: new Date(Date.now() + 60_000),
   });
   expect(reserved.granted).toBe(2);
-  ran.push('reserve charges');
   await releaseCharges(d, tokens);
-  ran.push('release charges');
 
   const claim = { workspaceId: randomUUID(), key: 'delivery-1', workflowId: randomUUID(), token: 'token-1', leaseMs: 60_000, retentionMs: 86_400_000 };
   expect(await deliveries.claimDelivery(d, claim)).toMatchObject({ takeover: false });
-  ran.push('claim a delivery');
   expect(await deliveries.answerDelivery(d, claim.workspaceId, claim.key, claim.token, { status: 202, headers: {}, body: '' }, 'exec-1')).toBe(true);
-  ran.push('store its answer');
   expect(await deliveries.claimDelivery(d, { ...claim, key: 'delivery-2', token: 'token-2' })).toMatchObject({ takeover: false });
   await deliveries.releaseDelivery(d, claim.workspaceId, 'delivery-2', 'token-2');
-  ran.push('release a claim');
-  return ran;
 }
 
 describe('statements that commit without waiting for the disk', () => {
@@ -57,7 +50,7 @@ describe('statements that commit without waiting for the disk', () => {
     // Off inside the statement that asks for it, on again for the next one on the same connection.
     expect(rows).toEqual([{ v: 'off' }]);
     expect(await synchronousCommit(db)).toBe('on');
-    expect(await eachAsyncStatement(db)).toHaveLength(5);
+    await eachAsyncStatement(db);
     expect(await synchronousCommit(db)).toBe('on');
     const claimed = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE delivery_key = 'delivery-1' AND answer IS NOT NULL");
     expect(claimed).toEqual([{ n: 1 }]);
