@@ -23,6 +23,8 @@ export interface RoundFigures {
   direct: LoadResult;
   /** The bare pass-through proxy in front of the same upstream (bench/compare-servers.ts). */
   proxy: LoadResult;
+  /** The same on node:http alone, no library (older reports lack it). */
+  nodeProxy?: LoadResult;
   /**
    * The commit floor (bench/compare-servers.ts): POST with the spec path's body, one row committed on the
    * embedded database per request before the answer, nothing else. Absent in figures recorded before it.
@@ -31,14 +33,14 @@ export interface RoundFigures {
   gateway: LoadResult;
   peer?: LoadResult;
   /** One connection: ms per request (1000 / req/s), the client's own time included alike on every path. */
-  singleFlightMs: { direct: number; gateway: number; /** The bare proxy: what passing a request through costs with nothing else done. */ proxy?: number; peer?: number };
+  singleFlightMs: { direct: number; gateway: number; /** The bare proxy: what passing a request through costs with nothing else done. */ proxy?: number; nodeProxy?: number; peer?: number };
   async: AsyncFigures;
   /** Async runs of the spec path's workflow with code that needs the sandbox. Absent in figures recorded before it. */
   asyncSandboxed?: AsyncFigures;
   /** CPU time per request of the process serving each path (Weft's API process; the proxy's own process). */
   cpuPerRequest: {
     syncSpec?: CpuPerRequest; syncSandboxed?: CpuPerRequest; syncResponse?: CpuPerRequest; syncNoCode?: CpuPerRequest; gateway?: CpuPerRequest;
-    proxy?: CpuPerRequest; commitFloor?: CpuPerRequest; async?: CpuPerRequest; asyncSandboxed?: CpuPerRequest;
+    proxy?: CpuPerRequest; nodeProxy?: CpuPerRequest; commitFloor?: CpuPerRequest; async?: CpuPerRequest; asyncSandboxed?: CpuPerRequest;
   };
 }
 
@@ -178,6 +180,10 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   add('bare proxy req/s (Fastify + undici pass-through)', r.map((x) => x.proxy.rps));
   add('bare proxy / direct', r.map((x) => ratio(x.proxy.rps, x.direct.rps)));
   add('gateway / bare proxy', r.map((x) => ratio(x.gateway.rps, x.proxy.rps)));
+  if (r.some((x) => x.nodeProxy)) {
+    add('node:http proxy req/s (no library, parses what it forwards)', r.map((x) => x.nodeProxy?.rps));
+    add('node:http proxy / direct', r.map((x) => (x.nodeProxy ? ratio(x.nodeProxy.rps, x.direct.rps) : undefined)));
+  }
   const cpu = (label: string, pick: (x: RoundFigures) => CpuPerRequest | undefined, per = 'request') => {
     add(`CPU ms per ${per}, ${label}: all threads`, r.map((x) => pick(x)?.totalMs));
     add(`CPU ms per ${per}, ${label}: main thread`, r.map((x) => pick(x)?.mainMs));
@@ -196,6 +202,7 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   }
   cpu('gateway', (x) => x.cpuPerRequest.gateway);
   cpu('bare proxy', (x) => x.cpuPerRequest.proxy);
+  if (r.some((x) => x.cpuPerRequest.nodeProxy)) cpu('node:http proxy', (x) => x.cpuPerRequest.nodeProxy);
   if (r.some((x) => x.cpuPerRequest.commitFloor)) cpu('commit floor', (x) => x.cpuPerRequest.commitFloor);
   cpu(`async (${v.variant === 'embedded' ? 'weft serve' : 'weft api'}; the bench's polling included)`, (x) => x.cpuPerRequest.async, 'run');
   if (r.some((x) => x.cpuPerRequest.asyncSandboxed)) cpu('async, code in the sandbox', (x) => x.cpuPerRequest.asyncSandboxed, 'run');
@@ -213,6 +220,7 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   add('single flight gateway added ms', r.map((x) => +(x.singleFlightMs.gateway - x.singleFlightMs.direct).toFixed(3)),
     embedded ? '<= 0.5' : undefined, (x) => x <= 0.5);
   add('single flight bare proxy added ms', r.map((x) => (x.singleFlightMs.proxy === undefined ? undefined : +(x.singleFlightMs.proxy - x.singleFlightMs.direct).toFixed(3))));
+  add('single flight node:http proxy added ms', r.map((x) => (x.singleFlightMs.nodeProxy === undefined ? undefined : +(x.singleFlightMs.nodeProxy - x.singleFlightMs.direct).toFixed(3))));
   if (r.some((x) => x.peer)) {
     add(`${peerName} req/s`, r.map((x) => x.peer?.rps));
     add(`${peerName} / direct`, r.map((x) => (x.peer ? ratio(x.peer.rps, x.direct.rps) : undefined)));

@@ -4,11 +4,14 @@
 //   node --import tsx bench/compare-servers.ts hello      a bare Fastify GET / -> {"hello":"world"}
 //   node --import tsx bench/compare-servers.ts upstream   an OpenAI-wire chat-completions server that answers at once
 //   node --import tsx bench/compare-servers.ts proxy URL  a bare pass-through proxy to URL (an upstream's /v1)
+//   node --import tsx bench/compare-servers.ts node-proxy URL  the same on Node's own http server and client
 //   node --import tsx bench/compare-servers.ts commit     POST /run -> one row committed on the embedded database, then the answer
 //
 // The proxy is the floor of any gateway written like Weft's (Fastify, undici): it parses the JSON body,
 // forwards it with undici's `request` over a kept-alive pool, parses the answer and sends it back, and does
 // nothing else (no key, no validation, no deposit, no record). The gateway's figures are read against it.
+// The node-proxy does the same with no library at all (node:http both ways, a kept-alive agent): the floor of
+// any Node pass-through that reads what it forwards, as a gateway that bills by model and usage must.
 //
 // The commit floor is the least a run can cost on the embedded database: it parses the JSON body, writes one
 // row with it into a table with only a primary key, group-committed (several requests per statement,
@@ -79,6 +82,45 @@ async function proxy(base: string): Promise<number> {
   return (app.server.address() as AddressInfo).port;
 }
 
+async function nodeProxy(base: string): Promise<number> {
+  const upstreamUrl = new URL(`${base}/chat/completions`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const readAll = (stream: http.IncomingMessage, done: (text: string) => void) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => done(Buffer.concat(chunks).toString()));
+  };
+  const server = http.createServer((req, res) => {
+    const fail = () => { if (!res.headersSent) res.writeHead(502).end(); };
+    readAll(req, (text) => {
+      let body: string;
+      try {
+        body = JSON.stringify(JSON.parse(text));
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
+      const out = http.request(upstreamUrl, {
+        method: 'POST', agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer sk-bench' },
+      }, (answer) => readAll(answer, (received) => {
+        let sent: string;
+        try {
+          sent = JSON.stringify(JSON.parse(received));
+        } catch {
+          fail();
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(sent) }).end(sent);
+      }));
+      out.on('error', fail);
+      out.end(body);
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
 const INSERT_RUNS = `INSERT INTO floor_runs (id, input, output) SELECT r.id, r.input, r.output
   FROM jsonb_to_recordset($1::jsonb) AS r(id text, input jsonb, output jsonb) RETURNING floor_runs.id`;
 
@@ -110,11 +152,12 @@ async function commitFloor(): Promise<number> {
 
 const kind = process.argv[2];
 const proxyTo = process.argv[3];
-if (kind !== 'hello' && kind !== 'upstream' && kind !== 'commit' && !(kind === 'proxy' && proxyTo)) {
-  process.stderr.write('usage: compare-servers.ts hello|upstream|commit|proxy <upstream base URL>\n');
+if (kind !== 'hello' && kind !== 'upstream' && kind !== 'commit' && !((kind === 'proxy' || kind === 'node-proxy') && proxyTo)) {
+  process.stderr.write('usage: compare-servers.ts hello|upstream|commit|proxy <upstream base URL>|node-proxy <upstream base URL>\n');
   process.exit(2);
 }
-const port = kind === 'hello' ? await hello() : kind === 'upstream' ? await upstream() : kind === 'commit' ? await commitFloor() : await proxy(proxyTo!);
+const port = kind === 'hello' ? await hello() : kind === 'upstream' ? await upstream() : kind === 'commit' ? await commitFloor()
+  : kind === 'node-proxy' ? await nodeProxy(proxyTo!) : await proxy(proxyTo!);
 process.stdout.write(JSON.stringify({ port }) + '\n');
 process.stdin.on('end', () => process.exit(0));
 process.stdin.on('error', () => process.exit(0));

@@ -11,16 +11,16 @@
 //   npm run bench -- compare --postgres postgres://postgres@127.0.0.1:5432/postgres --redis redis://127.0.0.1:6379/9
 //                                                   # also scaled: 1 weft api + 2 weft worker on a scratch database
 //
-// Parties: a bare Fastify hello-world, an instant OpenAI-wire upstream and a bare pass-through proxy in front of
-// it (bench/compare-servers.ts), Weft from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
+// Parties: a bare Fastify hello-world, an instant OpenAI-wire upstream and two bare pass-through proxies in front
+// of it, one on Fastify and undici as the gateway is built, one on node:http alone (bench/compare-servers.ts), Weft from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
 // Figures: hello-world req/s; sync execute on both paths (req/s, p50, p99, ratio to hello-world): the spec's
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the same run without user code (a start block alone, posted like the spec path: what the
 // function block's sandbox call on a fresh context adds, in req/s and CPU); the upstream direct and through
 // Weft's gateway (req/s, ratio) and single flight (1 connection: ms per request, the gateway's and the bare
-// proxy's added ms); the bare proxy's req/s beside the gateway's (the floor of a gateway on the same
-// libraries); the commit floor's req/s beside sync execute's (one row committed per request on the embedded
+// proxies' added ms); the bare proxies' req/s beside the gateway's (the floor of a gateway on the same
+// libraries, and of any Node pass-through that parses what it forwards); the commit floor's req/s beside sync execute's (one row committed per request on the embedded
 // database and nothing else: the floor of anything that records each run before answering); CPU ms per request of the serving process for each sync path, the gateway,
 // the bare proxy and per async run (all threads, and the main thread alone, from /proc: it holds when the
 // machine's speed varies between runs, which req/s does not), and embedded, the ms the database thread was busy
@@ -113,7 +113,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 10);
 const coldSeconds = 2;
 const resumeSeconds = 3;
-const baselines = new Set(['hello', 'direct', 'proxy', 'floor', 'peer']);
+const baselines = new Set(['hello', 'direct', 'proxy', 'nodeProxy', 'floor', 'peer']);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
 // Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
 // heap about 8 s after it stops allocating, so a server left idle sits at the second figure.
@@ -127,8 +127,8 @@ const executeTarget = (w: Weft, workflowId: string, body: unknown): Target => ({
   url: `${w.url}/api/workflows/${workflowId}/execute`, method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': w.apiKey }, body: JSON.stringify(body),
 });
 
-async function helper(kind: 'hello' | 'upstream' | 'proxy' | 'commit', ...args: string[]): Promise<Proc & { port: number }> {
-  const name = { hello: 'hello-world', proxy: 'bare proxy', upstream: 'upstream', commit: 'commit floor' }[kind];
+async function helper(kind: 'hello' | 'upstream' | 'proxy' | 'node-proxy' | 'commit', ...args: string[]): Promise<Proc & { port: number }> {
+  const name = { hello: 'hello-world', proxy: 'bare proxy', 'node-proxy': 'node:http proxy', upstream: 'upstream', commit: 'commit floor' }[kind];
   const proc = start(name, process.execPath, ['--import', 'tsx', 'bench/compare-servers.ts', kind, ...args]);
   const { port } = await firstJsonLine<{ port: number }>(proc);
   return Object.assign(proc, { port });
@@ -176,7 +176,9 @@ async function checkSandboxed(w: Weft, id: string): Promise<void> {
   if ((await pureCalls()) !== before) throw new Error('the sandboxed path\'s code was evaluated as pure code: choose code outside the subset');
 }
 
-async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxy: Proc & { port: number }, floor: Proc & { port: number }, peer?: Peer): Promise<VariantFigures> {
+type Helper = Proc & { port: number };
+
+async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: string, proxies: { fastify: Helper; node: Helper }, floor: Helper, peer?: Peer): Promise<VariantFigures> {
   const problems: string[] = [];
   const say = (s: string) => process.stderr.write(`compare [${w.variant}] ${s}\n`);
   await sleep(idleSeconds * 1000);
@@ -194,7 +196,8 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const targets: Record<string, Target> = {
     hello: { url: hello, method: 'GET' },
     direct: { url: `${upstreamBase}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: chat },
-    proxy: { url: `http://127.0.0.1:${proxy.port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: chat },
+    proxy: { url: `http://127.0.0.1:${proxies.fastify.port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: chat },
+    nodeProxy: { url: `http://127.0.0.1:${proxies.node.port}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: chat },
     floor: { url: `http://127.0.0.1:${floor.port}/run`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(syncPaths.spec.body) },
     syncSpec: execute(syncSpecId, syncPaths.spec.body),
     syncResponse: execute(syncResponseId, syncPaths.response.body),
@@ -230,7 +233,8 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     say(`round ${i}/${o.rounds}: 10 connections, ${seconds} s per path`);
     const helloLoad = await drive('hello-world', targets.hello, 10, seconds);
     const direct = await drive('upstream direct', targets.direct, 10, seconds);
-    const bareProxy = await withCpu(proxy.child.pid, () => drive('bare proxy', targets.proxy, 10, seconds));
+    const bareProxy = await withCpu(proxies.fastify.child.pid, () => drive('bare proxy', targets.proxy, 10, seconds));
+    const nodeProxy = await withCpu(proxies.node.child.pid, () => drive('node:http proxy', targets.nodeProxy, 10, seconds));
     const commitFloor = await withCpu(floor.child.pid, () => drive('commit floor', targets.floor, 10, seconds));
     const apiPid = w.api().child.pid;
     // The embedded server's database thread reports how busy it was (loopback: /metrics needs no token).
@@ -250,6 +254,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
       direct: await perRequest('upstream direct', targets.direct),
       gateway: await perRequest('gateway', targets.gateway),
       proxy: await perRequest('bare proxy', targets.proxy),
+      nodeProxy: await perRequest('node:http proxy', targets.nodeProxy),
       ...(targets.peer ? { peer: await perRequest(peer!.name, targets.peer) } : {}),
     };
     say(`round ${i}/${o.rounds}: ${o.runs} async runs from 20 clients`);
@@ -257,10 +262,10 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const asyncFigures = asyncMeasured.value;
     const asyncSandboxedMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-sandboxed-${i}`, o.runs, 20, 'specSandboxed'), (f) => f.runs);
     rounds.push({
-      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncSandboxed: syncSandboxed.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
+      helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncSandboxed: syncSandboxed.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, nodeProxy: nodeProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
       ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures, asyncSandboxed: asyncSandboxedMeasured.value,
       cpuPerRequest: {
-        syncSpec: syncSpec.cpu, syncSandboxed: syncSandboxed.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu,
+        syncSpec: syncSpec.cpu, syncSandboxed: syncSandboxed.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, nodeProxy: nodeProxy.cpu,
         commitFloor: commitFloor.cpu, async: asyncMeasured.cost, asyncSandboxed: asyncSandboxedMeasured.cost,
       },
     });
@@ -375,21 +380,21 @@ export async function run(argv: string[] = process.argv.slice(3)): Promise<Recor
     const hello = await helper('hello');
     const upstream = await helper('upstream');
     const upstreamBase = `http://127.0.0.1:${upstream.port}/v1`;
-    const proxy = await helper('proxy', upstreamBase);
+    const proxies = { fastify: await helper('proxy', upstreamBase), node: await helper('node-proxy', upstreamBase) };
     const floor = await helper('commit');
     const peer = o.peers ? await startPortkey() : undefined;
     const variants: VariantFigures[] = [];
 
     process.stderr.write('compare [embedded] starting weft serve on a fresh data directory\n');
     const embedded = await startEmbedded(upstreamBase, o.limits);
-    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, floor, peer));
+    variants.push(await measureVariant(embedded, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxies, floor, peer));
     await embedded.close();
 
     if (o.postgres) {
       process.stderr.write(`compare [postgres] starting weft api + ${o.workers} weft worker on a scratch database\n`);
       const scaled = await startScaled(upstreamBase, o.postgres, o.redis, o.workers, o.limits);
       // The peer's figures do not depend on Weft's database: measured once, beside the embedded variant.
-      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxy, floor));
+      variants.push(await measureVariant(scaled, o, `http://127.0.0.1:${hello.port}/`, upstreamBase, proxies, floor));
       await scaled.close();
     }
 
