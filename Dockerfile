@@ -57,5 +57,9 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
 # database thread about 40 MB smaller after load at no measured cost, and one V8 platform thread instead of four
 # (a 2-core host gains nothing from more; their heaps and arenas cost memory) (bench/RESULTS.md). `docker run weft <command>` runs any CLI command
 # (api, worker, migrate, keys create ...) in place of serve.
+# glibc returns freed memory above 64 KB at the top of a heap, and keeps its mmap threshold at 128 KB, instead of
+# raising it as large blocks are freed: the C heaps the threads filled while starting (V8's optimising compiler on
+# the database's WebAssembly) give back about 20 MB (bench/RESULTS.md). The same as npm start's.
+ENV MALLOC_TRIM_THRESHOLD_=65536
 ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=4", "--heap-growing-percent=20", "--v8-pool-size=1", "dist/main.js"]
 CMD ["serve"]

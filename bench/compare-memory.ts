@@ -2,7 +2,8 @@
 // RSS rows. Each mapping's Rss goes to one part:
 //   wasm      readable anonymous mappings that touch an inaccessible one of 1 GiB or more: V8 places each
 //             WebAssembly memory (PGlite's database) between guard regions that large, and nothing else does
-//   malloc    [heap] and anonymous mappings of exactly 64 MiB or 128 MiB (glibc's per-thread arenas)
+//   malloc    [heap] and glibc's per-thread arenas: anonymous mappings of exactly 64 MiB or 128 MiB, and the
+//             used part of one (read-write, at a 64 MiB boundary, followed by its inaccessible rest up to 64 MiB)
 //   code      file-backed executable mappings (node, shared libraries, native addons)
 //   files     other file-backed mappings (read-only data of the same, mapped files)
 //   stack     the main thread's [stack] (other threads' stacks are anonymous)
@@ -44,6 +45,11 @@ export function memoryBreakdown(pid: number | undefined): MemoryBreakdown | unde
     const rssLine = /^Rss:\s+(\d+) kB/.exec(line);
     if (rssLine && maps.length) maps[maps.length - 1].rss = Number(rssLine[1]);
   }
+  const ARENA = 64 * 1024 ** 2;
+  // glibc reserves a thread's arena as 64 MiB at a 64 MiB boundary and opens it for writing as it grows.
+  const arenaStart = (m: (typeof maps)[number], next: (typeof maps)[number] | undefined) =>
+    m.path === '' && m.perms.startsWith('rw') && m.start % ARENA === 0 && !!next && next.path === '' && next.perms.startsWith('---')
+    && next.start === m.end && next.end - m.start === ARENA;
   const guard = (m: (typeof maps)[number] | undefined) => !!m && m.path === '' && m.perms.startsWith('---') && m.end - m.start >= GIB;
   maps.forEach((m, i) => {
     const size = m.end - m.start;
@@ -54,7 +60,7 @@ export function memoryBreakdown(pid: number | undefined): MemoryBreakdown | unde
       if (m.perms.includes('x')) kb.code += m.rss;
       else kb.files += m.rss;
     } else if (m.path === '' && m.perms.startsWith('rw') && (touches(maps[i - 1]) || touches(maps[i + 1]))) kb.wasm += m.rss;
-    else if (size === 64 * 1024 ** 2 || size === 128 * 1024 ** 2) kb.malloc += m.rss;
+    else if (size === 64 * 1024 ** 2 || size === 128 * 1024 ** 2 || arenaStart(m, maps[i + 1])) kb.malloc += m.rss;
     else {
       kb.anonymous += m.rss;
       if (m.rss > 0) anon.push(m.rss);

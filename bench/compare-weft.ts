@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort, onCleanup, request, root, sleep, start, stop, waitFor200, type Proc } from './compare-procs.js';
-import { npmStartFlags } from '../test/support/start-flags.js';
+import { npmStartEnv, npmStartFlags } from '../test/support/start-flags.js';
 
 const mainJs = path.join(root, 'dist/main.js');
 
@@ -71,6 +71,8 @@ function weftEnv(upstreamBase: string, limits: boolean, extra: Record<string, st
   for (const k of Object.keys(env)) if (owned.test(k)) delete env[k];
   return {
     ...env,
+    // What `npm start` sets besides its flags (glibc's malloc tuning), so that the bench measures what users run.
+    ...npmStartEnv(),
     HOST: '127.0.0.1',
     // Request and run logs off by default, as in the other scenarios; LOG_LEVEL=info measures with them.
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { npmStartFlags } from '../test/support/start-flags.js';
+import { npmStartEnv, npmStartFlags } from '../test/support/start-flags.js';
 import { cleanupAll, freePort, installExitHandlers, onCleanup, root, start, stop, waitFor200 } from './compare-procs.js';
 import { machine, median } from './support.js';
 
@@ -24,7 +24,7 @@ function prepare(name: string, checkout: string): Build {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-start-up-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const dataDir = path.join(dir, 'data');
-  execFileSync(process.execPath, [...npmStartFlags(), main, 'setup', '--json'], { cwd: checkout, env: { ...process.env, WEFT_DATA_DIR: dataDir }, stdio: 'ignore' });
+  execFileSync(process.execPath, [...npmStartFlags(), main, 'setup', '--json'], { cwd: checkout, env: { ...process.env, ...npmStartEnv(), WEFT_DATA_DIR: dataDir }, stdio: 'ignore' });
   return { name, checkout, dataDir, ms: [], firstMs: [] };
 }
 
@@ -43,7 +43,7 @@ async function startOnce(build: Build, dataDir = build.dataDir): Promise<number>
   const t0 = performance.now();
   const proc = start(`weft serve (${build.name})`, process.execPath, [...npmStartFlags(), path.join(build.checkout, 'dist/main.js'), 'serve'], {
     cwd: build.checkout,
-    env: { ...process.env, WEFT_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...npmStartEnv(), WEFT_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
   });
   try {
     return Math.round(await waitFor200(`http://127.0.0.1:${port}/readyz`, proc, t0));
