@@ -66,6 +66,8 @@ const envSchema = z.object({
   WEFT_AI_STARTING_CREDITS_USD: z.coerce.number().min(0).max(1_000_000).default(0),
   /** How long a finished AI request's settlement may wait to be written with others (0: before the answer). */
   WEFT_AI_SETTLE_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(50),
+  /** How long a deposit waits for its prompt's token count (counted off the event loop) before it counts bytes. */
+  WEFT_AI_TOKEN_COUNT_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
   // Knowledge bases: a hosted OpenAI-compatible embeddings endpoint replaces the local model when set.
   EMBEDDINGS_BASE_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   EMBEDDINGS_API_KEY: optionalText,
@@ -249,6 +251,11 @@ export interface AiConfig {
    * before its answer). A crash loses at most this window's settlements: docs/architecture.md, Credit ledgers.
    */
   settleWindowMs: number;
+  /**
+   * A prompt's tokens are counted on a thread of their own; a deposit waits this long for the count, then
+   * counts the prompt's UTF-8 bytes instead (an upper bound): docs/architecture.md, Credit ledgers.
+   */
+  tokenCountTimeoutMs: number;
 }
 
 /** The one place environment variables are read. */
@@ -307,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       minDepositUsd: e.WEFT_AI_MIN_DEPOSIT_USD,
       startingCreditsUsd: e.WEFT_AI_STARTING_CREDITS_USD,
       settleWindowMs: e.WEFT_AI_SETTLE_WINDOW_MS,
+      tokenCountTimeoutMs: e.WEFT_AI_TOKEN_COUNT_TIMEOUT_MS,
     },
     knowledge: {
       embeddings: {

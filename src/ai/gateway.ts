@@ -15,6 +15,7 @@ import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
+import { OffThreadTokenCounter, type TokenCounter } from './token-counter.js';
 import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
 
 export interface SettledStream {
@@ -53,6 +54,8 @@ export interface AiGatewayDeps {
    * its requests then go out with that key and are not billed model-token credits.
    */
   workspaceKey?: (workspaceId: string, provider: ProviderName) => Promise<string | undefined>;
+  /** Counts prompt tokens for deposits and estimates. Default: a thread of its own (closed with the gateway). */
+  tokenCounter?: TokenCounter;
 }
 
 export const newCompletionId = (): string => `chatcmpl-${pooledRandomId(15)}`;
@@ -71,6 +74,7 @@ export class AiGateway {
   private readonly minDepositNano: number;
   private readonly log?: Logger;
   private readonly observer?: AiObserver;
+  private readonly tokens: TokenCounter;
   private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly db: Database, private readonly ai: AiConfig, deps: AiGatewayDeps = {}) {
@@ -85,6 +89,7 @@ export class AiGateway {
     this.log = deps.log;
     this.observer = deps.observer;
     this.workspaceKey = deps.workspaceKey;
+    this.tokens = deps.tokenCounter ?? new OffThreadTokenCounter({ timeoutMs: ai.tokenCountTimeoutMs });
   }
 
   private readonly workspaceKey?: AiGatewayDeps['workspaceKey'];
@@ -128,6 +133,7 @@ export class AiGateway {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     await this.ledger.flush();
+    await this.tokens.close();
   }
 
   /** The balance of an account, deposits of requests in flight taken out (undefined before its first use). */
@@ -168,9 +174,9 @@ export class AiGateway {
   }
 
   /** Deposit for a request: estimated prompt cost plus the completion cap's cost, floored. */
-  depositNano(request: ChatRequest, model: ModelEntry, maxTokens: number): number {
+  async depositNano(request: ChatRequest, model: ModelEntry, maxTokens: number): Promise<number> {
     if (model.inputPerMillion === 0 && model.outputPerMillion === 0) return 0;
-    const prompt = depositPromptTokens(request);
+    const prompt = await depositPromptTokens(request, this.tokens);
     const n = Math.max(1, request.n ?? 1);
     return Math.max(this.minDepositNano, costNano(model, Math.ceil(prompt * 1.1), maxTokens * n));
   }
@@ -201,7 +207,7 @@ export class AiGateway {
     const { model, provider, maxTokens, clientSetMaxTokens, keySource } = await this.route(billing, request);
     const id = newCompletionId();
     // The workspace's own key pays the provider: no deposit, nothing charged (the ledger still records the request).
-    const deposit = keySource === 'workspace' ? 0 : this.depositNano(request, model, maxTokens);
+    const deposit = keySource === 'workspace' ? 0 : await this.depositNano(request, model, maxTokens);
     await this.reserve(billing, id, model, deposit, false);
     let completion: ChatCompletion;
     const upstream = this.upstreamDeadline(signal);
@@ -216,8 +222,8 @@ export class AiGateway {
     let usage = completion.usage;
     let estimated = false;
     if (!validUsage(usage)) {
-      const prompt = estimatePromptTokens(request);
-      const completionTokens = estimateTextTokens(completionText(completion));
+      const prompt = await estimatePromptTokens(request, this.tokens);
+      const completionTokens = await estimateTextTokens(completionText(completion), this.tokens);
       usage = { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
       estimated = true;
     }
@@ -251,7 +257,7 @@ export class AiGateway {
   async startStream(billing: Billing, request: ChatRequest, signal: AbortSignal): Promise<StreamSession> {
     const { model, provider, maxTokens, clientSetMaxTokens, keySource } = await this.route(billing, request);
     const id = newCompletionId();
-    const deposit = keySource === 'workspace' ? 0 : this.depositNano(request, model, maxTokens);
+    const deposit = keySource === 'workspace' ? 0 : await this.depositNano(request, model, maxTokens);
     const balanceAfterReserve = await this.reserve(billing, id, model, deposit, true);
     const created = Math.floor(Date.now() / 1000);
     let generated = '';
@@ -302,8 +308,8 @@ export class AiGateway {
         let estimated = false;
         let u = usage;
         if (!u) {
-          const p = estimatePromptTokens(request);
-          const c = estimateTextTokens(generated);
+          const p = await estimatePromptTokens(request, this.tokens);
+          const c = await estimateTextTokens(generated, this.tokens);
           u = { prompt_tokens: p, completion_tokens: c, total_tokens: p + c };
           estimated = true;
         }

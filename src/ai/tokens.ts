@@ -1,8 +1,9 @@
-import { countTokens } from '../tokenizer.js';
-import type { ChatCompletion, ChatMessage, ChatRequest, Usage } from './providers/types.js';
+import type { ChatCompletion, ChatRequest, Usage } from './providers/types.js';
+import type { TokenCounter } from './token-counter.js';
 
 // Token estimates: the deposit of a request (its prompt), and the usage of an answer whose provider
-// reported none (the text generated).
+// reported none (the text generated). Texts are tokenized on the counter's thread, never on the event loop
+// (ai/token-counter.ts); where it cannot answer, a bound that needs no tokenizer stands in.
 
 /** Images are not tokenized; this is the estimate per image part (a 1024x1024 tile set). */
 const IMAGE_TOKENS = 1_100;
@@ -16,51 +17,83 @@ const TOKENIZE_LIMIT = 200_000;
  */
 const DEPOSIT_BYTES_AS_TOKENS = 2048;
 
-/** Tokens a deposit counts for `text`: never fewer than it holds for short texts, the tokenizer's count beyond. */
-function depositTextTokens(text: string): number {
-  if (!text) return 0;
-  const bytes = Buffer.byteLength(text);
-  return bytes <= DEPOSIT_BYTES_AS_TOKENS ? bytes : estimateTextTokens(text);
-}
-
-export function estimateTextTokens(text: string): number {
-  if (!text) return 0;
-  if (text.length > TOKENIZE_LIMIT) return Math.ceil(text.length / 3);
-  return countTokens(text);
-}
-
-function contentTokens(content: ChatMessage['content'], tokens: (text: string) => number): number {
-  if (typeof content === 'string') return tokens(content);
-  if (!Array.isArray(content)) return 0;
-  let n = 0;
-  for (const part of content) {
-    if (part.type === 'text' && typeof part.text === 'string') n += tokens(part.text);
-    else if (part.type === 'image_url') n += IMAGE_TOKENS;
-    else n += tokens(JSON.stringify(part));
-  }
-  return n;
-}
-
-function promptTokens(request: ChatRequest, tokens: (text: string) => number): number {
-  let n = 3;
+/** The texts a prompt's tokens are counted over, and its tokens that need no text (chat framing, images). */
+function promptParts(request: ChatRequest): { texts: string[]; fixed: number } {
+  const texts: string[] = [];
+  let fixed = 3;
   for (const m of request.messages) {
-    n += 4 + contentTokens(m.content, tokens);
-    if (m.tool_calls) n += tokens(JSON.stringify(m.tool_calls));
-    if (m.name) n += 1;
+    fixed += 4;
+    const content = m.content;
+    if (typeof content === 'string') texts.push(content);
+    else if (Array.isArray(content)) {
+      for (const part of content) {
+        if (part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
+        else if (part.type === 'image_url') fixed += IMAGE_TOKENS;
+        else texts.push(JSON.stringify(part));
+      }
+    }
+    if (m.tool_calls) texts.push(JSON.stringify(m.tool_calls));
+    if (m.name) fixed += 1;
   }
-  if (request.tools && request.tools.length > 0) n += tokens(JSON.stringify(request.tools)) + 10;
-  if (request.response_format?.type === 'json_schema') n += tokens(JSON.stringify(request.response_format.json_schema));
+  if (request.tools && request.tools.length > 0) {
+    texts.push(JSON.stringify(request.tools));
+    fixed += 10;
+  }
+  if (request.response_format?.type === 'json_schema') texts.push(JSON.stringify(request.response_format.json_schema));
+  return { texts, fixed };
+}
+
+/**
+ * Tokens of all `texts`: `known` answers the ones it can without the tokenizer, the counter's thread the rest in
+ * one message, and `fallback` those it could not count.
+ */
+async function countTexts(
+  texts: readonly string[], counter: TokenCounter, known: (text: string) => number | undefined, fallback: (text: string) => number,
+): Promise<number> {
+  let n = 0;
+  const rest: string[] = [];
+  for (const text of texts) {
+    if (!text) continue;
+    const k = known(text);
+    if (k === undefined) rest.push(text);
+    else n += k;
+  }
+  if (rest.length === 0) return n;
+  const counts = await counter.count(rest);
+  rest.forEach((text, i) => (n += counts ? counts[i] : fallback(text)));
   return n;
+}
+
+const utf8Bytes = (text: string): number => Buffer.byteLength(text);
+/** Past the tokenize limit, and where the counter cannot answer: 3 characters a token. */
+const byLength = (text: string): number => Math.ceil(text.length / 3);
+
+/**
+ * Prompt tokens a deposit counts: never fewer than the prompt holds. A short text counts its UTF-8 bytes; a
+ * longer one is tokenized; a text the counter cannot count (or past the tokenize limit) counts its bytes.
+ */
+export async function depositPromptTokens(request: ChatRequest, counter: TokenCounter): Promise<number> {
+  const { texts, fixed } = promptParts(request);
+  return fixed + await countTexts(texts, counter, (t) => {
+    if (t.length > TOKENIZE_LIMIT) return utf8Bytes(t);
+    const bytes = utf8Bytes(t);
+    return bytes <= DEPOSIT_BYTES_AS_TOKENS ? bytes : undefined;
+  }, utf8Bytes);
 }
 
 /** Prompt tokens of a request, estimated with the o200k tokenizer (chat framing included). */
-export function estimatePromptTokens(request: ChatRequest): number {
-  return promptTokens(request, estimateTextTokens);
+export async function estimatePromptTokens(request: ChatRequest, counter: TokenCounter): Promise<number> {
+  const { texts, fixed } = promptParts(request);
+  return fixed + await estimateTexts(texts, counter);
 }
 
-/** Prompt tokens a request's deposit counts: at least `estimatePromptTokens`, without tokenizing short texts. */
-export function depositPromptTokens(request: ChatRequest): number {
-  return promptTokens(request, depositTextTokens);
+/** Tokens of a generated text, estimated with the o200k tokenizer. */
+export function estimateTextTokens(text: string, counter: TokenCounter): Promise<number> {
+  return estimateTexts([text], counter);
+}
+
+function estimateTexts(texts: readonly string[], counter: TokenCounter): Promise<number> {
+  return countTexts(texts, counter, (t) => (t.length > TOKENIZE_LIMIT ? byLength(t) : undefined), byLength);
 }
 
 /** The text and tool calls of a completion (what its completion tokens were spent on). */

@@ -7,6 +7,7 @@ import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
 import { AiGateway } from '../../src/ai/gateway.js';
 import { HeldCreditLedger } from '../../src/ai/held-ledger.js';
+import type { TokenCounter } from '../../src/ai/token-counter.js';
 import { depositPromptTokens, estimatePromptTokens } from '../../src/ai/tokens.js';
 import { periodCost, recordCost, UsageRecorder } from '../../src/limits/usage.js';
 
@@ -37,6 +38,8 @@ async function setBalance(usd: number) {
   if (diff !== 0) await ledger.grant(db(), account, diff, 'test');
 }
 const gpt4o = { inputPerMillion: 2.5, outputPerMillion: 10 };
+/** The tokenizer in this thread: the figures the server's counting thread must agree with. */
+const inThread: TokenCounter = { count: async (texts) => texts.map((text) => countTokens(text)), close: async () => undefined };
 
 async function waitFor<T>(fn: () => Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -111,7 +114,7 @@ describe('concurrency', () => {
 
   it('a balance covering one deposit admits one of two simultaneous requests', async () => {
     const body = { model: 'gpt-4o', messages: hi, max_tokens: 1000 };
-    const deposit = costNano(gpt4o, Math.ceil(depositPromptTokens(body) * 1.1), 1000);
+    const deposit = costNano(gpt4o, Math.ceil((await depositPromptTokens(body, inThread)) * 1.1), 1000);
     await setBalance((deposit + 1000) / 1e9);
     fake.handler = () => ({ text: 'ok', delayMs: 100, usage: { prompt: 10, completion: 10 } });
     const [a, b] = await Promise.all([t.call('POST', '/api/v1/ai/chat/completions', body), t.call('POST', '/api/v1/ai/chat/completions', body)]);
@@ -218,7 +221,7 @@ describe('streaming and disconnects', () => {
     expect(row.usage_estimated).toBe(true);
     const generated = words.slice(0, 5).join('');
     expect(row.completion_tokens).toBe(countTokens(generated));
-    expect(row.prompt_tokens).toBe(estimatePromptTokens(body));
+    expect(row.prompt_tokens).toBe(await estimatePromptTokens(body, inThread));
     expect(Number(row.cost_nano)).toBe(costNano(gpt4o, row.prompt_tokens, row.completion_tokens));
     const after = await balance();
     expect(after.reservedNano).toBe(0);
