@@ -7,7 +7,7 @@ import type { TokenCounter } from './token-counter.js';
 
 /** Images are not tokenized; this is the estimate per image part (a 1024x1024 tile set). */
 const IMAGE_TOKENS = 1_100;
-/** Texts longer than this are estimated by length (3 characters a token, generous) instead of tokenized. */
+/** Texts longer than this are not tokenized: a deposit counts their UTF-8 bytes, an estimate 3 characters a token. */
 const TOKENIZE_LIMIT = 200_000;
 
 /**
@@ -75,9 +75,8 @@ const byLength = (text: string): number => Math.ceil(text.length / 3);
 export async function depositPromptTokens(request: ChatRequest, counter: TokenCounter): Promise<number> {
   const { texts, fixed } = promptParts(request);
   return fixed + await countTexts(texts, counter, (t) => {
-    if (t.length > TOKENIZE_LIMIT) return utf8Bytes(t);
     const bytes = utf8Bytes(t);
-    return bytes <= DEPOSIT_BYTES_AS_TOKENS ? bytes : undefined;
+    return bytes <= DEPOSIT_BYTES_AS_TOKENS || t.length > TOKENIZE_LIMIT ? bytes : undefined;
   }, utf8Bytes);
 }
 
