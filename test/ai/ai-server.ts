@@ -3,7 +3,9 @@
 import type { AiGateway } from '../../src/ai/gateway.js';
 import type { Config } from '../../src/config.js';
 import type { Database } from '../../src/db/database.js';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createKey } from '../support/accounts.js';
+import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
 import { request, startTestServer, type TestResponse } from '../support/harness.js';
 
 export { request, type TestResponse };
@@ -39,4 +41,25 @@ export async function startAiServer(opts: { env?: Record<string, string> } = {})
     call: t.call,
     close: () => t.close(),
   };
+}
+
+/**
+ * A suite's fake providers and the server in front of them, for the whole file (`env` added to the server's),
+ * with the providers' default reply put back before each test. `ready` is handed both once they are up.
+ */
+export function aiSuite(opts: { env?: Record<string, string>; ready: (t: AiTestServer, fake: FakeProviders) => Promise<void> | void }): void {
+  let t: AiTestServer | undefined;
+  let fake: FakeProviders | undefined;
+  beforeAll(async () => {
+    fake = await startFakeProviders();
+    t = await startAiServer({ env: { ...fake.env, ...opts.env } });
+    await opts.ready(t, fake);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+  beforeEach(() => {
+    if (fake) fake.handler = () => ({ text: 'ok', usage: { prompt: 100, completion: 50 } });
+  });
 }

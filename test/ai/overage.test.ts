@@ -2,27 +2,22 @@
 // max_tokens: 16) once took a $0.10 balance to -$9.90 with 50 concurrent requests. A settlement
 // now charges at most the deposit reserved for the request; the excess is an 'overage' ledger
 // entry, and the balance never goes below zero, on every settlement path.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { costNano } from '../../src/ai/catalog.js';
-import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
-import { startAiServer, type AiTestServer } from './ai-server.js';
+import type { FakeProviders } from '../support/fake-providers.js';
+import { aiSuite, type AiTestServer } from './ai-server.js';
 
 let t: AiTestServer;
 let fake: FakeProviders;
 let account: string;
 
-beforeAll(async () => {
-  fake = await startFakeProviders();
-  t = await startAiServer({ env: { ...fake.env } });
-  account = `workspace:${t.workspaceId}`;
-});
-afterAll(async () => {
-  await t?.close();
-  await fake?.close();
-});
-beforeEach(() => {
-  fake.handler = () => ({ text: 'ok', usage: { prompt: 100, completion: 50 } });
+aiSuite({
+  ready: (server, providers) => {
+    t = server;
+    fake = providers;
+    account = `workspace:${t.workspaceId}`;
+  },
 });
 
 const gpt4o = { inputPerMillion: 2.5, outputPerMillion: 10 };

@@ -2,9 +2,9 @@
 // never reaches the tokenizer on the event loop. This file replaces the main thread's tokenizer with one that
 // throws, so a count made there fails the request; the figures must still be the tokenizer's.
 import { countTokens } from 'gpt-tokenizer';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startAiServer, type AiTestServer } from './ai-server.js';
-import { startFakeProviders, type FakeProviders } from '../support/fake-providers.js';
+import { describe, expect, it, vi } from 'vitest';
+import { aiSuite, type AiTestServer } from './ai-server.js';
+import type { FakeProviders } from '../support/fake-providers.js';
 import { costNano } from '../../src/ai/catalog.js';
 import * as ledger from '../../src/ai/credit-ledger.js';
 import { usdToNano } from '../../src/ai/money.js';
@@ -18,20 +18,16 @@ vi.mock('../../src/tokenizer.js', () => ({
 let t: AiTestServer;
 let fake: FakeProviders;
 
-beforeAll(async () => {
-  fake = await startFakeProviders();
+aiSuite({
   // A generous wait for the count: the figures below are the tokenizer's, not the fallback's, however busy the machine.
-  t = await startAiServer({ env: { ...fake.env, WEFT_AI_TOKEN_COUNT_TIMEOUT_MS: '60000' } });
-  const account = `workspace:${t.workspaceId}`;
-  await ledger.ensureAccount(t.db, account, 0);
-  await ledger.grant(t.db, account, ledger.usdToNano(5), 'test');
-});
-afterAll(async () => {
-  await t?.close();
-  await fake?.close();
-});
-beforeEach(() => {
-  fake.handler = () => ({ text: 'ok', usage: { prompt: 100, completion: 50 } });
+  env: { WEFT_AI_TOKEN_COUNT_TIMEOUT_MS: '60000' },
+  ready: async (server, providers) => {
+    t = server;
+    fake = providers;
+    const account = `workspace:${t.workspaceId}`;
+    await ledger.ensureAccount(t.db, account, 0);
+    await ledger.grant(t.db, account, ledger.usdToNano(5), 'test');
+  },
 });
 
 const gpt4o = { inputPerMillion: 2.5, outputPerMillion: 10 };
