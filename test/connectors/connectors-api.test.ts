@@ -101,6 +101,32 @@ describe('connectors API', () => {
       expect(missingRef.body.error).toContain('#/components/schemas/Nope');
     });
 
+    it('refuses a small document whose $refs expand past the bound, and stores nothing', async () => {
+      // Eight schemas, each referring eight times to the next: 3 KB that stand for 8^7 objects once resolved.
+      const schemas: Record<string, unknown> = {};
+      for (let i = 0; i < 8; i++) {
+        const properties = Object.fromEntries(Array.from({ length: 8 }, (_, j) => [`p${j}`, i < 7 ? { $ref: `#/components/schemas/S${i + 1}` } : { type: 'string' }]));
+        schemas[`S${i}`] = { type: 'object', properties };
+      }
+      const doc = structuredClone(up.document) as any;
+      doc.components.schemas = { ...doc.components.schemas, ...schemas };
+      doc.paths['/pets'].post.requestBody.content['application/json'].schema = { $ref: '#/components/schemas/S0' };
+      const r = await create({ name: 'laughs', spec: doc });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatch(/^Invalid OpenAPI document: with its \$refs resolved it exceeds 8 MB as JSON/);
+      const list = await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}`);
+      expect(list.body.data.connectors.map((c: { name: string }) => c.name)).not.toContain('laughs');
+
+      // The same shape three levels deep (512 strings) is an ordinary document. The parser resolves the
+      // components too, so the deeper schemas go.
+      const shallow = structuredClone(doc);
+      for (let i = 0; i < 5; i++) delete shallow.components.schemas[`S${i}`];
+      shallow.paths['/pets'].post.requestBody.content['application/json'].schema = { $ref: '#/components/schemas/S5' };
+      const ok = await create({ name: 'shallow laughs', spec: shallow });
+      expect(ok.status, ok.text).toBe(201);
+      expect((await t.call('DELETE', `/api/v1/connectors/${ok.body.data.connector.id}`)).status).toBe(200);
+    });
+
     it('refuses Swagger 2.0 and documents that are not objects', async () => {
       const swagger = await create({ name: 'old', spec: { swagger: '2.0', info: { title: 'x', version: '1' }, paths: {} } });
       expect(swagger.status).toBe(400);
