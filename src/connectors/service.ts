@@ -8,7 +8,8 @@ import type { ConnectorsPort, ConnectorOperationInfo, WorkflowDefinition, BlockD
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { HttpPort } from '../engine/index.js';
-import { parseDocument, type ConnectorOperation } from './openapi.js';
+import type { ConnectorOperation } from './openapi.js';
+import { parseDocumentOffThread } from './openapi-parse.js';
 import { applyAuth, buildRequest, ConnectorRequestError, type ConnectorAuth } from './requests.js';
 import * as store from './store.js';
 
@@ -98,7 +99,7 @@ export class ConnectorsService {
       throw new HttpError(400, 'Give exactly one of spec (the OpenAPI document) or specUrl', { details: [{ path: ['spec'], message: 'exactly one of spec or specUrl is required' }] });
     }
     const spec = input.spec !== undefined ? input.spec : await this.fetchSpec(input.specUrl!);
-    const parsed = await parseDocument(spec);
+    const parsed = await parseDocumentOffThread(spec);
     const baseUrl = input.baseUrl !== undefined ? checkBaseUrl(input.baseUrl, 'baseUrl') : parsed.serverUrl;
     if (!baseUrl) {
       throw new HttpError(400, 'The document names no absolute server URL: give baseUrl', { details: [{ path: ['baseUrl'], message: 'required when the document has no absolute servers[].url' }] });
