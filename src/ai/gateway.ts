@@ -222,8 +222,8 @@ export class AiGateway {
     let usage = completion.usage;
     let estimated = false;
     if (!validUsage(usage)) {
-      const prompt = await estimatePromptTokens(request, this.tokens);
-      const completionTokens = await estimateTextTokens(completionText(completion), this.tokens);
+      const [prompt, completionTokens] = await Promise.all([
+        estimatePromptTokens(request, this.tokens), estimateTextTokens(completionText(completion), this.tokens)]);
       usage = { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
       estimated = true;
     }
@@ -308,8 +308,7 @@ export class AiGateway {
         let estimated = false;
         let u = usage;
         if (!u) {
-          const p = await estimatePromptTokens(request, this.tokens);
-          const c = await estimateTextTokens(generated, this.tokens);
+          const [p, c] = await Promise.all([estimatePromptTokens(request, this.tokens), estimateTextTokens(generated, this.tokens)]);
           u = { prompt_tokens: p, completion_tokens: c, total_tokens: p + c };
           estimated = true;
         }
