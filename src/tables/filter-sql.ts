@@ -1,4 +1,4 @@
-import { CellError, type Column, coerceCell, coerceDate, dateInstant } from './columns.js';
+import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
@@ -58,12 +58,20 @@ export interface CompiledFilter {
   sql: string;
   /** Columns the filter requires to be non-null in every matching row (top-level conjunction). */
   nonNull: Set<string>;
+  /**
+   * How many times the expression reads the row's `data`. PostgreSQL fetches and decompresses a stored
+   * (TOASTed) value anew for each operator that reads it, so a scan costs about this many reads of each row.
+   */
+  dataReads: number;
 }
 
 interface State {
   params: SqlParams;
   columns: Map<string, Column>;
+  /** The alias user columns are read through (the row's `data`). */
   alias: string;
+  /** The alias of the row's own columns (id, created_at, updated_at). */
+  rowAlias: string;
   conditions: number;
 }
 
@@ -113,6 +121,7 @@ function systemOperand(f: SystemField, op: string, v: unknown): string {
     }
   }
   if (typeof v !== 'string') throw bad(`Invalid value for ${op} on "${f}": expected a string`, f);
+  if (!wellFormed(v)) throw bad(`Invalid value for ${op} on "${f}": text contains a NUL character or an unpaired surrogate`, f);
   return v;
 }
 
@@ -125,6 +134,26 @@ function flag(op: string, name: string, v: unknown): boolean {
 function likePattern(v: string, op: '$contains' | '$startsWith' | '$endsWith'): string {
   const escaped = v.replace(/[\\%_]/g, (m) => `\\${m}`);
   return op === '$contains' ? `%${escaped}%` : op === '$startsWith' ? `${escaped}%` : `%${escaped}`;
+}
+
+/**
+ * The regular expression of a case-insensitive substring match (with `~*`). LIKE's `%text%` retries the
+ * whole operand at every position of the cell, so a crafted operand against a crafted cell costs their
+ * lengths multiplied; PostgreSQL's regular expressions run the literal as an automaton, close to one pass
+ * (docs/architecture.md, Tables: bounded statements). `***=` makes the rest a literal; anchored forms
+ * escape every metacharacter instead.
+ */
+function substringRegex(v: string, op: '$contains' | '$startsWith' | '$endsWith'): string {
+  if (op === '$contains') return `***=${v}`;
+  const escaped = v.replace(/[\\^$.|?*+()[\]{}]/g, (m) => `\\${m}`);
+  return op === '$startsWith' ? `^${escaped}` : `${escaped}$`;
+}
+
+/** Array elements in a JSON `$contains` operand, counted through nested objects and arrays. */
+function arrayElements(v: unknown): number {
+  if (Array.isArray(v)) return v.reduce((n: number, x) => n + 1 + arrayElements(x), 0);
+  if (typeof v === 'object' && v !== null) return Object.values(v).reduce((n: number, x) => n + arrayElements(x), 0);
+  return 0;
 }
 
 const RANGE_SQL: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
@@ -160,7 +189,11 @@ function inList(state: State, c: Column, op: string, values: unknown): { sql: st
       parts.push(`${typedExpression(c, state.alias)} = ANY(${state.params.add(coerced.map((v) => dateInstant(v as string)))}::timestamptz[])`);
     } else if (c.type === 'json' && coerced.some((v) => typeof v === 'object' && v !== null)) {
       parts.push(`${jsonExpression(c.name, state.alias)} = ANY(${state.params.add(coerced.map((v) => JSON.stringify(v)))}::jsonb[])`);
+    } else if (coerced.length > TABLE_LIMITS.maxInContainments) {
+      // One read of the cell against the list, rather than one containment (and one read of the row) a value.
+      parts.push(`${jsonExpression(c.name, state.alias)} = ANY(${state.params.add(coerced.map((v) => JSON.stringify(v)))}::jsonb[])`);
     } else {
+      // Containments, so that a short list can use the rows' GIN index.
       const a = state.alias ? `${state.alias}.` : '';
       for (const v of coerced) parts.push(`${a}data @> ${state.params.add(JSON.stringify({ [c.name]: v }))}::jsonb`);
     }
@@ -206,15 +239,21 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
       if (c.type === 'json' && op === '$contains') {
         if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
         const value = operand(c, op, v);
+        // Each array element of the operand is looked for through the cell's whole array, one by one.
+        if (arrayElements(value) > TABLE_LIMITS.maxJsonContainsElements) {
+          throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxJsonContainsElements} array elements`, c.name);
+        }
         return { sql: `${jsonExpression(c.name, alias)} @> ${params.add(JSON.stringify(value))}::jsonb`, excludesNull: true };
       }
       if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
       if (typeof v !== 'string' && typeof v !== 'number') throw bad(`${op} on column "${c.name}" expects a string`, c.name);
       const text = String(v);
       if (text.length === 0) throw bad(`${op} on column "${c.name}" needs a non-empty string`, c.name);
-      if (text.length > TABLE_LIMITS.maxStringLength) throw bad(`${op} on column "${c.name}": value is too long`, c.name);
+      if (text.length > TABLE_LIMITS.maxPatternLength) {
+        throw bad(`${op} on column "${c.name}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, c.name);
+      }
       operand({ ...c, type: 'string' }, op, text);
-      return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ILIKE ${params.add(likePattern(text, op))}`, excludesNull: true };
+      return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, op))}`, excludesNull: true };
     }
     case '$isNull':
       return flag(op, c.name, v) ? { sql: isNullSql(state, c), excludesNull: false } : { sql: notNull(state, c), excludesNull: true };
@@ -225,7 +264,7 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
 
 /** One operator on id / createdAt / updatedAt. */
 function systemCondition(state: State, f: SystemField, op: Operator, v: unknown): string {
-  const a = state.alias ? `${state.alias}.` : '';
+  const a = state.rowAlias ? `${state.rowAlias}.` : '';
   const col = `${a}${SYSTEM[f].sql}`;
   const type = SYSTEM[f].type;
   switch (op) {
@@ -251,6 +290,8 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
     case '$endsWith':
       if (f !== 'id') throw bad(`Operator ${op} is not supported on "${f}"`, f);
       if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${f}" needs a non-empty string`, f);
+      systemOperand(f, op, v);
+      if (v.length > TABLE_LIMITS.maxPatternLength) throw bad(`${op} on "${f}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, f);
       return `${col} ILIKE ${state.params.add(likePattern(v, op))}`;
     case '$isNull':
       return flag(op, f, v) ? 'FALSE' : 'TRUE';
@@ -319,17 +360,24 @@ function group(state: State, filter: Record<string, unknown>, depth: number, non
   return parts.length === 1 ? parts[0] : `(${parts.join(' AND ')})`;
 }
 
-/** Compiles a filter object. Parameters are appended to `params`. */
+/**
+ * Compiles a filter object. Parameters are appended to `params`. User columns are read through
+ * `dataAlias`.data, the row's own columns through `alias`.
+ */
 export function compileFilter(
   filter: Record<string, unknown> | undefined,
   columns: Column[],
   params: SqlParams,
   alias = '',
+  dataAlias = alias,
 ): CompiledFilter {
   const nonNull = new Set<string>();
-  if (!filter) return { sql: 'TRUE', nonNull };
-  const state: State = { params, columns: new Map(columns.map((c) => [c.name, c])), alias, conditions: 0 };
-  return { sql: group(state, filter, 1, nonNull), nonNull };
+  if (!filter) return { sql: 'TRUE', nonNull, dataReads: 0 };
+  const state: State = { params, columns: new Map(columns.map((c) => [c.name, c])), alias: dataAlias, rowAlias: alias, conditions: 0 };
+  const sql = group(state, filter, 1, nonNull);
+  // Values are always parameters and column names are quoted literals, so every unquoted `data` here is a read.
+  const reads = sql.match(new RegExp(`(?<![\\w.'])${dataAlias ? `${dataAlias}\\.` : ''}data\\b`, 'g'))?.length ?? 0;
+  return { sql, nonNull, dataReads: reads };
 }
 
 /** One ORDER BY key: an expression and its direction (with the null placement when not the default). */

@@ -49,6 +49,18 @@ export const TABLE_LIMITS = {
   maxFilterConditions: 200,
   /** Values of one $in / $nin. */
   maxInValues: 1000,
+  /*
+   * The bounds below keep a filter's cost per row near one read of the row. The embedded database runs one
+   * statement at a time and cannot interrupt it (docs/architecture.md, Tables: bounded statements).
+   */
+  /** Characters of a $contains / $startsWith / $endsWith operand on text. */
+  maxPatternLength: 256,
+  /** Array elements in a json column's $contains operand (each is searched for through the cell's array). */
+  maxJsonContainsElements: 8,
+  /** Values of an $in / $nin compiled as containments (index-friendly); a longer list reads the cell once. */
+  maxInContainments: 8,
+  /** Reads of a row's data a filter may make directly; past it the statement reads each row's data once. */
+  maxDirectDataReads: 2,
   maxSortKeys: 10,
 } as const;
 

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { compilingFilter } from './errors.js';
-import { SqlParams, compileFilter, compileSortKeys, orderBySql } from './filter-sql.js';
+import { type CompiledFilter, SqlParams, compileFilter, compileSortKeys, orderBySql } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import * as store from './store.js';
 import type { RowRecord, TableRow } from './store.js';
@@ -34,11 +34,19 @@ export interface RowPage {
   nextOffset: number | null;
 }
 
-/** A filter compiled against a table's columns (a FilterError becomes its 400); params[0] is the table id. */
-export function compileWhere(table: TableRow, filter: Filter | undefined) {
-  const params = new SqlParams([table.id]);
-  const f = compilingFilter(() => compileFilter(filter, table.columns, params, 'r'));
-  return { params, f };
+/**
+ * A filter compiled against a table's columns (a FilterError becomes its 400). A filter that would read
+ * each row's data more than `maxDirectDataReads` times is compiled again to read it once (store.rowsFrom).
+ */
+export function compileWhere(table: TableRow, filter: Filter | undefined): { f: CompiledFilter; rows: store.RowFilter } {
+  let params = new SqlParams([table.id]);
+  let f = compilingFilter(() => compileFilter(filter, table.columns, params, 'r'));
+  const readDataOnce = f.dataReads > TABLE_LIMITS.maxDirectDataReads;
+  if (readDataOnce) {
+    params = new SqlParams([table.id]);
+    f = compileFilter(filter, table.columns, params, 'r', 'd');
+  }
+  return { f, rows: { from: store.rowsFrom(readDataOnce), where: f.sql, params: params.values } };
 }
 
 export function checkPaging(query: RowQuery): void {
@@ -53,17 +61,17 @@ export function checkPaging(query: RowQuery): void {
 export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, maxPageBytes: number): Promise<RowPage> {
   const limit = query.limit ?? TABLE_LIMITS.defaultQueryLimit;
   const offset = query.offset ?? 0;
-  const { params, f } = compileWhere(table, query.filter);
+  const { f, rows: filter } = compileWhere(table, query.filter);
   const keys = compilingFilter(() => compileSortKeys(query.sort, table.columns, f.nonNull, 'r'));
   let rows: RowRecord[];
   // Rows the page matched, also those past the byte budget (which come back without their data).
   let matched: number;
   if (Number(table.bytes) <= maxPageBytes) {
     // The whole table fits in the budget, so any page of it does: the plain query.
-    rows = await store.selectRows(q, f.sql, orderBySql(keys), params.values, limit, offset);
+    rows = await store.selectRows(q, filter, orderBySql(keys), limit, offset);
     matched = rows.length;
   } else {
-    const page = await store.selectPage(q, f.sql, keys, params.values, limit, offset, maxPageBytes);
+    const page = await store.selectPage(q, filter, keys, limit, offset, maxPageBytes);
     rows = page.filter((r): r is RowRecord => r.data !== null);
     matched = page.length;
   }
@@ -71,7 +79,7 @@ export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, 
   if (matched > 0 && matched < limit) totalCount = offset + matched;
   else if (offset === 0 && matched === 0) totalCount = 0;
   else if (f.sql === 'TRUE') totalCount = matched > 0 ? Math.max(table.row_count, offset + matched) : table.row_count;
-  else totalCount = await store.countRows(q, f.sql, params.values);
+  else totalCount = await store.countRows(q, filter);
   const next = offset + rows.length;
   return {
     rows: rows.map((r) => publicRow(r, table.columns)),

@@ -186,13 +186,13 @@ export class RowService {
   async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
     checkBatchLimit(limit);
     return this.writeRows<string[]>(workspaceId, tableId, (table) => {
-      const { params, f } = compileWhere(table, nonEmptyFilter(filter));
+      const { rows: matching } = compileWhere(table, nonEmptyFilter(filter));
       const patch = preparePatch(table, data, ['data']);
       if (emptyPatch(patch)) return { done: [] };
       return {
         data: [patch.set],
         apply: async ({ q }) => {
-          const rows = await store.mergeIntoMatching(q, f.sql, params.values, patch.set, patch.unset, limit);
+          const rows = await store.mergeIntoMatching(q, matching, patch.set, patch.unset, limit);
           return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
         },
       };
@@ -281,10 +281,10 @@ export class RowService {
     }
     return this.writeRows(workspaceId, tableId, (table) => {
       checkBatchLimit(target.limit);
-      const { params, f } = compileWhere(table, nonEmptyFilter(target.filter));
+      const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
         apply: async ({ q }) => {
-          const rows = await store.deleteMatching(q, f.sql, params.values, target.limit);
+          const rows = await store.deleteMatching(q, matching, target.limit);
           return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
         },
       };

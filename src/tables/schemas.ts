@@ -58,7 +58,9 @@ export const row = z.object({
   updatedAt: z.string(),
 }).describe('Row');
 export const filterObject = z.record(z.string(), z.unknown()).describe(
-  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $startsWith $endsWith $isNull $isNotNull, combined with $and / $or',
+  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $startsWith $endsWith $isNull $isNotNull, combined with $and / $or. '
+  + `At most ${TABLE_LIMITS.maxFilterConditions} conditions nested ${TABLE_LIMITS.maxFilterDepth} deep; substring operands of at most ${TABLE_LIMITS.maxPatternLength} characters; `
+  + `a json column's $contains of at most ${TABLE_LIMITS.maxJsonContainsElements} array elements; $in / $nin of at most ${TABLE_LIMITS.maxInValues} values`,
 );
 export const batchLimit = z.number().int().min(1).max(TABLE_LIMITS.maxBatch);
 

@@ -195,18 +195,38 @@ export async function insertRows(q: Queryable, tableId: string, first: number, p
   );
 }
 
-/** Rows matching `where`, whose params[0] is the table id. */
+/**
+ * A compiled filter as the statements below take it: `where` over the rows of `from` (alias `r`, and `d`
+ * when it reads each row's data once: see `rowsFrom`), with its parameters; params[0] is the table id.
+ */
+export interface RowFilter {
+  from: string;
+  where: string;
+  params: unknown[];
+}
+
+/**
+ * The rows a filter runs on. With `readDataOnce`, each row's data is fetched and decompressed once into
+ * `d.data` (`||` with an empty object returns its operand detoasted, and OFFSET 0 keeps the planner from
+ * folding it back into each read), so a filter reading it many times costs one read of the row, not one
+ * a condition. It costs the filter the rows' indexes, so it is for filters that read the data often.
+ */
+export function rowsFrom(readDataOnce: boolean): string {
+  return readDataOnce ? `table_rows r CROSS JOIN LATERAL (SELECT r.data || '{}'::jsonb AS data OFFSET 0) d` : 'table_rows r';
+}
+
+/** Rows matching `filter`. */
 export async function selectRows(
   q: Queryable,
-  where: string,
+  filter: RowFilter,
   orderBy: string,
-  params: unknown[],
   limit: number,
   offset: number,
 ): Promise<RowRecord[]> {
+  const { from, where, params } = filter;
   const n = params.length;
   return q.query<RowRecord>(
-    `SELECT ${ROW_COLUMNS} FROM table_rows r WHERE r.table_id = $1 AND ${where}
+    `SELECT ${ROW_COLUMNS} FROM ${from} WHERE r.table_id = $1 AND ${where}
       ORDER BY ${orderBy} LIMIT $${n + 1} OFFSET $${n + 2}`,
     [...params, limit, offset],
   );
@@ -227,13 +247,13 @@ export interface PageRow extends Omit<RowRecord, 'data'> {
  */
 export async function selectPage(
   q: Queryable,
-  where: string,
+  filter: RowFilter,
   keys: SortKey[],
-  params: unknown[],
   limit: number,
   offset: number,
   maxBytes: number,
 ): Promise<PageRow[]> {
+  const { from, where, params } = filter;
   const n = params.length;
   const orderBy = orderBySql(keys);
   const projected = keys.map((k, i) => `${k.expr} AS k${i}`).join(', ');
@@ -243,7 +263,7 @@ export async function selectPage(
             p.position, p.created_at, p.updated_at
        FROM (
          SELECT ${ROW_COLUMNS}, r.bytes, ${projected}
-           FROM table_rows r WHERE r.table_id = $1 AND ${where}
+           FROM ${from} WHERE r.table_id = $1 AND ${where}
           ORDER BY ${orderBy} LIMIT $${n + 1} OFFSET $${n + 2}
        ) p
      WINDOW w AS (ORDER BY ${pageOrder} ROWS UNBOUNDED PRECEDING)
@@ -252,8 +272,9 @@ export async function selectPage(
   );
 }
 
-export async function countRows(q: Queryable, where: string, params: unknown[]): Promise<number> {
-  const rows = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM table_rows r WHERE r.table_id = $1 AND ${where}`, params);
+export async function countRows(q: Queryable, filter: RowFilter): Promise<number> {
+  const { from, where, params } = filter;
+  const rows = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from} WHERE r.table_id = $1 AND ${where}`, params);
   return rows[0].n;
 }
 
@@ -263,22 +284,22 @@ export async function findRow(q: Queryable, tableId: string, rowId: string): Pro
 }
 
 /**
- * Merges one patch into every row matching `where` (params[0] is the table id), optionally only the
- * first `limit` rows in table order. Returns the written rows with their old sizes.
+ * Merges one patch into every row matching `filter`, optionally only the first `limit` rows in table
+ * order. Returns the written rows with their old sizes.
  */
 export async function mergeIntoMatching(
   q: Queryable,
-  where: string,
-  params: unknown[],
+  filter: RowFilter,
   set: Record<string, unknown>,
   unset: string[],
   limit: number | undefined,
 ): Promise<WrittenRow[]> {
+  const { from, where, params } = filter;
   const n = params.length;
   return q.query<WrittenRow>(
     `WITH target AS (
-       SELECT r.id, r.bytes FROM table_rows r WHERE r.table_id = $1 AND ${where}
-        ORDER BY r.position ${limit !== undefined ? `LIMIT $${n + 3}` : ''} FOR UPDATE
+       SELECT r.id, r.bytes FROM ${from} WHERE r.table_id = $1 AND ${where}
+        ORDER BY r.position ${limit !== undefined ? `LIMIT $${n + 3}` : ''} FOR UPDATE OF r
      )
      UPDATE table_rows r SET data = (r.data || $${n + 1}::jsonb) - $${n + 2}::text[], updated_at = ${NOW_MS}
        FROM target WHERE r.id = target.id
@@ -335,15 +356,15 @@ export async function deleteByIds(q: Queryable, tableId: string, ids: string[]):
 
 export async function deleteMatching(
   q: Queryable,
-  where: string,
-  params: unknown[],
+  filter: RowFilter,
   limit: number | undefined,
 ): Promise<{ id: string; position: number; bytes: number }[]> {
+  const { from, where, params } = filter;
   const n = params.length;
   return q.query<{ id: string; position: number; bytes: number }>(
     `WITH target AS (
-       SELECT r.id FROM table_rows r WHERE r.table_id = $1 AND ${where}
-        ORDER BY r.position ${limit !== undefined ? `LIMIT $${n + 1}` : ''} FOR UPDATE
+       SELECT r.id FROM ${from} WHERE r.table_id = $1 AND ${where}
+        ORDER BY r.position ${limit !== undefined ? `LIMIT $${n + 1}` : ''} FOR UPDATE OF r
      )
      DELETE FROM table_rows r USING target WHERE r.id = target.id RETURNING r.id, r.position, r.bytes`,
     [...params, ...(limit !== undefined ? [limit] : [])],

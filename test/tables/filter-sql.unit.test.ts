@@ -16,7 +16,7 @@ const columns: Column[] = [
 function compile(filter: Record<string, unknown>) {
   const params = new SqlParams(['tbl_x']);
   const f = compileFilter(filter, columns, params, 'r');
-  return { sql: f.sql, params: params.values, nonNull: f.nonNull };
+  return { sql: f.sql, params: params.values, nonNull: f.nonNull, dataReads: f.dataReads };
 }
 
 function error(fn: () => unknown): string {
@@ -70,10 +70,45 @@ describe('compileFilter', () => {
     expect(compile({ born: { $ne: '2020-01-01' } }).sql).toContain('NOT COALESCE(weft_table_ts');
   });
 
-  it('escapes LIKE wildcards in $contains / $startsWith / $endsWith', () => {
-    expect(compile({ name: { $contains: '50%_off\\' } }).params[1]).toBe('%50\\%\\_off\\\\%');
-    expect(compile({ name: { $startsWith: 'a' } }).params[1]).toBe('a%');
-    expect(compile({ name: { $endsWith: 'z' } }).params[1]).toBe('%z');
+  it('matches substrings with a literal or escaped regular expression, case-insensitively', () => {
+    const c = compile({ name: { $contains: '50%_off\\' } });
+    expect(c.sql).toBe("(r.data->>'name') ~* $2");
+    expect(c.params[1]).toBe('***=50%_off\\');
+    expect(compile({ name: { $startsWith: 'a.b(c)[d]{e}*+?|^$\\' } }).params[1]).toBe('^a\\.b\\(c\\)\\[d\\]\\{e\\}\\*\\+\\?\\|\\^\\$\\\\');
+    expect(compile({ name: { $endsWith: 'z.' } }).params[1]).toBe('z\\.$');
+    // id patterns stay LIKE (ids are short), with the wildcards escaped.
+    expect(compile({ id: { $contains: '50%_' } }).params[1]).toBe('%50\\%\\_%');
+  });
+
+  it('bounds the operands whose cost grows with their size', () => {
+    expect(compile({ name: { $contains: 'x'.repeat(256) } }).params[1]).toBe(`***=${'x'.repeat(256)}`);
+    expect(error(() => compile({ name: { $contains: 'x'.repeat(257) } }))).toBe('$contains on column "name" is longer than 256 characters');
+    expect(compile({ meta: { $contains: { a: [1, 2, 3, 4], b: [[5, 6], 7] } } }).sql).toBe("r.data->'meta' @> $2::jsonb");
+    expect(error(() => compile({ meta: { $contains: { a: [1, 2, 3, 4], b: [[5, 6, 7], 8] } } }))).toBe('$contains on column "meta" has more than 8 array elements');
+  });
+
+  it('compiles a long $in list to one read of the cell, a short one to containments', () => {
+    const short = compile({ age: { $in: [1, 2, 3, 4, 5, 6, 7, 8] } });
+    expect(short.sql.match(/@>/g)).toHaveLength(8);
+    expect(short.dataReads).toBe(8);
+    const long = compile({ age: { $nin: [1, 2, 3, 4, 5, 6, 7, 8, 9] } });
+    expect(long.sql).toBe("NOT COALESCE(r.data->'age' = ANY($2::jsonb[]), FALSE)");
+    expect(long.params[1]).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9']);
+    expect(long.dataReads).toBe(1);
+  });
+
+  it('counts the reads of the row data, and reads user columns through their own alias', () => {
+    expect(compile({}).dataReads).toBe(0);
+    expect(compile({ id: 'row_1', createdAt: { $gt: '2020-01-01' } }).dataReads).toBe(0);
+    // A column named "data" is quoted where it is read, so it counts once.
+    const dataColumn: Column[] = [{ name: 'data', type: 'string', required: false, unique: false }];
+    expect(compileFilter({ data: { $ne: 'x' } }, dataColumn, new SqlParams(), 'r').dataReads).toBe(1);
+    expect(compileFilter({ data: { $contains: 'x' } }, dataColumn, new SqlParams(), 'r').sql).toBe("(r.data->>'data') ~* $1");
+    expect(compile({ name: 'x', age: { $gt: 1, $lt: 9 }, born: { $isNull: true } }).dataReads).toBe(4);
+    const params = new SqlParams(['tbl_x']);
+    const f = compileFilter({ id: 'row_1', name: 'x', age: { $gt: 1 } }, columns, params, 'r', 'd');
+    expect(f.sql).toBe("(r.id = $2::text AND d.data @> $3::jsonb AND ((d.data->'age')::numeric) > $4::numeric)");
+    expect(f.dataReads).toBe(2);
   });
 
   it('nests $and / $or and tracks which columns the top-level conjunction makes non-null', () => {

@@ -117,6 +117,21 @@ describe('operators by type', () => {
     ['select $nin includes nulls', { tier: { $nin: ['gold'] } }, (r) => r.tier !== 'gold'],
     ['select $contains', { tier: { $contains: 'ILV' } }, (r) => r.tier === 'silver'],
     ['select $startsWith', { tier: { $startsWith: 'br' } }, (r) => r.tier === 'bronze'],
+    // substring operands are literal text, not patterns
+    ['$contains treats regex metacharacters literally', { note: { $contains: '9+' } }, () => false],
+    ['$contains treats a literal marker as text', { note: { $contains: '***=HAL' } }, () => false],
+    ['$startsWith treats . literally', { note: { $startsWith: 'h.l' } }, () => false],
+    ['$endsWith treats $ literally', { note: { $endsWith: 'd$' } }, () => false],
+    ['$endsWith with metacharacters in the text', { note: { $endsWith: '100% cotton' } }, (r) => r.name === 'ann'],
+    ['$contains of 256 characters', { note: { $contains: 'x'.repeat(256) } }, () => false],
+    // filters that read each row's data once (more than two reads of it)
+    ['many conditions', { $and: [{ note: { $ne: 'x' } }, { tier: { $ne: 'gold' } }, { age: { $gte: 20 } }, { name: { $contains: 'A' } }] },
+      (r) => r.tier !== 'gold' && (r.age ?? -1) >= 20 && r.name.toLowerCase().includes('a')],
+    ['many conditions with system fields', { $or: [{ id: { $startsWith: 'row_' }, age: 25 }, { score: 10 }, { note: { $endsWith: '9000' } }] },
+      (r) => r.age === 25 || r.score === 10 || r.name === 'hal'],
+    ['$in of many numbers', { age: { $in: [25, 30, ...Array.from({ length: 20 }, (_, i) => 100 + i)] } }, (r) => r.age === 25 || r.age === 30],
+    ['$nin of many strings includes nulls', { note: { $nin: ['fay', '', ...Array.from({ length: 20 }, (_, i) => `n${i}`)] } }, (r) => r.note !== 'fay' && r.note !== ''],
+    ['json $contains of 8 elements', { tags: { $contains: ['a', 'b', 'b', 'a', 'a', 'b', 'a', 'b'] } }, (r) => r.name === 'ann'],
     // system fields
     ['createdAt $lte now', { createdAt: { $lte: new Date(Date.now() + 60_000).toISOString() } }, () => true],
     ['updatedAt $gt future', { updatedAt: { $gt: '2999-01-01' } }, () => false],
@@ -153,6 +168,39 @@ describe('combinations', () => {
   ];
   it.each(cases)('%s', async (_label, filter, pred) => {
     expect(await names(filter)).toEqual(inOrder(pred));
+  });
+});
+
+describe('a filter that reads each row once', () => {
+  // Three or more reads of a row's data: the statement reads each row's data once (docs/architecture.md,
+  // Tables: bounded statements). Sorting, paging, counting, updating and deleting take that path too.
+  const heavy = { $and: [{ note: { $ne: 'x' } }, { tier: { $ne: 'gold' } }, { age: { $gte: 20 } }] };
+  const pred = (r: R) => r.tier !== 'gold' && (r.age ?? -1) >= 20;
+
+  it('sorts and pages, and counts every match', async () => {
+    const expected = rows.filter(pred).sort((a, b) => (b.age ?? 0) - (a.age ?? 0) || rows.indexOf(a) - rows.indexOf(b)).map((r) => r.name);
+    const page = await c.query(id, { filter: heavy, sort: { age: 'desc' }, limit: 2, offset: 1 });
+    expect(page.status).toBe(200);
+    expect(page.body.data.rows.map((x: { data: R }) => x.data.name)).toEqual(expected.slice(1, 3));
+    expect(page.body.data.totalCount).toBe(expected.length);
+  });
+
+  it('updates and deletes the rows it matches, and only those', async () => {
+    const other = await c.createTable('people_heavy', [
+      { name: 'name', type: 'string' }, { name: 'age', type: 'number' }, { name: 'tier', type: 'string' }, { name: 'note', type: 'string' },
+    ]);
+    expect((await c.insertMany(other, rows.map(({ name, age, tier, note }) => ({ name, age, tier, note })))).status).toBe(200);
+    const put = await c.call('PUT', `/api/v1/tables/${other}/rows`, { workspaceId: c.workspaceId, filter: heavy, data: { note: 'seen' } });
+    expect(put.status).toBe(200);
+    expect(put.body.data.updatedCount).toBe(rows.filter(pred).length);
+    const seen = (await c.query(other, { filter: { note: 'seen' }, limit: 100 })).body.data.rows.map((x: { data: R }) => x.data.name);
+    expect(seen).toEqual(inOrder(pred));
+    const del = await c.call('DELETE', `/api/v1/tables/${other}/rows`, {
+      workspaceId: c.workspaceId, filter: { $and: [{ note: 'seen' }, { age: { $gte: 30 } }, { name: { $ne: 'x' } }] },
+    });
+    expect(del.status).toBe(200);
+    const left = (await c.query(other, { limit: 100 })).body.data.rows.map((x: { data: R }) => x.data.name);
+    expect(left).toEqual(inOrder((r) => !(pred(r) && (r.age ?? 0) >= 30)));
   });
 });
 
@@ -250,6 +298,11 @@ describe('bad filters, sorts and bounds are 400', () => {
     ['system field with bad date', { filter: { createdAt: { $gt: 'soon' } } }, /createdAt/],
     ['too deep', { filter: JSON.parse('{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"$or":[{"age":1}]}]}]}]}]}]}]}]}]}]}]}') }, /nested deeper/],
     ['too many conditions', { filter: { $or: Array.from({ length: 201 }, (_, i) => ({ age: i })) } }, /more than 200 conditions/],
+    ['a substring operand past 256 characters', { filter: { note: { $contains: 'x'.repeat(257) } } }, /"note" is longer than 256 characters/],
+    ['an id pattern with a NUL character', { filter: { id: { $contains: 'row_\u0000' } } }, /"id": text contains a NUL character/],
+    ['an id with an unpaired surrogate', { filter: { id: { $in: ['row_1', '\uD800'] } } }, /\$in on "id": text contains a NUL character or an unpaired surrogate/],
+    ['an id pattern past 256 characters', { filter: { id: { $startsWith: 'x'.repeat(257) } } }, /"id" is longer than 256 characters/],
+    ['a json $contains past 8 array elements', { filter: { tags: { $contains: { k: Array.from({ length: 9 }, (_, i) => i) } } } }, /more than 8 array elements/],
     ['too many sort keys', { sort: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [i % 2 ? 'age' + i : 'name' + i, 'asc'])) }, /sort has more than 10 keys|Unknown column/],
   ];
   it.each(bad)('%s', async (_label, q, message) => {

@@ -1,0 +1,102 @@
+// tables-hostile: what a table query built to be slow does to everyone else's requests. On the embedded
+// database one statement runs at a time and cannot be interrupted, so a statement's cost must be bounded
+// before it starts (docs/architecture.md, Tables: bounded statements). The attacks are filters that are
+// cheap to send but whose cost per row grows with the operand: a long substring against cells built to
+// make a naive match retry at every position, and a JSON array needle against a long JSON array cell.
+//
+//   npm run bench -- tables-hostile [--rows 200] [--only <part of an attack's name>]
+//
+// Weft from dist/main.js as `compare` runs it (embedded, npm start's flags). One table of `rows` rows, each a
+// 10,000-character string of one letter and a JSON array of 10,000 numbers (about 60 KB a row). For each
+// attack: its status and latency, and meanwhile, one client reading a one-row table in a loop (a request
+// that needs the database): its p50 and worst latency, against the same loop with nothing else running.
+import { startEmbedded } from './compare-weft.js';
+import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
+import { percentile } from './support.js';
+
+export const standalone = true;
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+async function call(url: string, key: string, method: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url, {
+    method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** GETs `url` in a loop until `until` settles; each request's latency in ms. */
+async function poll(url: string, key: string, until: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true));
+  const ms: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    const r = await fetch(url, { headers: { 'x-api-key': key } });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`poll answered ${r.status}`);
+    ms.push(performance.now() - t0);
+    await sleep(5);
+  }
+  return ms;
+}
+
+const summary = (ms: number[]) => {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { polls: ms.length, p50Ms: round2(percentile(sorted, 50)), maxMs: round2(sorted.at(-1) ?? NaN) };
+};
+
+export async function run(argv: string[]): Promise<Record<string, unknown>> {
+  const i = argv.indexOf('--rows');
+  const rows = i >= 0 ? Number(argv[i + 1]) : 200;
+  const o = argv.indexOf('--only');
+  const only = o >= 0 ? argv[o + 1] : undefined;
+  installExitHandlers();
+  try {
+    const w = await startEmbedded('http://127.0.0.1:9/v1', false);
+    const api = (method: string, path: string, body?: unknown) => call(`${w.url}${path}`, w.apiKey, method, body);
+    const ws = w.workspaceId;
+    const big = await api('POST', '/api/v1/tables', {
+      workspaceId: ws, name: 'hostile', schema: { columns: [{ name: 's', type: 'string' }, { name: 'j', type: 'json' }] },
+    });
+    const bigId = (big.body.data as { table: { id: string } }).table.id;
+    const row = { s: 'a'.repeat(10_000), j: Array.from({ length: 10_000 }, (_, n) => n) };
+    for (let done = 0; done < rows; done += 50) {
+      const batch = Array.from({ length: Math.min(50, rows - done) }, () => row);
+      const r = await api('POST', `/api/v1/tables/${bigId}/rows`, { workspaceId: ws, rows: batch });
+      if (r.status !== 200) throw new Error(`insert answered ${r.status}: ${JSON.stringify(r.body)}`);
+    }
+    const small = await api('POST', '/api/v1/tables', { workspaceId: ws, name: 'small', schema: { columns: [{ name: 'n', type: 'number' }] } });
+    const smallId = (small.body.data as { table: { id: string } }).table.id;
+    await api('POST', `/api/v1/tables/${smallId}/rows`, { workspaceId: ws, data: { n: 1 } });
+    const pollUrl = `${w.url}/api/v1/tables/${smallId}/rows?workspaceId=${ws}`;
+
+    const query = (filter: unknown) => `/api/v1/tables/${bigId}/rows?workspaceId=${ws}&limit=1&filter=${encodeURIComponent(JSON.stringify(filter))}`;
+    const attacks: [string, string][] = [
+      ['plain scan ($ne on every row)', query({ s: { $ne: 'b' } })],
+      ['$contains, 255 a then b', query({ s: { $contains: `${'a'.repeat(255)}b` } })],
+      ['$contains, 5,000 a then b', query({ s: { $contains: `${'a'.repeat(5000)}b` } })],
+      ['$endsWith, 255 a then b', query({ s: { $endsWith: `${'a'.repeat(255)}b` } })],
+      ['six $contains of 256 in $or', query({ $or: Array.from({ length: 6 }, (_, n) => ({ s: { $contains: `${'a'.repeat(255)}${'bcdefg'[n]}` } })) })],
+      ['json $contains, 8 numbers', query({ j: { $contains: Array.from({ length: 8 }, (_, n) => 9_999 - n) } })],
+      ['json $contains, 32 numbers', query({ j: { $contains: Array.from({ length: 32 }, (_, n) => 9_999 - n) } })],
+      ['json $contains, 2,000 numbers', query({ j: { $contains: Array.from({ length: 2000 }, (_, n) => 9_999 - n) } })],
+      ['$nin of 1,000 strings', query({ s: { $nin: Array.from({ length: 1000 }, (_, n) => `v${n}`) } })],
+      ['200 $ne conditions in $and', query({ $and: Array.from({ length: 200 }, (_, n) => ({ s: { $ne: `v${n}` } })) })],
+    ].filter(([name]) => only === undefined || name.includes(only)) as [string, string][];
+    const results: Record<string, unknown>[] = [];
+    const alone = summary(await poll(pollUrl, w.apiKey, sleep(1000)));
+    for (const [name, path] of attacks) {
+      const t0 = performance.now();
+      const attack = api('GET', path).then((r) => ({ status: r.status, ms: round2(performance.now() - t0), error: r.status === 200 ? undefined : r.body.error }));
+      const during = summary(await poll(pollUrl, w.apiKey, attack));
+      results.push({ attack: name, ...(await attack), readsOfAnotherTableDuring: during });
+    }
+    await w.close();
+    return { rows, rowKb: round2(JSON.stringify(row).length / 1024), readsOfAnotherTableAlone: alone, attacks: results };
+  } finally {
+    await cleanupAll();
+  }
+}
