@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { blobFromText, blobParam } from '../db/blob.js';
+import { substringRegex } from '../db/substring-match.js';
 import { type TagFilterSql, tagFilterSql } from './tag-filter-sql.js';
 
 /** SQL of the knowledge area. Every lookup is scoped by workspace; documents also by their base. */
@@ -187,8 +188,8 @@ export async function listDocuments(q: Queryable, f: DocumentQuery): Promise<{ r
   const where = ['knowledge_base_id = $1'];
   const params: unknown[] = [f.baseId];
   if (f.search) {
-    params.push(`%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    where.push(`filename ILIKE $${params.length}`);
+    params.push(substringRegex(f.search, 'contains'));
+    where.push(`filename ~* $${params.length}`);
   }
   if (f.enabled !== undefined) {
     params.push(f.enabled);

@@ -3,6 +3,7 @@
 // operators of the slot's type. This module checks what callers send against a base's definitions and
 // turns display names into slots; SQL is in tag-store.ts and tag-filter-sql.ts.
 import { type Database, type Queryable, uniqueViolation } from '../db/database.js';
+import { MAX_SUBSTRING_OPERAND } from '../db/substring-match.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import {
@@ -39,6 +40,9 @@ const byName = (defs: readonly tagStore.TagDefinitionRow[], name: string): tagSt
   defs.find((d) => d.display_name.toLowerCase() === name.trim().toLowerCase());
 
 /** The value in the slot's stored form, or an error message naming the tag. */
+/** Text operators matched as substrings (their operands are bounded: db/substring-match.ts). */
+const SUBSTRING_OPERATORS: ReadonlySet<string> = new Set(['contains', 'not_contains', 'starts_with', 'ends_with']);
+
 function typedValue(type: TagFieldType, name: string, value: unknown): TagValue | string[] {
   switch (type) {
     case 'text':
@@ -139,6 +143,10 @@ export class KnowledgeTags {
       }
       const value = typedValue(type, def.display_name, f.value);
       if (Array.isArray(value)) { errors.push(...value); continue; }
+      if (SUBSTRING_OPERATORS.has(operator) && String(value).length > MAX_SUBSTRING_OPERAND) {
+        errors.push(`Tag "${def.display_name}": ${operator} takes at most ${MAX_SUBSTRING_OPERAND} characters`);
+        continue;
+      }
       let valueTo: TagValue | string[] | undefined;
       if (operator === 'between') {
         if (f.valueTo === undefined) { errors.push(`Tag "${def.display_name}": between needs valueTo`); continue; }

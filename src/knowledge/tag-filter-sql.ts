@@ -3,6 +3,8 @@
 // (document tag slots, each filter already resolved to its slot and type by tag-definitions.ts). Every
 // value travels as a parameter; slot names come from the fixed list below, never from the request.
 
+import { substringRegex } from '../db/substring-match.js';
+
 export const TAG_SLOTS = {
   text: ['tag1', 'tag2', 'tag3', 'tag4', 'tag5', 'tag6', 'tag7'],
   number: ['number1', 'number2', 'number3', 'number4', 'number5'],
@@ -42,8 +44,6 @@ export type TagFilterSql = readonly ResolvedTagFilter[];
 
 const COMPARISON: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
-const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 function tagCondition(params: unknown[], f: ResolvedTagFilter): string {
   if (!ALL_SLOTS.has(f.slot)) throw new Error(`unknown tag slot ${f.slot}`);
   const raw = `(d.tag_slots->>'${f.slot}')`;
@@ -55,10 +55,11 @@ function tagCondition(params: unknown[], f: ResolvedTagFilter): string {
     case 'text': {
       const value = String(f.value);
       switch (f.operator) {
-        case 'contains': return `${raw} ILIKE ${param(`%${likeEscape(value)}%`)}`;
-        case 'not_contains': return `${raw} NOT ILIKE ${param(`%${likeEscape(value)}%`)}`;
-        case 'starts_with': return `${raw} ILIKE ${param(`${likeEscape(value)}%`)}`;
-        case 'ends_with': return `${raw} ILIKE ${param(`%${likeEscape(value)}`)}`;
+        // Regular expressions, not ILIKE: see db/substring-match.ts.
+        case 'contains': return `${raw} ~* ${param(substringRegex(value, 'contains'))}`;
+        case 'not_contains': return `${raw} !~* ${param(substringRegex(value, 'contains'))}`;
+        case 'starts_with': return `${raw} ~* ${param(substringRegex(value, 'startsWith'))}`;
+        case 'ends_with': return `${raw} ~* ${param(substringRegex(value, 'endsWith'))}`;
         default: return `lower(${raw}) ${COMPARISON[f.operator] ?? '='} lower(${param(value)})`;
       }
     }

@@ -1,5 +1,6 @@
 import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
+import { substringRegex } from '../db/substring-match.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
 export { jsonExpression, typedExpression, uniqueExpression } from './column-sql.js';
@@ -136,18 +137,7 @@ function likePattern(v: string, op: '$contains' | '$startsWith' | '$endsWith'): 
   return op === '$contains' ? `%${escaped}%` : op === '$startsWith' ? `${escaped}%` : `%${escaped}`;
 }
 
-/**
- * The regular expression of a case-insensitive substring match (with `~*`). LIKE's `%text%` retries the
- * whole operand at every position of the cell, so a crafted operand against a crafted cell costs their
- * lengths multiplied; PostgreSQL's regular expressions run the literal as an automaton, close to one pass
- * (docs/architecture.md, Tables: bounded statements). `***=` makes the rest a literal; anchored forms
- * escape every metacharacter instead.
- */
-function substringRegex(v: string, op: '$contains' | '$startsWith' | '$endsWith'): string {
-  if (op === '$contains') return `***=${v}`;
-  const escaped = v.replace(/[\\^$.|?*+()[\]{}]/g, (m) => `\\${m}`);
-  return op === '$startsWith' ? `^${escaped}` : `${escaped}$`;
-}
+const SUBSTRING_KIND = { $contains: 'contains', $startsWith: 'startsWith', $endsWith: 'endsWith' } as const;
 
 /** Array elements in a JSON `$contains` operand, counted through nested objects and arrays. */
 function arrayElements(v: unknown): number {
@@ -253,7 +243,7 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
         throw bad(`${op} on column "${c.name}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, c.name);
       }
       operand({ ...c, type: 'string' }, op, text);
-      return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, op))}`, excludesNull: true };
+      return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, SUBSTRING_KIND[op]))}`, excludesNull: true };
     }
     case '$isNull':
       return flag(op, c.name, v) ? { sql: isNullSql(state, c), excludesNull: false } : { sql: notNull(state, c), excludesNull: true };

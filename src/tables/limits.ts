@@ -1,3 +1,5 @@
+import { MAX_SUBSTRING_OPERAND } from '../db/substring-match.js';
+
 /** Limits of the Tables capability: fixed bounds and the per-plan table and row caps. */
 
 export interface TablePlanLimits {
@@ -54,7 +56,7 @@ export const TABLE_LIMITS = {
    * statement at a time and cannot interrupt it (docs/architecture.md, Tables: bounded statements).
    */
   /** Characters of a $contains / $startsWith / $endsWith operand on text. */
-  maxPatternLength: 256,
+  maxPatternLength: MAX_SUBSTRING_OPERAND,
   /** Array elements in a json column's $contains operand (each is searched for through the cell's array). */
   maxJsonContainsElements: 8,
   /** Values of an $in / $nin compiled as containments (index-friendly); a longer list reads the cell once. */

@@ -299,6 +299,8 @@ describe('documents', () => {
     const newest = await list('');
     expect(newest.body.data.documents[0].filename).toBe('alphabet.txt');
     expect((await list('&search=ALPHA')).body.data.pagination.total).toBe(2);
+    expect((await list('&search=a.pha')).body.data.pagination.total).toBe(0);
+    expect((await list('&search=BET.TXT')).body.data.pagination.total).toBe(1);
 
     const patched = await k.call('PATCH', `/api/v1/knowledge/${kb.id}/documents/${ids[1]}`, { workspaceId: k.workspaceId, enabled: false });
     expect(patched.status).toBe(200);

@@ -66,6 +66,11 @@ describe('tag filters', () => {
     expect(names(await search([{ tagName: 'department', operator: 'contains', value: 'support' }]))).toEqual(['support.txt']);
     expect(names(await search([{ tagName: 'Department', operator: 'neq', value: 'Legal' }]))).toEqual(['sales.txt', 'support.txt']);
     expect(names(await search([{ tagName: 'Department', operator: 'starts_with', value: 'cust' }]))).toEqual(['support.txt']);
+    expect(names(await search([{ tagName: 'Department', operator: 'ends_with', value: 'PORT' }]))).toEqual(['support.txt']);
+    expect(names(await search([{ tagName: 'Department', operator: 'not_contains', value: 'AL' }]))).toEqual(['support.txt']);
+    // Operands are literal text, not patterns.
+    expect(names(await search([{ tagName: 'Department', operator: 'contains', value: 's.les' }]))).toEqual([]);
+    expect(names(await search([{ tagName: 'Department', operator: 'starts_with', value: '.*' }]))).toEqual([]);
     expect(names(await search([{ tagName: 'Priority', operator: 'gte', value: 3 }]))).toEqual(['legal.txt', 'support.txt']);
     expect(names(await search([{ tagName: 'Priority', operator: 'between', value: 2, valueTo: 4 }]))).toEqual(['legal.txt']);
     expect(names(await search([{ tagName: 'Published', operator: 'lt', value: '2024-01-01' }]))).toEqual(['legal.txt']);
@@ -96,6 +101,10 @@ describe('tag filters', () => {
     expect((await search([{ tagName: 'Department', operator: 'between', value: 'a', valueTo: 'b' }])).status).toBe(400);
     expect((await search([{ tagName: 'Priority', operator: 'between', value: 1 }])).status).toBe(400);
     expect((await search([{ tagName: 'Priority', operator: 'approximately', value: 1 }])).status).toBe(400);
+    const long = await search([{ tagName: 'Department', operator: 'contains', value: 'x'.repeat(257) }]);
+    expect(long.status).toBe(400);
+    expect(long.text).toContain('contains takes at most 256 characters');
+    expect((await search([{ tagName: 'Department', operator: 'ends_with', value: 'x'.repeat(256) }])).status).toBe(200);
     const second = (await k.createBase(uniqueName('Other'))).id;
     const multi = await k.search({ knowledgeBaseIds: [baseId, second], query: 'x', tagFilters: [{ tagName: 'Department', value: 'Sales' }] });
     expect(multi.status).toBe(400);

@@ -1,0 +1,19 @@
+/**
+ * Case-insensitive substring conditions a tenant chooses (table filters, knowledge tag filters, document
+ * search). `ILIKE '%text%'` retries the whole operand at every position of the value, so a crafted operand
+ * against a crafted value costs their lengths multiplied, and on the embedded database that statement holds
+ * every other one. A regular expression (`~*`) runs the literal as an automaton, close to one pass while
+ * the operand stays short (docs/architecture.md, Tables: bounded statements).
+ */
+
+export type SubstringKind = 'contains' | 'startsWith' | 'endsWith';
+
+/** Characters of a substring operand: past it PostgreSQL's automaton outgrows its cache of states. */
+export const MAX_SUBSTRING_OPERAND = 256;
+
+/** The pattern to use with `~*` for a literal substring match of `text`. */
+export function substringRegex(text: string, kind: SubstringKind): string {
+  if (kind === 'contains') return `***=${text}`; // `***=`: the rest is a literal
+  const escaped = text.replace(/[\\^$.|?*+()[\]{}]/g, (m) => `\\${m}`);
+  return kind === 'startsWith' ? `^${escaped}` : `${escaped}$`;
+}
