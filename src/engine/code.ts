@@ -2,7 +2,7 @@
 // A reference (or known secret) in code position becomes an injected variable holding the typed
 // value; inside a string or template literal it becomes string concatenation / `${}` with the
 // value in its interpolated string form. Comments and regex literals are left untouched.
-import { scanTokens, type HeadPredicate, type Token } from './references.js';
+import { scanTokens, tokenAt, type HeadPredicate, type Token } from './references.js';
 
 export interface CodeBinding {
   name: string;
@@ -119,11 +119,10 @@ export function bindCode(
   const codeTokenAt = (pos: number): { length: number; text: string } | null => {
     const ch = source[pos];
     if (ch !== '<' && ch !== '{') return null;
-    // Match a token starting exactly here.
-    const rest = source.slice(pos, pos + 400);
-    const hit = tokensIn(rest).find((t) => t.index === 0);
-    if (!hit) return null;
-    return { length: hit.token.raw.length, text: binder.name(hit.token, 'value') };
+    // Match a token starting exactly here (within 400 characters, as the references of templates).
+    const token = tokenAt(source.slice(pos, pos + 400), 0, isKnownHead);
+    if (token === null || (token.kind !== 'ref' && !isSecret(token.name))) return null;
+    return { length: token.raw.length, text: binder.name(token, 'value') };
   };
 
   const rewriteQuoted = (body: string, quote: string): string => {

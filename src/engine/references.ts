@@ -57,6 +57,16 @@ function parsePath(source: string): (string | number)[] {
   return path;
 }
 
+/** The token a regular-expression match stands for; null for a path-less `<name>` that is not a known name. */
+function tokenOf(m: RegExpExecArray, isKnownHead: HeadPredicate): Token | null {
+  if (m[1] === undefined) return { kind: 'secret', raw: m[0], name: m[3] };
+  const head = normalizeName(m[1]);
+  const pathSource = m[2] ?? '';
+  const hasPath = pathSource.length > 0;
+  if (!hasPath && !isKnownHead(head)) return null;
+  return { kind: 'ref', raw: m[0], head, path: parsePath(pathSource), hasPath };
+}
+
 /** Finds the tokens of a string. `isKnownHead` decides whether a path-less `<name>` is a reference. */
 export function scanTokens(text: string, isKnownHead: HeadPredicate): { index: number; token: Token }[] {
   const found: { index: number; token: Token }[] = [];
@@ -64,21 +74,24 @@ export function scanTokens(text: string, isKnownHead: HeadPredicate): { index: n
   const re = new RegExp(TOKEN_RE.source, 'gu');
   let m: RegExpExecArray | null;
   while ((m = re.exec(text)) !== null) {
-    if (m[1] !== undefined) {
-      const head = normalizeName(m[1]);
-      const pathSource = m[2] ?? '';
-      const hasPath = pathSource.length > 0;
-      if (!hasPath && !isKnownHead(head)) {
-        // Not a reference: let the scan continue right after '<' (e.g. "<b><start.x>").
-        re.lastIndex = m.index + 1;
-        continue;
-      }
-      found.push({ index: m.index, token: { kind: 'ref', raw: m[0], head, path: parsePath(pathSource), hasPath } });
-    } else {
-      found.push({ index: m.index, token: { kind: 'secret', raw: m[0], name: m[3] } });
-    }
+    const token = tokenOf(m, isKnownHead);
+    // Not a reference: let the scan continue right after '<' (e.g. "<b><start.x>").
+    if (token === null) re.lastIndex = m.index + 1;
+    else found.push({ index: m.index, token });
   }
   return found;
+}
+
+const TOKEN_AT_RE = new RegExp(TOKEN_RE.source, 'uy');
+
+/**
+ * The token starting exactly at `index` of `text`, or null: what scanTokens would find there, without
+ * scanning the rest (a code scanner asks at every `<` and `{`, so scanning on would make it quadratic).
+ */
+export function tokenAt(text: string, index: number, isKnownHead: HeadPredicate): Token | null {
+  TOKEN_AT_RE.lastIndex = index;
+  const m = TOKEN_AT_RE.exec(text);
+  return m === null ? null : tokenOf(m, isKnownHead);
 }
 
 /** Splits a string into literal parts and tokens; null when it has no tokens. */

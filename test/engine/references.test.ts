@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { scanTokens, tokenAt } from '../../src/engine/references.js';
 import { chain, fn, run, start, workflow } from './helpers.js';
 
 const inputs = [
@@ -114,5 +115,17 @@ describe('references in code', () => {
   it('binds secrets as values in code', async () => {
     const r = await run(workflow([start(), fn('f', 'return {{TOKEN}}.length')], chain('start', 'f')), { secrets: { TOKEN: 'abcd' } });
     expect(r.output).toBe(4);
+  });
+});
+
+describe('tokenAt', () => {
+  const known = (head: string) => head === 'start' || head === 'agent';
+  const texts = [
+    'return <start.n> + <agent.content>.length', '{{API_KEY}} and {{ lower }}', 'a < b && x<3 || <b><start.x>',
+    '<agent> <unknown> <a.b[2].c> {{ TOKEN_1 }}', 'no tokens at all', '<start.list[0]>x<start.list.1.id>',
+  ];
+  it.each(texts)('finds at each index exactly the token scanTokens finds there: %s', (text) => {
+    const found = new Map(scanTokens(text, known).map((t) => [t.index, t.token]));
+    for (let i = 0; i < text.length; i++) expect(tokenAt(text, i, known)).toEqual(found.get(i) ?? null);
   });
 });
