@@ -37,6 +37,7 @@ import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
 import { WorkflowService } from './workflows/service.js';
+import { WorkspaceGate } from './limits/workspace-gate.js';
 
 /** The areas' services, built once per process. */
 export interface CoreServices {
@@ -59,6 +60,8 @@ export interface CoreServices {
   lifecycles: Lifecycles;
   /** OpenAPI connectors: their operations are blocks and agent tools (docs/architecture.md, Connectors). */
   connectors: ConnectorsService;
+  /** How many of a workspace's scans (table queries and filtered writes, knowledge searches) run at once. */
+  scans: WorkspaceGate;
 }
 
 export interface Services extends CoreServices {
@@ -131,7 +134,11 @@ export function composeCore(
       // Connector blocks and agent connector tools must name a connector (and operations) of the workspace.
       await connectors.checkDefinition(workspaceId, definition);
     });
-  const tables = new TablesService(db, { storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, log: ctx.log });
+  // One gate for every area's tenant-shaped scans: a workspace runs at most two at once (limits/workspace-gate.ts).
+  const scans = new WorkspaceGate();
+  const tables = new TablesService(db, {
+    storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, queryTimeoutMs: config.tableQueryTimeoutMs, gate: scans, log: ctx.log,
+  });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
   const ai = new AiGateway(db, config.ai, {
@@ -140,7 +147,7 @@ export function composeCore(
   // Returns the deposits a dead process left reserved, after the upstream timeout; on stop it also writes the
   // settlements waiting for their window. Entries stop in reverse, so this runs after the run workers have stopped.
   lifecycles.add({ name: 'AI deposit sweeper and settle flush', start: () => ai.start(), stop: () => ai.close() });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles, scans };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -185,7 +192,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const kc = config.knowledge;
   const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb });
   const knowledge = new KnowledgeService({
-    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage,
+    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage, gate: core.scans,
     options: {
       leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: kc.maxFileBytes,
       embeddingCostPerMillionTokens: kc.embeddings.costPerMillionTokensUsd,

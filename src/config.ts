@@ -46,6 +46,7 @@ const envSchema = z.object({
   WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  WEFT_TABLE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   WEFT_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(3_300_000),
   WEFT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   WEFT_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(72_000),
@@ -165,6 +166,8 @@ export interface Config {
   maxJobInterruptions: number;
   /** Row data one tables page may carry; a page stops early past it. */
   tablePageMaxBytes: number;
+  /** On PostgreSQL, a table row query's statements are cancelled past this many ms (0: never). */
+  tableQueryTimeoutMs: number;
   /**
    * HTTP server timeouts: a socket silent for `connectionTimeoutMs` is closed (longer than the longest sync
    * run, 3,000 s); a request must arrive whole within `requestTimeoutMs` (slow senders); idle keep-alive.
@@ -300,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBlocksPerWorkflow: e.WEFT_MAX_BLOCKS_PER_WORKFLOW,
     maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
     tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,
+    tableQueryTimeoutMs: e.WEFT_TABLE_QUERY_TIMEOUT_MS,
     connectionTimeoutMs: e.WEFT_CONNECTION_TIMEOUT_MS,
     requestTimeoutMs: e.WEFT_REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.WEFT_KEEP_ALIVE_TIMEOUT_MS,

@@ -5,6 +5,7 @@ import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-prov
 import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
+import { errorSchema } from '../http/schemas.js';
 import {
   baseDescription, baseName, chunk, chunkingConfig, chunksQuery, documentsQuery, errorResponses, filenameField, jsonUpload, knowledgeBase, knowledgeDocument,
   knowledgeDocumentDetail, ok, pagination, searchBody, searchResultItem, tags, tagValues, uploadErrors, workspaceId, workspaceQuery, writeErrors,
@@ -104,6 +105,8 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
             totalResults: z.number().int(), mode: z.enum(['vector', 'hybrid']),
           })),
           ...errorResponses,
+          429: errorSchema, // too many of the workspace's searches wait (limits/workspace-gate.ts)
+          503: errorSchema, // the embedding model is away
         },
       },
     }, async (request) => {

@@ -12,6 +12,7 @@ import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
 import { keywordChunks } from './text-search-store.js';
 import { namedTagValues, type SearchResultItem } from './wire-format.js';
+import type { WorkspaceGate } from '../limits/workspace-gate.js';
 
 export type SearchMode = 'vector' | 'hybrid';
 export const DEFAULT_SEARCH_MODE: SearchMode = 'hybrid';
@@ -33,6 +34,8 @@ export interface SearchDeps {
   tags: KnowledgeTags;
   efSearch: number;
   charge: (account: string, tokens: number, key: string, metadata: Record<string, unknown>) => Promise<void>;
+  /** How many of a workspace's searches run at once (the rest wait their turn). */
+  gate: WorkspaceGate;
 }
 
 /** Candidates each leg of a hybrid search brings: more than asked for, so fusion can promote a chunk both legs rank well. */
@@ -42,7 +45,11 @@ export class KnowledgeSearch {
   constructor(private readonly deps: SearchDeps) {}
 
   /** The best `topK` chunks of the given bases, best first, and the mode that ranked them. */
-  async search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+  search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+    return this.deps.gate.run(scope.workspaceId, () => this.searchNow(scope, req));
+  }
+
+  private async searchNow(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
     const { db } = this.deps;
     const ids = [...new Set(req.knowledgeBaseIds)];
     const found = await store.findBases(db, scope.workspaceId, ids.filter(isUuid));

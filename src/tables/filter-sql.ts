@@ -387,6 +387,7 @@ export function compileSortKeys(
   columns: Column[],
   nonNull: Set<string> = new Set(),
   alias = '',
+  dataAlias = alias,
 ): SortKey[] {
   const a = alias ? `${alias}.` : '';
   const keys: SortKey[] = [];
@@ -406,7 +407,7 @@ export function compileSortKeys(
       if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`, name);
       const c = byName.get(name);
       if (!c) throw bad(`Unknown column "${name}" in sort`, name);
-      keys.push({ expr: typedExpression(c, alias), order: dir === 'asc' ? 'ASC' : nonNull.has(name) ? 'DESC' : 'DESC NULLS LAST' });
+      keys.push({ expr: typedExpression(c, dataAlias), order: dir === 'asc' ? 'ASC' : nonNull.has(name) ? 'DESC' : 'DESC NULLS LAST' });
     }
   }
   keys.push({ expr: `${a}position`, order: 'ASC' });

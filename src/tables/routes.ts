@@ -6,7 +6,7 @@ import { filterErrorToHttp } from './errors.js';
 import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import {
-  batchLimit, column, columnInput, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, row, rowData,
+  batchLimit, column, columnInput, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, queryErrors, row, rowData,
   rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors,
 } from './schemas.js';
 import type { TablesService } from './service.js';
@@ -123,7 +123,7 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
         querystring: rowsQuery,
         response: {
           200: ok(rowPage),
-          ...errorResponses,
+          ...queryErrors,
         },
       },
     }, async (request) => {

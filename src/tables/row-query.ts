@@ -46,7 +46,7 @@ export function compileWhere(table: TableRow, filter: Filter | undefined): { f: 
     params = new SqlParams([table.id]);
     f = compileFilter(filter, table.columns, params, 'r', 'd');
   }
-  return { f, rows: { from: store.rowsFrom(readDataOnce), where: f.sql, params: params.values } };
+  return { f, rows: { from: store.rowsFrom(readDataOnce), where: f.sql, params: params.values, dataAlias: readDataOnce ? 'd' : 'r' } };
 }
 
 export function checkPaging(query: RowQuery): void {
@@ -62,7 +62,8 @@ export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, 
   const limit = query.limit ?? TABLE_LIMITS.defaultQueryLimit;
   const offset = query.offset ?? 0;
   const { f, rows: filter } = compileWhere(table, query.filter);
-  const keys = compilingFilter(() => compileSortKeys(query.sort, table.columns, f.nonNull, 'r'));
+  // Sort keys read the data where the filter does: when it is read once, from `d` too.
+  const keys = compilingFilter(() => compileSortKeys(query.sort, table.columns, f.nonNull, 'r', filter.dataAlias));
   let rows: RowRecord[];
   // Rows the page matched, also those past the byte budget (which come back without their data).
   let matched: number;

@@ -1,5 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
+import type { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newHexId } from '../ids.js';
 import { type Column, type RowIssue, columnMap, prepareRow, rowIssuesError } from './columns.js';
@@ -37,6 +38,13 @@ export interface RowServiceDeps {
   stats: PlannerStats;
   /** Bytes of row data one page of a query returns at most. */
   maxPageBytes: number;
+  /** How many of a workspace's filtered reads and writes run at once (the rest wait their turn). */
+  gate: WorkspaceGate;
+  /**
+   * On PostgreSQL, a query's statements are cancelled past this many milliseconds (0: never). PGlite cannot
+   * interrupt a statement; its filters are bounded instead (docs/architecture.md, Tables: bounded statements).
+   */
+  queryTimeoutMs: number;
 }
 
 /** What a write changed, for the counters, the size and storage checks, and the planner statistics. */
@@ -172,7 +180,24 @@ export class RowService {
 
   async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
     checkPaging(query);
-    return queryPage(this.db, await requireTable(this.db, workspaceId, tableId), query, this.deps.maxPageBytes);
+    const { queryTimeoutMs: timeoutMs, maxPageBytes } = this.deps;
+    return this.deps.gate.run(workspaceId, async () => {
+      if (this.db.mode !== 'postgres' || timeoutMs === 0) {
+        return queryPage(this.db, await requireTable(this.db, workspaceId, tableId), query, maxPageBytes);
+      }
+      try {
+        return await this.db.tx(async (q) => {
+          await q.query(`SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
+          return queryPage(q, await requireTable(q, workspaceId, tableId), query, maxPageBytes);
+        });
+      } catch (err) {
+        if ((err as { code?: unknown }).code === '57014') {
+          throw new HttpError(503, `The query ran past ${timeoutMs} ms and was stopped: narrow the filter, or filter on equality of a column`,
+            { code: 'QUERY_TIMEOUT' });
+        }
+        throw err;
+      }
+    });
   }
 
   async getRow(workspaceId: string, tableId: string, rowId: string): Promise<PublicRow> {
@@ -185,7 +210,7 @@ export class RowService {
   /** Merges `data` into every row matching `filter` (or the first `limit` of them in table order). */
   async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
     checkBatchLimit(limit);
-    return this.writeRows<string[]>(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, () => this.writeRows<string[]>(workspaceId, tableId, (table) => {
       const { rows: matching } = compileWhere(table, nonEmptyFilter(filter));
       const patch = preparePatch(table, data, ['data']);
       if (emptyPatch(patch)) return { done: [] };
@@ -196,7 +221,7 @@ export class RowService {
           return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
         },
       };
-    });
+    }));
   }
 
   /** Merges a patch into each listed row; every row must exist, else nothing is written. */
@@ -279,7 +304,7 @@ export class RowService {
         };
       });
     }
-    return this.writeRows(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, () => this.writeRows(workspaceId, tableId, (table) => {
       checkBatchLimit(target.limit);
       const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
@@ -288,7 +313,7 @@ export class RowService {
           return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
         },
       };
-    });
+    }));
   }
 
   async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {

@@ -87,5 +87,7 @@ export const rowPage = z.object({
 });
 
 export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
-export const writeErrors = { ...errorResponses, 409: errorSchema };
+export const writeErrors = { ...errorResponses, 409: errorSchema, 429: errorSchema };
+/** A row query: also 429 when too many of the workspace's wait, and 503 when it ran past its time (PostgreSQL). */
+export const queryErrors = { ...errorResponses, 429: errorSchema, 503: errorSchema };
 export { errorResponses };

@@ -1,6 +1,7 @@
 import type { Database, Queryable } from '../db/database.js';
 import type { TablesPort } from '../engine/index.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
+import { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { ColumnInput } from './columns.js';
 import { tablesEnginePort } from './engine-port.js';
 import { TABLE_LIMITS } from './limits.js';
@@ -32,6 +33,10 @@ export interface TablesServiceOptions {
   maxPageBytes?: number;
   /** For background failures (planner statistics). */
   log?: { warn(obj: object, msg: string): void };
+  /** Shared with the other areas' scans: how many of a workspace's run at once (default: a gate of its own). */
+  gate?: WorkspaceGate;
+  /** On PostgreSQL, a row query's statements are cancelled past this (env WEFT_TABLE_QUERY_TIMEOUT_MS; 0 never). */
+  queryTimeoutMs?: number;
 }
 
 /** Bytes of row data stored in a workspace's tables: Tables' share of the workspace's storage. */
@@ -46,7 +51,9 @@ export class TablesService {
     if (!Number.isSafeInteger(maxPageBytes) || maxPageBytes < 1) throw new Error(`maxPageBytes must be a positive integer, got ${maxPageBytes}`);
     const stats = new PlannerStats(db, options.log);
     this.tables = new TableService(db, stats);
-    this.rows = new RowService(db, { storage: options.storage, stats, maxPageBytes });
+    this.rows = new RowService(db, {
+      storage: options.storage, stats, maxPageBytes, gate: options.gate ?? new WorkspaceGate(), queryTimeoutMs: options.queryTimeoutMs ?? 30_000,
+    });
   }
 
   // Tables

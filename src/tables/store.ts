@@ -203,6 +203,8 @@ export interface RowFilter {
   from: string;
   where: string;
   params: unknown[];
+  /** The alias user columns are read through in `from` (`d` when the data is read once). */
+  dataAlias: 'r' | 'd';
 }
 
 /**
