@@ -39,10 +39,10 @@ const publicDefinition = (d: tagStore.TagDefinitionRow): PublicTagDefinition => 
 const byName = (defs: readonly tagStore.TagDefinitionRow[], name: string): tagStore.TagDefinitionRow | undefined =>
   defs.find((d) => d.display_name.toLowerCase() === name.trim().toLowerCase());
 
-/** The value in the slot's stored form, or an error message naming the tag. */
 /** Text operators matched as substrings (their operands are bounded: db/substring-match.ts). */
 const SUBSTRING_OPERATORS: ReadonlySet<string> = new Set(['contains', 'not_contains', 'starts_with', 'ends_with']);
 
+/** The value in the slot's stored form, or an error message naming the tag. */
 function typedValue(type: TagFieldType, name: string, value: unknown): TagValue | string[] {
   switch (type) {
     case 'text':
