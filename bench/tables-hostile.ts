@@ -8,8 +8,11 @@
 //
 // Weft from dist/main.js as `compare` runs it (embedded, npm start's flags). One table of `rows` rows, each a
 // 10,000-character string of one letter and a JSON array of 10,000 numbers (about 60 KB a row). For each
-// attack: its status and latency, and meanwhile, one client reading a one-row table in a loop (a request
-// that needs the database): its p50 and worst latency, against the same loop with nothing else running.
+// attack: its status and latency, and meanwhile, another workspace (made with the CLI) reading its one-row
+// table in a loop (a request that needs the database): its p50 and worst latency, against the same loop with
+// nothing else running. The last attack sends ten plain scans at once.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startEmbedded } from './compare-weft.js';
 import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
 import { percentile } from './support.js';
@@ -17,6 +20,12 @@ import { percentile } from './support.js';
 export const standalone = true;
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** `weft <args> --json` against the running server's data directory (the CLI reaches it through its admin socket). */
+async function weftCli<T>(dataDir: string, args: string[]): Promise<T> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['dist/main.js', ...args, '--json'], { env: { ...process.env, WEFT_DATA_DIR: dataDir } });
+  return JSON.parse(stdout) as T;
+}
 
 async function call(url: string, key: string, method: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(url, {
@@ -68,10 +77,15 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       const r = await api('POST', `/api/v1/tables/${bigId}/rows`, { workspaceId: ws, rows: batch });
       if (r.status !== 200) throw new Error(`insert answered ${r.status}: ${JSON.stringify(r.body)}`);
     }
-    const small = await api('POST', '/api/v1/tables', { workspaceId: ws, name: 'small', schema: { columns: [{ name: 'n', type: 'number' }] } });
+    // The other tenant: a workspace and key of its own, and a one-row table.
+    const other = await weftCli<{ id: string }>(w.dataDir ?? '', ['workspaces', 'create', '--name', 'other']);
+    const otherKey = (await weftCli<{ secret?: string; key?: string }>(w.dataDir ?? '', ['keys', 'create', '--workspace', other.id]));
+    const key2 = otherKey.secret ?? otherKey.key ?? '';
+    const small = await call(`${w.url}/api/v1/tables`, key2, 'POST', { workspaceId: other.id, name: 'small', schema: { columns: [{ name: 'n', type: 'number' }] } });
+    if (small.status !== 200) throw new Error(`the other workspace's table: ${small.status} ${JSON.stringify(small.body)}`);
     const smallId = (small.body.data as { table: { id: string } }).table.id;
-    await api('POST', `/api/v1/tables/${smallId}/rows`, { workspaceId: ws, data: { n: 1 } });
-    const pollUrl = `${w.url}/api/v1/tables/${smallId}/rows?workspaceId=${ws}`;
+    await call(`${w.url}/api/v1/tables/${smallId}/rows`, key2, 'POST', { workspaceId: other.id, data: { n: 1 } });
+    const pollUrl = `${w.url}/api/v1/tables/${smallId}/rows?workspaceId=${other.id}`;
 
     const query = (filter: unknown) => `/api/v1/tables/${bigId}/rows?workspaceId=${ws}&limit=1&filter=${encodeURIComponent(JSON.stringify(filter))}`;
     const attacks: [string, string][] = [
@@ -87,12 +101,19 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       ['200 $ne conditions in $and', query({ $and: Array.from({ length: 200 }, (_, n) => ({ s: { $ne: `v${n}` } })) })],
     ].filter(([name]) => only === undefined || name.includes(only)) as [string, string][];
     const results: Record<string, unknown>[] = [];
-    const alone = summary(await poll(pollUrl, w.apiKey, sleep(1000)));
+    const alone = summary(await poll(pollUrl, key2, sleep(1000)));
     for (const [name, path] of attacks) {
       const t0 = performance.now();
       const attack = api('GET', path).then((r) => ({ status: r.status, ms: round2(performance.now() - t0), error: r.status === 200 ? undefined : r.body.error }));
-      const during = summary(await poll(pollUrl, w.apiKey, attack));
+      const during = summary(await poll(pollUrl, key2, attack));
       results.push({ attack: name, ...(await attack), readsOfAnotherTableDuring: during });
+    }
+    if (only === undefined || 'ten plain scans at once'.includes(only)) {
+      const t0 = performance.now();
+      const scans = Promise.all(Array.from({ length: 10 }, () => api('GET', query({ s: { $ne: 'b' } }))));
+      const during = summary(await poll(pollUrl, key2, scans));
+      const statuses = (await scans).map((r) => r.status);
+      results.push({ attack: 'ten plain scans at once', status: [...new Set(statuses)].join(','), ms: round2(performance.now() - t0), readsOfAnotherTableDuring: during });
     }
     await w.close();
     return { rows, rowKb: round2(JSON.stringify(row).length / 1024), readsOfAnotherTableAlone: alone, attacks: results };
