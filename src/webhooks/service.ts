@@ -15,6 +15,7 @@ import { executeAnswer, storedRunResult } from '../runs/execute-response.js';
 import type { RunContext } from '../runs/run-context.js';
 import type { Admitted, ExecutionService } from '../runs/service.js';
 import type { WorkflowRow, WorkflowService } from '../workflows/service.js';
+import { FormFields, TooManyFields } from './form-fields.js';
 import { parseMultipart, type FilePart } from './multipart.js';
 import { holdDeliveryClaim } from './claim-lease.js';
 import { webhookBlockOf, type WebhookRegistry } from './registry.js';
@@ -98,12 +99,9 @@ function parseJson(text: string): unknown {
 
 function parseData(raw: Buffer, type: string): unknown {
   if (type === 'application/x-www-form-urlencoded') {
-    const params = new URLSearchParams(raw.toString('utf8'));
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of params) {
-      const prev = out[k];
-      out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-    }
+    const form = new FormFields();
+    for (const [k, v] of new URLSearchParams(raw.toString('utf8'))) form.add(k, v);
+    const out = form.fields;
     if (typeof out.payload === 'string') return parseJson(out.payload);
     return out;
   }
@@ -185,6 +183,7 @@ export class WebhookService {
     try {
       ({ body, files } = await parseBody(d.raw, d.contentType));
     } catch (err) {
+      if (err instanceof TooManyFields) return text(413, err.message);
       return text(400, err instanceof BodyTooDeep ? err.message : 'Invalid payload format');
     }
     const badState = clientStateProblem(cfg, body);

@@ -1,5 +1,6 @@
 // Webhook bodies are parsed by the webhooks area itself (raw bytes first, for signatures): the nesting
-// limit the API applies to JSON holds there too, for every format that can nest.
+// limit the API applies to JSON holds there too, for every format that can nest, and form bodies (urlencoded
+// and multipart) carry at most 10,000 fields.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { echo, post, runsOf, webhookWorkflow } from './support.js';
@@ -48,5 +49,38 @@ describe('nesting limit on webhook bodies', () => {
     const f = await request(url, 'POST', `a=${encodeURIComponent(deep(10_000))}`, { 'content-type': 'application/x-www-form-urlencoded' });
     expect(f.status).toBe(200);
     expect(f.body.output).toEqual({ len: 20_000 });
+  });
+});
+
+describe('form fields of webhook bodies', () => {
+  const code = 'return { n: <webhook.a>.length, first: <webhook.a>[0], last: <webhook.a>[<webhook.a>.length - 1], b: <webhook.b>, keys: Object.keys(<webhook>).filter((k) => k !== "headers" && k !== "query").sort() }';
+  const fields = (n: number) => Array.from({ length: n }, (_, i) => `a=${i}`).join('&');
+
+  it('collects a name sent 9,998 times into an array in order, urlencoded and multipart, dropping __proto__', async () => {
+    const { url } = await webhookWorkflow(t, echo({ responseMode: 'result' }, code));
+    const f = await request(url, 'POST', `${fields(9_998)}&b=x&__proto__=p`, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(f.status).toBe(200);
+    expect(f.body.output).toEqual({ n: 9_998, first: '0', last: '9997', b: 'x', keys: ['a', 'b'] });
+    const form = new FormData();
+    for (let i = 0; i < 9_998; i++) form.append('a', String(i));
+    form.append('b', 'x');
+    form.append('__proto__', 'p');
+    const m = await fetch(url, { method: 'POST', body: form });
+    expect(m.status).toBe(200);
+    expect(((await m.json()) as { output: unknown }).output).toEqual({ n: 9_998, first: '0', last: '9997', b: 'x', keys: ['a', 'b'] });
+  });
+
+  it('refuses a body of more than 10,000 fields with a 413 and starts no run', async () => {
+    const { id, url } = await webhookWorkflow(t, echo({ responseMode: 'result' }, code));
+    const f = await request(url, 'POST', fields(10_001), { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(f.status).toBe(413);
+    expect(f.text).toMatch(/at most 10000 fields/);
+    const form = new FormData();
+    for (let i = 0; i < 10_001; i++) form.append('a', String(i));
+    const m = await fetch(url, { method: 'POST', body: form });
+    expect(m.status).toBe(413);
+    expect(await runsOf(t, id)).toHaveLength(0);
+    // 10,000 is accepted.
+    expect((await request(url, 'POST', fields(10_000), { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(200);
   });
 });

@@ -1,0 +1,66 @@
+// webhook-hostile: what a form body built to be slow to collect does to everyone else's requests. Anyone
+// holding a webhook URL may post to it; a urlencoded or multipart body repeating one field name used to cost
+// the square of its repeats to collect, on the event loop (webhooks/form-fields.ts).
+//
+//   npm run bench -- webhook-hostile [--fields 9000,30000,60000]
+//
+// Weft from dist/main.js as `compare` runs it (embedded, npm start's flags, limits off), one deployed workflow
+// behind a webhook trigger (acknowledged at once). For each body of `fields` repeats of `a=1`, urlencoded:
+// its answer and latency, and the worst and median latency of `GET /healthz` polled meanwhile.
+import { startEmbedded } from './compare-weft.js';
+import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
+import { percentile } from './support.js';
+
+export const standalone = true;
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** Polls `url` until `until` settles; the latency of each poll in ms. */
+async function poll(url: string, until: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true));
+  const ms: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    ms.push(performance.now() - t0);
+    await sleep(5);
+  }
+  return ms;
+}
+
+export async function run(argv: string[]): Promise<Record<string, unknown>> {
+  const i = argv.indexOf('--fields');
+  const counts = (i >= 0 ? argv[i + 1] : '9000,30000,60000').split(',').map(Number);
+  installExitHandlers();
+  try {
+    const w = await startEmbedded('http://127.0.0.1:9/v1', false);
+    const headers = { 'x-api-key': w.apiKey, 'content-type': 'application/json' };
+    const definition = {
+      blocks: [
+        { id: 'hook', type: 'webhook', name: 'Webhook', config: { responseMode: 'ack' } },
+        { id: 'f', type: 'function', name: 'F', config: { code: 'return 1' } },
+      ],
+      edges: [{ from: 'hook', to: 'f' }],
+    };
+    const created = await (await fetch(`${w.url}/api/v1/workflows`, { method: 'POST', headers, body: JSON.stringify({ workspaceId: w.workspaceId, name: 'hook', definition }) })).json() as { data: { workflow: { id: string } } };
+    const id = created.data.workflow.id;
+    await (await fetch(`${w.url}/api/v1/workflows/${id}/deploy`, { method: 'POST', headers: { 'x-api-key': w.apiKey } })).arrayBuffer();
+    const workflow = await (await fetch(`${w.url}/api/v1/workflows/${id}`, { headers: { 'x-api-key': w.apiKey } })).json() as { data: { workflow: { webhookUrl: string } } };
+    const hookUrl = workflow.data.workflow.webhookUrl.replace(/^https?:\/\/[^/]+/, w.url);
+    const results: Record<string, unknown>[] = [];
+    for (const n of counts) {
+      const body = Array.from({ length: n }, () => 'a=1').join('&');
+      const t0 = performance.now();
+      const post = fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body })
+        .then(async (r) => ({ status: r.status, ms: round2(performance.now() - t0), text: (await r.text()).slice(0, 80) }));
+      const polls = (await poll(`${w.url}/healthz`, post)).sort((a, b) => a - b);
+      results.push({ fields: n, bodyKb: round2(body.length / 1024), ...(await post), healthz: { polls: polls.length, p50Ms: round2(percentile(polls, 50)), maxMs: round2(polls.at(-1) ?? NaN) } });
+    }
+    await w.close();
+    return { results };
+  } finally {
+    await cleanupAll();
+  }
+}
