@@ -11,7 +11,7 @@
 // request's own latency and status.
 import { startEmbedded } from './compare-weft.js';
 import { cleanupAll, firstJsonLine, installExitHandlers, sleep, start } from './compare-procs.js';
-import { percentile } from './support.js';
+import { latencySummary, pollWhile, round2 } from './support.js';
 
 export const standalone = true;
 
@@ -21,26 +21,6 @@ function randomText(chars: number): string {
   return out.join('');
 }
 
-/** Polls `url` until `until` settles; the latency of each poll in ms. */
-async function poll(url: string, until: Promise<unknown>): Promise<number[]> {
-  let done = false;
-  void until.finally(() => (done = true));
-  const ms: number[] = [];
-  while (!done) {
-    const t0 = performance.now();
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    ms.push(performance.now() - t0);
-    await sleep(5);
-  }
-  return ms;
-}
-
-const round2 = (x: number) => Math.round(x * 100) / 100;
-const summary = (ms: number[]) => {
-  const sorted = [...ms].sort((a, b) => a - b);
-  return { polls: ms.length, p50Ms: round2(percentile(sorted, 50)), maxMs: round2(sorted.at(-1) ?? NaN) };
-};
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const arg = (name: string, fallback: number) => {
@@ -71,10 +51,10 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     await hostile(); // the counting thread started, the tokenizer's ranks loaded
     const results = [];
     for (let i = 0; i < rounds; i++) {
-      const alone = await poll(healthz, sleep(1000));
+      const alone = await pollWhile(healthz, sleep(1000));
       const request = hostile();
-      const during = await poll(healthz, request);
-      results.push({ alone: summary(alone), during: summary(during), hostile: await request });
+      const during = await pollWhile(healthz, request);
+      results.push({ alone: latencySummary(alone), during: latencySummary(during), hostile: await request });
     }
     await w.close();
     return { messages, kbPerMessage: kb, bodyMb: round2(body.length / 1024 / 1024), rounds: results };

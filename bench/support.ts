@@ -36,6 +36,34 @@ export function machine(): string {
 }
 
 /** The middle value (the mean of the two middle ones for an even count), rounded. */
+/**
+ * GETs `url` in a loop, 5 ms apart, until `until` settles: each request's latency in ms (how long other
+ * requests waited while a hostile one ran). A status other than 200 stops the loop with an error.
+ */
+export async function pollWhile(url: string, until: Promise<unknown>, headers: Record<string, string> = {}): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true));
+  const ms: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    const r = await fetch(url, { headers });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
+    ms.push(performance.now() - t0);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return ms;
+}
+
+/** Two decimals, for figures printed in ms or KB. */
+export const round2 = (x: number): number => Math.round(x * 100) / 100;
+
+/** Polls' count, median and worst latency, in ms. */
+export function latencySummary(ms: number[]): { polls: number; p50Ms: number; maxMs: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { polls: ms.length, p50Ms: round2(percentile(sorted, 50)), maxMs: round2(sorted.at(-1) ?? NaN) };
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);

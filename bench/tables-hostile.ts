@@ -15,11 +15,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startEmbedded } from './compare-weft.js';
 import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
-import { percentile } from './support.js';
+import { latencySummary, pollWhile, round2 } from './support.js';
 
 export const standalone = true;
 
-const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /** `weft <args> --json` against the running server's data directory (the CLI reaches it through its admin socket). */
 async function weftCli<T>(dataDir: string, args: string[]): Promise<T> {
@@ -36,26 +35,6 @@ async function call(url: string, key: string, method: string, body?: unknown): P
   return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-/** GETs `url` in a loop until `until` settles; each request's latency in ms. */
-async function poll(url: string, key: string, until: Promise<unknown>): Promise<number[]> {
-  let done = false;
-  void until.finally(() => (done = true));
-  const ms: number[] = [];
-  while (!done) {
-    const t0 = performance.now();
-    const r = await fetch(url, { headers: { 'x-api-key': key } });
-    await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`poll answered ${r.status}`);
-    ms.push(performance.now() - t0);
-    await sleep(5);
-  }
-  return ms;
-}
-
-const summary = (ms: number[]) => {
-  const sorted = [...ms].sort((a, b) => a - b);
-  return { polls: ms.length, p50Ms: round2(percentile(sorted, 50)), maxMs: round2(sorted.at(-1) ?? NaN) };
-};
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const i = argv.indexOf('--rows');
@@ -101,17 +80,17 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       ['200 $ne conditions in $and', query({ $and: Array.from({ length: 200 }, (_, n) => ({ s: { $ne: `v${n}` } })) })],
     ].filter(([name]) => only === undefined || name.includes(only)) as [string, string][];
     const results: Record<string, unknown>[] = [];
-    const alone = summary(await poll(pollUrl, key2, sleep(1000)));
+    const alone = latencySummary(await pollWhile(pollUrl, sleep(1000), { 'x-api-key': key2 }));
     for (const [name, path] of attacks) {
       const t0 = performance.now();
       const attack = api('GET', path).then((r) => ({ status: r.status, ms: round2(performance.now() - t0), error: r.status === 200 ? undefined : r.body.error }));
-      const during = summary(await poll(pollUrl, key2, attack));
+      const during = latencySummary(await pollWhile(pollUrl, attack, { 'x-api-key': key2 }));
       results.push({ attack: name, ...(await attack), readsOfAnotherTableDuring: during });
     }
     if (only === undefined || 'ten plain scans at once'.includes(only)) {
       const t0 = performance.now();
       const scans = Promise.all(Array.from({ length: 10 }, () => api('GET', query({ s: { $ne: 'b' } }))));
-      const during = summary(await poll(pollUrl, key2, scans));
+      const during = latencySummary(await pollWhile(pollUrl, scans, { 'x-api-key': key2 }));
       const statuses = (await scans).map((r) => r.status);
       results.push({ attack: 'ten plain scans at once', status: [...new Set(statuses)].join(','), ms: round2(performance.now() - t0), readsOfAnotherTableDuring: during });
     }

@@ -8,27 +8,12 @@
 // behind a webhook trigger (acknowledged at once). For each body of `fields` repeats of `a=1`, urlencoded:
 // its answer and latency, and the worst and median latency of `GET /healthz` polled meanwhile.
 import { startEmbedded } from './compare-weft.js';
-import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
-import { percentile } from './support.js';
+import { cleanupAll, installExitHandlers } from './compare-procs.js';
+import { latencySummary, pollWhile, round2 } from './support.js';
 
 export const standalone = true;
 
-const round2 = (x: number) => Math.round(x * 100) / 100;
 
-/** Polls `url` until `until` settles; the latency of each poll in ms. */
-async function poll(url: string, until: Promise<unknown>): Promise<number[]> {
-  let done = false;
-  void until.finally(() => (done = true));
-  const ms: number[] = [];
-  while (!done) {
-    const t0 = performance.now();
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    ms.push(performance.now() - t0);
-    await sleep(5);
-  }
-  return ms;
-}
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const i = argv.indexOf('--fields');
@@ -55,8 +40,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       const t0 = performance.now();
       const post = fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body })
         .then(async (r) => ({ status: r.status, ms: round2(performance.now() - t0), text: (await r.text()).slice(0, 80) }));
-      const polls = (await poll(`${w.url}/healthz`, post)).sort((a, b) => a - b);
-      results.push({ fields: n, bodyKb: round2(body.length / 1024), ...(await post), healthz: { polls: polls.length, p50Ms: round2(percentile(polls, 50)), maxMs: round2(polls.at(-1) ?? NaN) } });
+      const healthz = latencySummary(await pollWhile(`${w.url}/healthz`, post));
+      results.push({ fields: n, bodyKb: round2(body.length / 1024), ...(await post), healthz });
     }
     await w.close();
     return { results };
