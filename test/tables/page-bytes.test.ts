@@ -82,8 +82,11 @@ describe('page byte budget (WEFT_TABLE_PAGE_MAX_BYTES)', () => {
     expect(pages).toBeGreaterThan(2);
   });
 
-  it('applies the budget after the filter and sort, and leaves pages under it alone', async () => {
-    const filter = { n: { $gte: 2 } };
+  // The second filter reads each row's data more than twice, so it runs on the rows' data read once.
+  it.each([
+    ['a plain filter', { n: { $gte: 2 } }],
+    ['a filter that reads the data once', { $and: [{ n: { $gte: 2 } }, { n: { $ne: 100 } }, { blob: { $isNotNull: true } }] }],
+  ])('applies the budget after %s and the sort, and leaves pages under it alone', async (_label, filter) => {
     const sort = { n: 'desc' };
     const desc = [...bytes.keys()].filter((n) => n >= 2).reverse();
     const expected = fitting(desc.map((n) => bytes[n]), BUDGET);
