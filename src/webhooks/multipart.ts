@@ -43,6 +43,11 @@ export function parseMultipart(raw: Buffer, contentType: string): Promise<Multip
       }
     });
     parser.on('file', (field, stream, info) => {
+      // Dropped like a `__proto__` field: files reach the input under their field name.
+      if (field === '__proto__') {
+        stream.resume();
+        return;
+      }
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => files.push({ field, name: info.filename ?? field, contentType: info.mimeType || 'application/octet-stream', data: Buffer.concat(chunks) }));

@@ -56,18 +56,19 @@ describe('form fields of webhook bodies', () => {
   const code = 'return { n: <webhook.a>.length, first: <webhook.a>[0], last: <webhook.a>[<webhook.a>.length - 1], b: <webhook.b>, keys: Object.keys(<webhook>).filter((k) => k !== "headers" && k !== "query").sort() }';
   const fields = (n: number) => Array.from({ length: n }, (_, i) => `a=${i}`).join('&');
 
-  it('collects a name sent 9,998 times into an array in order, urlencoded and multipart, dropping __proto__', async () => {
+  it('collects a repeated name into an array in order, urlencoded and multipart, dropping __proto__ fields and files', async () => {
     const { url } = await webhookWorkflow(t, echo({ responseMode: 'result' }, code));
     const f = await request(url, 'POST', `${fields(9_998)}&b=x&__proto__=p`, { 'content-type': 'application/x-www-form-urlencoded' });
     expect(f.status).toBe(200);
     expect(f.body.output).toEqual({ n: 9_998, first: '0', last: '9997', b: 'x', keys: ['a', 'b'] });
     const form = new FormData();
-    for (let i = 0; i < 9_998; i++) form.append('a', String(i));
+    for (let i = 0; i < 9_997; i++) form.append('a', String(i));
     form.append('b', 'x');
     form.append('__proto__', 'p');
+    form.append('__proto__', new Blob(['file']), 'f.txt');
     const m = await fetch(url, { method: 'POST', body: form });
     expect(m.status).toBe(200);
-    expect(((await m.json()) as { output: unknown }).output).toEqual({ n: 9_998, first: '0', last: '9997', b: 'x', keys: ['a', 'b'] });
+    expect(((await m.json()) as { output: unknown }).output).toEqual({ n: 9_997, first: '0', last: '9996', b: 'x', keys: ['a', 'b'] });
   });
 
   it('refuses a body of more than 10,000 fields with a 413 and starts no run', async () => {
