@@ -47,6 +47,7 @@ const envSchema = z.object({
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
   WEFT_TABLE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  WEFT_SCANS_PER_WORKSPACE: z.coerce.number().int().min(1).max(1_000).default(2),
   WEFT_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(3_300_000),
   WEFT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   WEFT_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(72_000),
@@ -168,6 +169,8 @@ export interface Config {
   tablePageMaxBytes: number;
   /** On PostgreSQL, a table row query's statements are cancelled past this many ms (0: never). */
   tableQueryTimeoutMs: number;
+  /** A workspace's scans (table queries and filtered writes, knowledge searches) running at once in a process. */
+  scansPerWorkspace: number;
   /**
    * HTTP server timeouts: a socket silent for `connectionTimeoutMs` is closed (longer than the longest sync
    * run, 3,000 s); a request must arrive whole within `requestTimeoutMs` (slow senders); idle keep-alive.
@@ -304,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
     tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,
     tableQueryTimeoutMs: e.WEFT_TABLE_QUERY_TIMEOUT_MS,
+    scansPerWorkspace: e.WEFT_SCANS_PER_WORKSPACE,
     connectionTimeoutMs: e.WEFT_CONNECTION_TIMEOUT_MS,
     requestTimeoutMs: e.WEFT_REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.WEFT_KEEP_ALIVE_TIMEOUT_MS,

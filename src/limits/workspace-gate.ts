@@ -13,7 +13,9 @@ export class WorkspaceGate {
 
   constructor(
     private readonly perWorkspace = 2,
-    private readonly maxWaiting = 32,
+    // Generous: runs wait here too (a table or knowledge block in many concurrent runs of one workspace),
+    // and the API's rate limits already bound what a client can send.
+    private readonly maxWaiting = 1_000,
   ) {
     if (!Number.isSafeInteger(perWorkspace) || perWorkspace < 1) throw new Error(`perWorkspace must be a positive integer, got ${perWorkspace}`);
   }
