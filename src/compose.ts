@@ -134,7 +134,7 @@ export function composeCore(
       // Connector blocks and agent connector tools must name a connector (and operations) of the workspace.
       await connectors.checkDefinition(workspaceId, definition);
     });
-  // One gate for every area's tenant-shaped scans: a workspace runs at most a few at once (limits/workspace-gate.ts).
+  // One gate for every area's tenant-shaped scans: a workspace runs a few at once (limits/workspace-gate.ts).
   const scans = new WorkspaceGate(config.scansPerWorkspace);
   const tables = new TablesService(db, {
     storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, queryTimeoutMs: config.tableQueryTimeoutMs, gate: scans, log: ctx.log,

@@ -12,7 +12,7 @@ export class WorkspaceGate {
   private readonly workspaces = new Map<string, { running: number; waiting: (() => void)[] }>();
 
   constructor(
-    private readonly perWorkspace = 2,
+    private readonly perWorkspace = 4,
     // Generous: runs wait here too (a table or knowledge block in many concurrent runs of one workspace),
     // and the API's rate limits already bound what a client can send.
     private readonly maxWaiting = 1_000,
