@@ -44,6 +44,11 @@ export interface Database extends Queryable {
   activity?(): Promise<{ busySeconds: number; statements: number; fileSyncs: number }>;
 }
 
+/** A statement PostgreSQL cancelled (57014), as `statement_timeout` does. */
+export function statementCancelled(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === '57014';
+}
+
 /** A unique-violation (23505) from either driver, with the constraint name when known. */
 export function uniqueViolation(err: unknown): { constraint?: string } | undefined {
   const e = err as { code?: string; constraint?: string } | undefined;

@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../db/database.js';
+import { type Database, type Queryable, statementCancelled } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import type { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { StorageGuard } from '../limits/storage.js';
@@ -191,7 +191,7 @@ export class RowService {
           return queryPage(q, await requireTable(q, workspaceId, tableId), query, maxPageBytes);
         });
       } catch (err) {
-        if ((err as { code?: unknown }).code === '57014') {
+        if (statementCancelled(err)) {
           throw new HttpError(503, `The query ran past ${timeoutMs} ms and was stopped: narrow the filter, or filter on equality of a column`,
             { code: 'QUERY_TIMEOUT' });
         }
