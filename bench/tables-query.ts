@@ -29,7 +29,7 @@ export const COLUMNS = [
 ];
 
 export async function startBenchServer(): Promise<TestServer> {
-  const env = { WEFT_LIMITS: 'off', WEFT_DEFAULT_PLAN: 'enterprise', ...(process.env.WEFT_TABLE_QUERY_TIMEOUT_MS ? { WEFT_TABLE_QUERY_TIMEOUT_MS: process.env.WEFT_TABLE_QUERY_TIMEOUT_MS } : {}) };
+  const env = { WEFT_LIMITS: 'off', WEFT_DEFAULT_PLAN: 'enterprise', ...(process.env.WEFT_QUERY_TIMEOUT_MS ? { WEFT_QUERY_TIMEOUT_MS: process.env.WEFT_QUERY_TIMEOUT_MS } : {}) };
   const url = process.env.DATABASE_URL;
   return url ? startTestServer({ env, reuse: { databaseUrl: url } }) : startTestServer({ env });
 }

@@ -37,6 +37,7 @@ import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
 import { WorkflowService } from './workflows/service.js';
+import { QueryTimeout } from './limits/query-timeout.js';
 import { WorkspaceGate } from './limits/workspace-gate.js';
 
 /** The areas' services, built once per process. */
@@ -62,6 +63,8 @@ export interface CoreServices {
   connectors: ConnectorsService;
   /** How many of a workspace's scans (table queries and filtered writes, knowledge searches) run at once. */
   scans: WorkspaceGate;
+  /** On PostgreSQL, how long one statement of those scans may run. */
+  queryTimeout: QueryTimeout;
 }
 
 export interface Services extends CoreServices {
@@ -136,8 +139,10 @@ export function composeCore(
     });
   // One gate for every area's tenant-shaped scans: a workspace runs a few at once (limits/workspace-gate.ts).
   const scans = new WorkspaceGate(config.scansPerWorkspace);
+  // And, on PostgreSQL, how long each of their statements may run (limits/query-timeout.ts).
+  const queryTimeout = new QueryTimeout(config.queryTimeoutMs);
   const tables = new TablesService(db, {
-    storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, queryTimeoutMs: config.tableQueryTimeoutMs, gate: scans, log: ctx.log,
+    storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, queryTimeout, gate: scans, log: ctx.log,
   });
   const plans = new PlanAdministration(accounts, [(workspaceId, plan) => tables.applyPlan(workspaceId, plan)]);
   // A workspace that stores its own provider key (OPENAI_API_KEY, ...) as a secret pays the provider itself.
@@ -147,7 +152,7 @@ export function composeCore(
   // Returns the deposits a dead process left reserved, after the upstream timeout; on stop it also writes the
   // settlements waiting for their window. Entries stop in reverse, so this runs after the run workers have stopped.
   lifecycles.add({ name: 'AI deposit sweeper and settle flush', start: () => ai.start(), stop: () => ai.close() });
-  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles, scans };
+  return { accounts, limits, plans, workflows, tables, ai, webhookRegistry, scheduleRegistry, sessions, secrets, connectors, lifecycles, scans, queryTimeout };
 }
 
 /** Every service, including runs with their engine ports, sandbox and job queue. */
@@ -192,7 +197,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const kc = config.knowledge;
   const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb });
   const knowledge = new KnowledgeService({
-    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage, gate: core.scans,
+    db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage, gate: core.scans, queryTimeout: core.queryTimeout,
     options: {
       leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: kc.maxFileBytes,
       embeddingCostPerMillionTokens: kc.embeddings.costPerMillionTokensUsd,

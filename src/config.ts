@@ -46,7 +46,7 @@ const envSchema = z.object({
   WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
-  WEFT_TABLE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  WEFT_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   WEFT_SCANS_PER_WORKSPACE: z.coerce.number().int().min(1).max(1_000).default(4),
   WEFT_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(3_300_000),
   WEFT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
@@ -168,7 +168,7 @@ export interface Config {
   /** Row data one tables page may carry; a page stops early past it. */
   tablePageMaxBytes: number;
   /** On PostgreSQL, a table row query's statements are cancelled past this many ms (0: never). */
-  tableQueryTimeoutMs: number;
+  queryTimeoutMs: number;
   /** A workspace's scans (table queries and filtered writes, knowledge searches) running at once in a process. */
   scansPerWorkspace: number;
   /**
@@ -306,7 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBlocksPerWorkflow: e.WEFT_MAX_BLOCKS_PER_WORKFLOW,
     maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
     tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,
-    tableQueryTimeoutMs: e.WEFT_TABLE_QUERY_TIMEOUT_MS,
+    queryTimeoutMs: e.WEFT_QUERY_TIMEOUT_MS,
     scansPerWorkspace: e.WEFT_SCANS_PER_WORKSPACE,
     connectionTimeoutMs: e.WEFT_CONNECTION_TIMEOUT_MS,
     requestTimeoutMs: e.WEFT_REQUEST_TIMEOUT_MS,

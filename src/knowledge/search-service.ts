@@ -12,6 +12,7 @@ import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
 import { keywordChunks } from './text-search-store.js';
 import { namedTagValues, type SearchResultItem } from './wire-format.js';
+import type { QueryTimeout } from '../limits/query-timeout.js';
 import type { WorkspaceGate } from '../limits/workspace-gate.js';
 
 export type SearchMode = 'vector' | 'hybrid';
@@ -36,6 +37,8 @@ export interface SearchDeps {
   charge: (account: string, tokens: number, key: string, metadata: Record<string, unknown>) => Promise<void>;
   /** How many of a workspace's searches run at once (the rest wait their turn). */
   gate: WorkspaceGate;
+  /** On PostgreSQL, how long each of a search's statements may run (503 `QUERY_TIMEOUT` past it). */
+  queryTimeout: QueryTimeout;
 }
 
 /** Candidates each leg of a hybrid search brings: more than asked for, so fusion can promote a chunk both legs rank well. */
@@ -67,7 +70,7 @@ export class KnowledgeSearch {
 
     if (!query) {
       // Tag-only: nothing to rank by, nothing to embed or bill; every hit matches fully.
-      const hits = await store.filteredChunks(db, { baseIds: ids, dimension: base.embedding_dimension, limit: req.topK, filters: req.filters, tagFilters: resolved });
+      const hits = await this.deps.queryTimeout.run(db, 'search', (q) => store.filteredChunks(q, { baseIds: ids, dimension: base.embedding_dimension, limit: req.topK, filters: req.filters, tagFilters: resolved }));
       return { results: await this.shape(hits, () => 1), mode };
     }
 
@@ -95,10 +98,10 @@ export class KnowledgeSearch {
     let hits: store.ChunkHit[];
     if (mode === 'hybrid') {
       const wide = { ...search, limit: hybridWidth(req.topK), efSearch: Math.max(this.deps.efSearch, hybridWidth(req.topK)) };
-      const vectorHits = await db.tx((q) => store.nearestChunks(q, wide));
+      const vectorHits = await this.nearest(wide);
       let keyword: { hits: store.ChunkHit[]; terms: WeightedTerm[] } = { hits: [], terms: [] };
       try {
-        keyword = await keywordChunks(db, { ...wide, query });
+        keyword = await this.deps.queryTimeout.run(db, 'search', (q) => keywordChunks(q, { ...wide, query }));
       } catch (err) {
         // As the reference does: a failing full-text leg leaves the vector ranking alone.
         this.deps.log.warn({ err }, 'full-text leg of a hybrid search failed; answering with vector ranking only');
@@ -107,9 +110,18 @@ export class KnowledgeSearch {
       // the question's words occur together (docs/architecture.md, Knowledge ingest).
       hits = rerankPassages(fuseScored(vectorHits, keyword.hits), keyword.terms).slice(0, req.topK);
     } else {
-      hits = await db.tx((q) => store.nearestChunks(q, search));
+      hits = await this.nearest(search);
     }
     return { results: await this.shape(hits, (h) => similarityFromDistance(Number(h.distance))), mode };
+  }
+
+  /** The vector leg: in a transaction of its own, which scopes its index settings (and its time, on PostgreSQL). */
+  private nearest(search: store.ChunkSearch): Promise<store.ChunkHit[]> {
+    const { db, queryTimeout } = this.deps;
+    return queryTimeout.answering('search', db.tx(async (q) => {
+      await queryTimeout.bound(db, q);
+      return store.nearestChunks(q, search);
+    }));
   }
 
   /** The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. */

@@ -7,7 +7,7 @@ import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import {
   batchLimit, column, columnInput, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, queryErrors, row, rowData,
-  rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors,
+  rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors, filteredWriteErrors,
 } from './schemas.js';
 import type { TablesService } from './service.js';
 
@@ -188,7 +188,7 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
         }),
         response: {
           200: ok(z.object({ message: z.string(), updatedCount: z.number().int(), updatedRowIds: z.array(z.string()) })),
-          ...writeErrors,
+          ...filteredWriteErrors,
         },
       },
     }, async (request) => {
@@ -243,7 +243,7 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
             requestedCount: z.number().int().optional(),
             missingRowIds: z.array(z.string()).optional(),
           })),
-          ...errorResponses,
+          ...filteredWriteErrors,
         },
       },
     }, async (request) => {

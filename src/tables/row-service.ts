@@ -1,5 +1,6 @@
-import { type Database, type Queryable, statementCancelled } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
+import type { QueryTimeout } from '../limits/query-timeout.js';
 import type { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newHexId } from '../ids.js';
@@ -41,10 +42,10 @@ export interface RowServiceDeps {
   /** How many of a workspace's filtered reads and writes run at once (the rest wait their turn). */
   gate: WorkspaceGate;
   /**
-   * On PostgreSQL, a query's statements are cancelled past this many milliseconds (0: never). PGlite cannot
-   * interrupt a statement; its filters are bounded instead (docs/architecture.md, Tables: bounded statements).
+   * On PostgreSQL, a query's or a filtered write's statements are cancelled past it. PGlite cannot interrupt a
+   * statement; its filters are bounded instead (docs/architecture.md, Tables: bounded statements).
    */
-  queryTimeoutMs: number;
+  queryTimeout: QueryTimeout;
 }
 
 /** What a write changed, for the counters, the size and storage checks, and the planner statistics. */
@@ -180,24 +181,9 @@ export class RowService {
 
   async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
     checkPaging(query);
-    const { queryTimeoutMs: timeoutMs, maxPageBytes } = this.deps;
-    return this.deps.gate.run(workspaceId, async () => {
-      if (this.db.mode !== 'postgres' || timeoutMs === 0) {
-        return queryPage(this.db, await requireTable(this.db, workspaceId, tableId), query, maxPageBytes);
-      }
-      try {
-        return await this.db.tx(async (q) => {
-          await q.query(`SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
-          return queryPage(q, await requireTable(q, workspaceId, tableId), query, maxPageBytes);
-        });
-      } catch (err) {
-        if (statementCancelled(err)) {
-          throw new HttpError(503, `The query ran past ${timeoutMs} ms and was stopped: narrow the filter, or filter on equality of a column`,
-            { code: 'QUERY_TIMEOUT' });
-        }
-        throw err;
-      }
-    });
+    const { queryTimeout, maxPageBytes } = this.deps;
+    return this.deps.gate.run(workspaceId, () =>
+      queryTimeout.run(this.db, 'query', async (q) => queryPage(q, await requireTable(q, workspaceId, tableId), query, maxPageBytes)));
   }
 
   async getRow(workspaceId: string, tableId: string, rowId: string): Promise<PublicRow> {
@@ -210,18 +196,19 @@ export class RowService {
   /** Merges `data` into every row matching `filter` (or the first `limit` of them in table order). */
   async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
     checkBatchLimit(limit);
-    return this.deps.gate.run(workspaceId, () => this.writeRows<string[]>(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, () => this.deps.queryTimeout.answering('update', this.writeRows<string[]>(workspaceId, tableId, (table) => {
       const { rows: matching } = compileWhere(table, nonEmptyFilter(filter));
       const patch = preparePatch(table, data, ['data']);
       if (emptyPatch(patch)) return { done: [] };
       return {
         data: [patch.set],
         apply: async ({ q }) => {
+          await this.deps.queryTimeout.bound(this.db, q);
           const rows = await store.mergeIntoMatching(q, matching, patch.set, patch.unset, limit);
           return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
         },
       };
-    }));
+    })));
   }
 
   /** Merges a patch into each listed row; every row must exist, else nothing is written. */
@@ -304,16 +291,17 @@ export class RowService {
         };
       });
     }
-    return this.deps.gate.run(workspaceId, () => this.writeRows(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, () => this.deps.queryTimeout.answering('delete', this.writeRows(workspaceId, tableId, (table) => {
       checkBatchLimit(target.limit);
       const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
         apply: async ({ q }) => {
+          await this.deps.queryTimeout.bound(this.db, q);
           const rows = await store.deleteMatching(q, matching, target.limit);
           return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
         },
       };
-    }));
+    })));
   }
 
   async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {

@@ -90,4 +90,6 @@ export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.litera
 export const writeErrors = { ...errorResponses, 409: errorSchema, 429: errorSchema };
 /** A row query: also 429 when too many of the workspace's wait, and 503 when it ran past its time (PostgreSQL). */
 export const queryErrors = { ...errorResponses, 429: errorSchema, 503: errorSchema };
+/** An update or delete by filter: a write that scans like a query (409 too, from unique columns). */
+export const filteredWriteErrors = { ...writeErrors, 503: errorSchema };
 export { errorResponses };
