@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_QUERY_TIMEOUT_MS } from './limits/query-timeout.js';
 import { DEFAULT_HASH_COST, MIN_HASH_COST, MIN_PRODUCTION_HASH_COST } from './sessions/password.js';
 
 const booleanFlag = z
@@ -46,7 +47,7 @@ const envSchema = z.object({
   WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
-  WEFT_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  WEFT_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_QUERY_TIMEOUT_MS),
   WEFT_SCANS_PER_WORKSPACE: z.coerce.number().int().min(1).max(1_000).default(4),
   WEFT_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(3_300_000),
   WEFT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),

@@ -4,6 +4,7 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { compilePglite, connectDatabase, embeddedDatabaseExists, type ConnectOptions } from './db/connect.js';
 import { createEmbeddedDatabase } from './db/create-embedded.js';
+import type { RestartEvent } from './db/pglite-thread.js';
 import { retryWhileUnavailable, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { readServerInfo } from './admin/server-info.js';
@@ -152,6 +153,16 @@ export async function openDatabaseWhileLoading<T>(config: Config, load: () => Pr
   return [database.value, loaded.value];
 }
 
+/** A tenant's scan held the embedded database past WEFT_QUERY_TIMEOUT_MS, which was opened again to end it. */
+function reportRestart(log: Logger | undefined, e: RestartEvent): void {
+  if (e.error) {
+    log?.error({ err: e.error, timeoutMs: e.timeoutMs }, 'the embedded database could not be opened again after stopping a scan that ran past WEFT_QUERY_TIMEOUT_MS');
+  } else {
+    log?.warn({ timeoutMs: e.timeoutMs, failedCalls: e.failedCalls, reopenMs: e.reopenMs },
+      'a scan held the embedded database past WEFT_QUERY_TIMEOUT_MS: its thread was stopped and the database opened again');
+  }
+}
+
 /** Opens the database (locking the embedded data directory) and applies pending migrations. */
 export async function openDatabase(
   config: Config, extra: Partial<ConnectOptions> = {}, log?: Logger,
@@ -164,7 +175,9 @@ export async function openDatabase(
     if (!config.databaseUrl && !extra.inMemory && !extra.loadDataDir && !embeddedDatabaseExists(config.dataDir)) {
       await createEmbeddedDatabase(config.dataDir);
     }
-    const db = await connectDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, fsync: config.embeddedFsync, ...extra });
+    const db = await connectDatabase({
+      databaseUrl: config.databaseUrl, dataDir: config.dataDir, fsync: config.embeddedFsync, onRestart: (e) => reportRestart(log, e), ...extra,
+    });
     opened = db;
     if (!config.databaseUrl && !extra.inMemory && !config.embeddedFsync) {
       log?.warn('WEFT_EMBEDDED_FSYNC=off: commits are not synced to disk; a power cut or kernel crash can lose answered writes or corrupt the data directory');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { isConnectionError, type Database, type Queryable } from './database.js';
-import { connectPglite as connectPgliteThread } from './pglite-thread.js';
+import { connectPglite as connectPgliteThread, type RestartEvent } from './pglite-thread.js';
 import { txQueryable } from './tx-queryable.js';
 
 export interface ConnectOptions {
@@ -19,6 +19,8 @@ export interface ConnectOptions {
   inMemory?: boolean;
   /** PostgreSQL `application_name` of the pool's connections (default `weft`; the URL's wins). */
   applicationName?: string;
+  /** The embedded database's thread was started again to end a bounded transaction (pglite-thread.ts). */
+  onRestart?: (event: RestartEvent) => void;
 }
 
 export async function connectDatabase(opts: ConnectOptions): Promise<Database> {
@@ -115,7 +117,7 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
       await withRetry(text);
     },
   };
-  return {
+  const db: Database = {
     mode: 'postgres',
     ...base,
     async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
@@ -135,6 +137,14 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
       }
       throw out.err;
     },
+    boundedTx<T>(timeoutMs: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) return Promise.reject(new Error(`invalid statement timeout ${timeoutMs}`));
+      return db.tx(async (q) => {
+        // A checked integer: SET takes no parameter.
+        if (timeoutMs > 0) await q.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
+        return fn(q);
+      });
+    },
     async ping() {
       // Through the retry: a pooled connection cut by a past restart does not make a live server look away.
       await withRetry('SELECT 1');
@@ -145,6 +155,7 @@ async function connectPostgres(url: string, applicationName: string): Promise<Da
       return closing;
     },
   };
+  return db;
 }
 
 /** True once an embedded data directory holds an initialised database (initdb has run in it). */
@@ -158,5 +169,5 @@ async function connectPglite(opts: ConnectOptions): Promise<Database> {
     dataDir = path.join(opts.dataDir, 'pgdata');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir, fsync: opts.fsync });
+  return connectPgliteThread({ dataDir, loadDataDir: opts.loadDataDir, fsync: opts.fsync, onRestart: opts.onRestart });
 }

@@ -30,6 +30,16 @@ export interface Database extends Queryable {
    *   tried once more on a fresh connection; one lost later rejects and nothing of it commits.
    */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * `tx` for work a tenant shapes (a scan), which the database takes back after `timeoutMs` (0: never): the
+   * statement running then fails with code 57014 (`statementCancelled`) and nothing of the transaction commits.
+   * On PostgreSQL that is `SET LOCAL statement_timeout`, per statement. The embedded database cannot interrupt
+   * a statement: its clock runs from when the transaction takes the database's lock, and past it the database
+   * thread is stopped and the database opened again on a new one (about 2 s), so the calls waiting behind it
+   * fail too, as a lost connection (docs/architecture.md, Tables: bounded statements). One kept in memory is
+   * never cut short.
+   */
+  boundedTx<T>(timeoutMs: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers. */
   ping(): Promise<void>;
   /** Final; calling it again resolves; queries afterwards reject. */

@@ -23,6 +23,18 @@ export interface PgliteOptions {
   fsync?: boolean;
   /** The database's VACUUM passes (pglite-vacuum.ts): their settings, or false for none. */
   vacuum?: Partial<VacuumOptions> | false;
+  /** Told when a bounded transaction ran past its time and the database thread was started again. */
+  onRestart?: (event: RestartEvent) => void;
+}
+
+/** A restart of the database thread (see `boundedTx` below). */
+export interface RestartEvent {
+  timeoutMs: number;
+  /** Calls that failed with it: the bounded transaction's and those waiting behind it. */
+  failedCalls: number;
+  /** How long opening the database again took; undefined when it failed (`error`). */
+  reopenMs?: number;
+  error?: Error;
 }
 
 /**
@@ -43,7 +55,7 @@ function ownBuffer(bytes: Uint8Array): ArrayBuffer {
   return whole ? (bytes.buffer as ArrayBuffer) : new Uint8Array(bytes).buffer;
 }
 
-type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
+type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void; tx?: number };
 type Call = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 /** A database error rebuilt with the fields callers read (`code`, `constraint`, ...). */
@@ -78,26 +90,11 @@ export function compilePglite(): Promise<void> {
   return pgliteBinaries().then(() => undefined);
 }
 
-export async function connectPglite(opts: PgliteOptions): Promise<Database> {
-  const data: PgliteWorkerData = {
-    dataDir: opts.dataDir,
-    fsync: opts.fsync ?? true,
-    loadDataDir: opts.loadDataDir ? ownBuffer(opts.loadDataDir) : undefined,
-    settings: SETTINGS,
-    binaries: await pgliteBinaries(),
-    vacuum: opts.vacuum === false ? null : { ...DEFAULT_VACUUM, ...opts.vacuum },
-  };
+/** Starts a database thread; resolves once it has opened the database. */
+async function startThread(data: PgliteWorkerData): Promise<Worker> {
   const worker: Worker = startModuleWorker(import.meta.url, 'pglite-worker', {
     name: 'weft-pglite', workerData: data, transferList: data.loadDataDir ? [data.loadDataDir] : [],
   });
-  const pending = new Map<number, Pending>();
-  let nextId = 1;
-  let nextTx = 1;
-  let gone: Error | undefined;
-  let closing: Promise<void> | undefined;
-  // Statements and transactions asked for and not finished (metrics: PGlite runs one at a time).
-  let busy = 0;
-
   await new Promise<void>((ready, failed) => {
     const onMessage = (msg: PgliteReply) => {
       settle();
@@ -115,33 +112,97 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     worker.on('message', onMessage).on('error', onError).on('exit', onExit);
   });
   worker.unref();
+  return worker;
+}
+
+export async function connectPglite(opts: PgliteOptions): Promise<Database> {
+  const data: PgliteWorkerData = {
+    dataDir: opts.dataDir,
+    fsync: opts.fsync ?? true,
+    loadDataDir: opts.loadDataDir ? ownBuffer(opts.loadDataDir) : undefined,
+    settings: SETTINGS,
+    binaries: await pgliteBinaries(),
+    vacuum: opts.vacuum === false ? null : { ...DEFAULT_VACUUM, ...opts.vacuum },
+  };
+  let worker = await startThread(data);
+  // A database on disk can be opened again by a new thread (its dump, if any, is loaded by then); one in memory
+  // would be lost with its thread, so its bounded transactions are never cut short.
+  const restartable = opts.dataDir !== undefined;
+  const reopen: PgliteWorkerData = { ...data, loadDataDir: undefined };
+  const pending = new Map<number, Pending>();
+  let nextId = 1;
+  let nextTx = 1;
+  let gone: Error | undefined;
+  let closing: Promise<void> | undefined;
+  let restarting: Promise<void> | undefined;
+  // Statements and transactions asked for and not finished (metrics: PGlite runs one at a time).
+  let busy = 0;
 
   const failAll = (err: Error) => {
     gone ??= err;
     for (const p of pending.values()) p.reject(err);
     pending.clear();
   };
-  worker.on('message', (msg: PgliteReply) => {
+  const onMessage = (msg: PgliteReply) => {
     const p = pending.get(msg.id);
     if (!p || 'ready' in msg) return;
     pending.delete(msg.id);
     if (pending.size === 0) worker.unref();
     if (msg.ok) p.resolve(msg.value);
     else p.reject(fromWire(msg.error));
-  });
-  worker.on('error', (err) => failAll(new Error(`the database thread crashed: ${err.message}`, { cause: err })));
-  worker.on('exit', (code) => failAll(new Error(`the database thread exited (code ${code})`)));
+  };
+  const onError = (err: Error) => failAll(new Error(`the database thread crashed: ${err.message}`, { cause: err }));
+  const onExit = (code: number) => failAll(new Error(`the database thread exited (code ${code})`));
+  const attach = (w: Worker) => w.on('message', onMessage).on('error', onError).on('exit', onExit);
+  attach(worker);
 
-  const call = <R>(req: Call): Promise<R> => {
+  const post = <R>(req: Call): Promise<R> => {
     if (gone) return Promise.reject(gone);
     const id = nextId++;
     return new Promise<R>((resolve, reject) => {
       // Referenced only while a call waits: an open but idle database never keeps the process alive.
       if (pending.size === 0) worker.ref();
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject, tx: 'tx' in req ? req.tx : undefined });
       worker.postMessage({ ...req, id });
     });
   };
+  // While the database is opened again, calls wait for it instead of failing.
+  const call = <R>(req: Call): Promise<R> => (restarting ? restarting.then(() => post<R>(req)) : post<R>(req));
+
+  /**
+   * Transaction `offender` held the database past `timeoutMs`: stop the thread in the middle of it and open the
+   * database on a new one. PGlite cannot interrupt a statement, so this is the only way to give the database back
+   * to everyone else. Every commit made before the transaction began is on disk (the worker's `flushLog`), and
+   * nothing else ran while it held the lock, so nothing a caller was told is lost. The transaction's calls fail
+   * as a statement timeout (57014); the calls queued behind it fail as a lost connection (57P01): none of them ran.
+   */
+  const restart = (offender: number, timeoutMs: number) => {
+    if (restarting || gone || closing) return;
+    const old = worker;
+    old.off('message', onMessage).off('error', onError).off('exit', onExit);
+    const timedOut = Object.assign(new Error(`canceling statement due to statement timeout (${timeoutMs} ms)`), { code: '57014' });
+    const lost = Object.assign(new Error('terminating connection due to administrator command: the embedded database was restarted to stop a statement that ran past its time'), { code: '57P01' });
+    const failedCalls = pending.size;
+    for (const p of pending.values()) p.reject(p.tx === offender ? timedOut : lost);
+    pending.clear();
+    const started = Date.now();
+    restarting = (async () => {
+      await old.terminate();
+      worker = attach(await startThread(reopen));
+    })().then(
+      () => {
+        restarting = undefined;
+        opts.onRestart?.({ timeoutMs, failedCalls, reopenMs: Date.now() - started });
+      },
+      (err: unknown) => {
+        restarting = undefined;
+        const error = new Error(`the embedded database could not be opened again: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        failAll(error);
+        opts.onRestart?.({ timeoutMs, failedCalls, error });
+      },
+    );
+  };
+
   const counted = async <R>(fn: () => Promise<R>): Promise<R> => {
     busy++;
     try {
@@ -152,20 +213,24 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
   };
   const params = (p?: readonly unknown[]) => (p ? [...p] : undefined);
 
-  const db: Database & { dumpDataDir(): Promise<Blob> } = {
-    mode: 'pglite',
-    query: <T>(text: string, p?: readonly unknown[]) => counted(() => call<T[]>({ op: 'query', text, params: params(p) })),
-    exec: (text: string) => counted(() => call<void>({ op: 'exec', text })),
-    tx: <T>(fn: (q: Queryable) => Promise<T>) => counted(async () => {
-      // Not waited for: the statements go right behind it and wait for PGlite's lock on the database thread,
-      // so a transaction holds that lock one round trip less while this thread is busy elsewhere.
-      const tx = nextTx++;
-      const opened = call<void>({ op: 'begin', tx });
-      opened.catch(() => undefined); // its error reaches fn's statements, or the commit below
-      const { q, failure } = txQueryable(
-        (text, p) => call<unknown[]>({ op: 'query', text, params: p, tx }).then((rows) => ({ rows })),
-        (text) => call<void>({ op: 'exec', text, tx }),
-      );
+  /** A transaction; with `timeoutMs`, one the database takes back after that long (see `restart`). */
+  const transaction = <T>(fn: (q: Queryable) => Promise<T>, timeoutMs?: number) => counted(async () => {
+    // Not waited for: the statements go right behind it and wait for PGlite's lock on the database thread,
+    // so a transaction holds that lock one round trip less while this thread is busy elsewhere.
+    const tx = nextTx++;
+    const bounded = timeoutMs !== undefined && timeoutMs > 0 && restartable;
+    const opened = call<void>({ op: 'begin', tx, bounded });
+    // The clock starts once the transaction holds the lock (the answer to its begin), not while it waits.
+    let clock: NodeJS.Timeout | undefined;
+    let ended = false;
+    opened.then(() => {
+      if (bounded && !ended) clock = setTimeout(() => restart(tx, timeoutMs), timeoutMs).unref();
+    }, () => undefined); // its error reaches fn's statements, or the commit below
+    const { q, failure } = txQueryable(
+      (text, p) => call<unknown[]>({ op: 'query', text, params: p, tx }).then((rows) => ({ rows })),
+      (text) => call<void>({ op: 'exec', text, tx }),
+    );
+    try {
       let value: T;
       try {
         value = await fn(q);
@@ -178,7 +243,18 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
       }
       await call<void>({ op: 'end', tx, commit: true });
       return value;
-    }),
+    } finally {
+      ended = true;
+      clearTimeout(clock);
+    }
+  });
+
+  const db: Database & { dumpDataDir(): Promise<Blob> } = {
+    mode: 'pglite',
+    query: <T>(text: string, p?: readonly unknown[]) => counted(() => call<T[]>({ op: 'query', text, params: params(p) })),
+    exec: (text: string) => counted(() => call<void>({ op: 'exec', text })),
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => transaction(fn),
+    boundedTx: <T>(timeoutMs: number, fn: (q: Queryable) => Promise<T>) => transaction(fn, timeoutMs),
     async ping() {
       await call({ op: 'query', text: 'SELECT 1' });
     },

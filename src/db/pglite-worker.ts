@@ -32,8 +32,12 @@ export interface PgliteWorkerData {
 export type PgliteRequest =
   | { id: number; op: 'query'; text: string; params?: unknown[]; tx?: number }
   | { id: number; op: 'exec'; text: string; tx?: number }
-  /** `tx` is chosen by the caller, which may send the transaction's statements before this is answered. */
-  | { id: number; op: 'begin'; tx: number }
+  /**
+   * `tx` is chosen by the caller, which may send the transaction's statements before this is answered. A
+   * `bounded` one may be cut short by stopping this thread (pglite-thread.ts), so it first makes every commit
+   * so far durable (see `flushLog`).
+   */
+  | { id: number; op: 'begin'; tx: number; bounded?: boolean }
   | { id: number; op: 'end'; tx: number; commit: boolean }
   | { id: number; op: 'dump' }
   | { id: number; op: 'stats' }
@@ -107,11 +111,12 @@ let durableFs: DurableNodeFS | undefined;
  * Opens transaction `id`; resolves once PGlite holds it (its lock taken). The callback then waits for `end`.
  * PGlite commits when the callback returns and rolls back when it throws.
  */
-function begin(id: number): Promise<void> {
+function begin(id: number, bounded: boolean): Promise<void> {
   if (transactions.has(id)) return Promise.reject(new Error(`transaction ${id} is already open`));
   const opening = new Promise<OpenTx>((opened, failed) => {
     let didOpen = false;
     const done = db.transaction(async (t) => {
+      if (bounded) await flushLog(t);
       const commit = await new Promise<boolean>((finish) => {
         didOpen = true;
         opened({ t, finish });
@@ -126,6 +131,19 @@ function begin(id: number): Promise<void> {
   transactions.set(id, opening);
   // A BEGIN that failed stays in the map until the caller's `end`, so its statements get its error.
   return opening.then(() => undefined);
+}
+
+/**
+ * Writes the log of every commit made so far to disk, inside transaction `t` (PGlite's lock held, so no commit
+ * slips in after it). A commit made with `synchronous_commit` off (async-commit.ts) leaves its log records in
+ * this thread's memory until a later commit flushes them; stopping the thread would lose them, while the
+ * parent's state goes on as if they were there. When the log is behind, a commit that wrote to the log (a
+ * transactional logical message, which nothing reads; a transaction that wrote nothing flushes nothing) brings
+ * it to disk, and a new transaction block takes over.
+ */
+async function flushLog(t: Transaction): Promise<void> {
+  const [row] = (await t.exec('SELECT pg_current_wal_insert_lsn() > pg_current_wal_flush_lsn() AS behind')).at(-1)?.rows ?? [];
+  if ((row as { behind?: boolean } | undefined)?.behind) await t.exec("SELECT pg_logical_emit_message(true, 'weft', 'flush'); COMMIT; BEGIN");
 }
 
 /** Commits or rolls back; rejects with the error of a commit that failed (or of a BEGIN that did). */
@@ -169,7 +187,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
       await (await on(req.tx)).exec(req.text);
       return undefined;
     case 'begin':
-      return begin(req.tx);
+      return begin(req.tx, req.bounded === true);
     case 'end':
       return end(req.tx, req.commit);
     case 'dump': {

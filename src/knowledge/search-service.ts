@@ -37,7 +37,7 @@ export interface SearchDeps {
   charge: (account: string, tokens: number, key: string, metadata: Record<string, unknown>) => Promise<void>;
   /** How many of a workspace's searches run at once (the rest wait their turn). */
   gate: WorkspaceGate;
-  /** On PostgreSQL, how long each of a search's statements may run (503 `QUERY_TIMEOUT` past it). */
+  /** How long a search's statements may hold the database (503 `QUERY_TIMEOUT` past it). */
   queryTimeout: QueryTimeout;
 }
 
@@ -115,13 +115,10 @@ export class KnowledgeSearch {
     return { results: await this.shape(hits, (h) => similarityFromDistance(Number(h.distance))), mode };
   }
 
-  /** The vector leg: in a transaction of its own, which scopes its index settings (and its time, on PostgreSQL). */
+  /** The vector leg: in a transaction of its own, which scopes its index settings and bounds its time. */
   private nearest(search: store.ChunkSearch): Promise<store.ChunkHit[]> {
     const { db, queryTimeout } = this.deps;
-    return queryTimeout.answering('search', db.tx(async (q) => {
-      await queryTimeout.bound(db, q);
-      return store.nearestChunks(q, search);
-    }));
+    return queryTimeout.answering('search', queryTimeout.tx(db, (q) => store.nearestChunks(q, search)));
   }
 
   /** The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. */

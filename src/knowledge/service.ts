@@ -8,7 +8,7 @@ import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import type { UsageRecorder } from '../limits/usage.js';
-import { QueryTimeout } from '../limits/query-timeout.js';
+import { DEFAULT_QUERY_TIMEOUT_MS, QueryTimeout } from '../limits/query-timeout.js';
 import { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { JobChannel } from '../queue/shared.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
@@ -52,7 +52,7 @@ export interface KnowledgeDeps {
   options: KnowledgeOptions;
   /** Shared with the other areas' scans: how many of a workspace's searches run at once (default: a gate of its own). */
   gate?: WorkspaceGate;
-  /** On PostgreSQL, how long a search's statements may run (default 30 s). */
+  /** How long a search may hold the database (default 10 s). */
   queryTimeout?: QueryTimeout;
 }
 
@@ -85,7 +85,7 @@ export class KnowledgeService {
     }, this.shutdown.signal);
     this.tags = new KnowledgeTags(deps.db, (q, workspaceId, baseId) => this.requireBase(q, workspaceId, baseId));
     this.searcher = new KnowledgeSearch({
-      db: deps.db, log: deps.log, embedders: deps.embedders, tags: this.tags, efSearch: deps.options.efSearch ?? 100, gate: deps.gate ?? new WorkspaceGate(), queryTimeout: deps.queryTimeout ?? new QueryTimeout(30_000),
+      db: deps.db, log: deps.log, embedders: deps.embedders, tags: this.tags, efSearch: deps.options.efSearch ?? 100, gate: deps.gate ?? new WorkspaceGate(), queryTimeout: deps.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
       charge: (account, tokens, key, metadata) => this.chargeEmbedding(account, tokens, key, metadata),
     });
   }

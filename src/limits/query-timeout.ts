@@ -2,38 +2,31 @@ import { type Database, type Queryable, statementCancelled } from '../db/databas
 import { HttpError } from '../http/errors.js';
 
 /**
- * How long one statement of a query a tenant shapes (a table filter, an update or delete by filter, a
- * knowledge search) may run on PostgreSQL before it is cancelled: `SET LOCAL statement_timeout` in its
- * transaction, and the cancel answered 503 `QUERY_TIMEOUT`. The embedded database cannot interrupt a
- * statement, so there these queries are bounded by construction instead and this does nothing
- * (docs/architecture.md, Tables: bounded statements).
+ * How long a query a tenant shapes (a table filter, an update or delete by filter, a knowledge search) may
+ * hold the database: its statements run in `Database.boundedTx`, which on PostgreSQL cancels a statement past
+ * it and on the embedded database takes the database back from the transaction (docs/architecture.md,
+ * Tables: bounded statements). Either way the caller's answer is a 503 `QUERY_TIMEOUT`.
  */
+/** The default (WEFT_QUERY_TIMEOUT_MS): past any interactive use, short of a stall everyone notices for long. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+
 export class QueryTimeout {
-  /** `ms` 0 never cancels. */
+  /** `ms` 0 never stops a query. */
   constructor(readonly ms: number) {
     if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`the query timeout must be a whole number of ms, got ${ms}`);
   }
 
-  private applies(db: Pick<Database, 'mode'>): boolean {
-    return db.mode === 'postgres' && this.ms > 0;
-  }
-
-  /** Runs `fn`'s statements bounded: in a transaction of their own on PostgreSQL, on `db` itself otherwise. */
+  /** A read: `fn`'s statements in a bounded transaction of their own (none when unbounded), its timeout a 503. */
   run<T>(db: Database, what: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
-    if (!this.applies(db)) return fn(db);
-    return this.answering(what, db.tx(async (q) => {
-      await this.bound(db, q);
-      return fn(q);
-    }));
+    return this.ms > 0 ? this.answering(what, db.boundedTx(this.ms, fn)) : fn(db);
   }
 
-  /** Bounds the statements that follow in the open transaction `q` of `db`. */
-  async bound(db: Pick<Database, 'mode'>, q: Queryable): Promise<void> {
-    // The value is a checked integer: no parameter is possible in SET.
-    if (this.applies(db)) await q.query(`SET LOCAL statement_timeout = ${this.ms}`);
+  /** A transaction bounded by this timeout (a write's own: the caller maps its errors, see `answering`). */
+  tx<T>(db: Database, fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.ms > 0 ? db.boundedTx(this.ms, fn) : db.tx(fn);
   }
 
-  /** `work`'s result, a statement cancelled by this timeout becoming its 503. */
+  /** `work`'s result, a statement this timeout stopped becoming its 503. */
   async answering<T>(what: string, work: Promise<T>): Promise<T> {
     try {
       return await work;

@@ -42,8 +42,8 @@ export interface RowServiceDeps {
   /** How many of a workspace's filtered reads and writes run at once (the rest wait their turn). */
   gate: WorkspaceGate;
   /**
-   * On PostgreSQL, a query's or a filtered write's statements are cancelled past it. PGlite cannot interrupt a
-   * statement; its filters are bounded instead (docs/architecture.md, Tables: bounded statements).
+   * How long a query or a filtered write may hold the database (503 `QUERY_TIMEOUT` past it; docs/architecture.md,
+   * Tables: bounded statements).
    */
   queryTimeout: QueryTimeout;
 }
@@ -115,13 +115,17 @@ export class RowService {
    * Database errors become the HTTP errors they stand for; a schema change since the validation starts
    * over (up to 3 times).
    */
-  private async writeRows<T>(workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>): Promise<T> {
+  private async writeRows<T>(
+    workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>, scans = false,
+  ): Promise<T> {
+    // A write that scans by a filter is bounded in time like a query (limits/query-timeout.ts).
+    const transaction = <R>(fn: (q: Queryable) => Promise<R>) => (scans ? this.deps.queryTimeout.tx(this.db, fn) : this.db.tx(fn));
     for (let attempt = 0; ; attempt++) {
       const table = await requireTable(this.db, workspaceId, tableId);
       const write = await prepare(table);
       if ('done' in write) return write.done;
       try {
-        const { result, changed } = await this.db.tx(async (q) => {
+        const { result, changed } = await transaction(async (q) => {
           const lock = await store.lockTable(q, table.id, workspaceId);
           if (!lock) throw tableNotFound();
           if (write.data && lock.schema_version !== table.schema_version) throw new SchemaChanged();
@@ -203,12 +207,11 @@ export class RowService {
       return {
         data: [patch.set],
         apply: async ({ q }) => {
-          await this.deps.queryTimeout.bound(this.db, q);
           const rows = await store.mergeIntoMatching(q, matching, patch.set, patch.unset, limit);
           return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
         },
       };
-    })));
+    }, true)));
   }
 
   /** Merges a patch into each listed row; every row must exist, else nothing is written. */
@@ -296,12 +299,11 @@ export class RowService {
       const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
         apply: async ({ q }) => {
-          await this.deps.queryTimeout.bound(this.db, q);
           const rows = await store.deleteMatching(q, matching, target.limit);
           return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
         },
       };
-    })));
+    }, true)));
   }
 
   async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {

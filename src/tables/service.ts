@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../db/database.js';
 import type { TablesPort } from '../engine/index.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
-import { QueryTimeout } from '../limits/query-timeout.js';
+import { DEFAULT_QUERY_TIMEOUT_MS, QueryTimeout } from '../limits/query-timeout.js';
 import { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { ColumnInput } from './columns.js';
 import { tablesEnginePort } from './engine-port.js';
@@ -36,7 +36,7 @@ export interface TablesServiceOptions {
   log?: { warn(obj: object, msg: string): void };
   /** Shared with the other areas' scans: how many of a workspace's run at once (default: a gate of its own). */
   gate?: WorkspaceGate;
-  /** On PostgreSQL, how long a row query's or a filtered write's statements may run (default 30 s; env WEFT_QUERY_TIMEOUT_MS). */
+  /** How long a row query or a filtered write may hold the database (default 10 s; env WEFT_QUERY_TIMEOUT_MS). */
   queryTimeout?: QueryTimeout;
 }
 
@@ -53,7 +53,7 @@ export class TablesService {
     const stats = new PlannerStats(db, options.log);
     this.tables = new TableService(db, stats);
     this.rows = new RowService(db, {
-      storage: options.storage, stats, maxPageBytes, gate: options.gate ?? new WorkspaceGate(), queryTimeout: options.queryTimeout ?? new QueryTimeout(30_000),
+      storage: options.storage, stats, maxPageBytes, gate: options.gate ?? new WorkspaceGate(), queryTimeout: options.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
     });
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blobFromText, blobParam } from '../../src/db/blob.js';
-import { uniqueViolation, type Database, type Queryable } from '../../src/db/database.js';
+import { statementCancelled, uniqueViolation, type Database, type Queryable } from '../../src/db/database.js';
 
 /**
  * One suite every adapter of the `Database` port passes (PGlite embedded, `pg` on PostgreSQL).
@@ -302,6 +302,20 @@ export function databaseConformance(name: string, make: () => Promise<Database>,
       })).rejects.toMatchObject({ code: '22012' });
       await many(db, 3);
     });
+
+    it('boundedTx: a statement past the time fails as cancelled, nothing of its transaction commits, and the database answers after', async () => {
+      await db.exec('DROP TABLE IF EXISTS conf_bounded; CREATE TABLE conf_bounded (id text PRIMARY KEY)');
+      // pg_sleep(60) ends only when stopped: without the bound this test runs past its own timeout.
+      const stopped = await db.boundedTx(300, async (q) => {
+        await q.query("INSERT INTO conf_bounded VALUES ('inside')");
+        await q.query('SELECT pg_sleep(60)');
+      }).then(() => undefined, (err: unknown) => err);
+      expect(statementCancelled(stopped)).toBe(true);
+      expect(await db.query('SELECT id FROM conf_bounded')).toEqual([]);
+      // Within its time a bounded transaction commits like any other.
+      expect(await db.boundedTx(30_000, async (q) => q.query<{ id: string }>("INSERT INTO conf_bounded VALUES ('quick') RETURNING id"))).toEqual([{ id: 'quick' }]);
+      expect(await db.query('SELECT id FROM conf_bounded')).toEqual([{ id: 'quick' }]);
+    }, 30_000);
 
     it('ping resolves on a live database', async () => {
       await expect(db.ping()).resolves.toBeUndefined();

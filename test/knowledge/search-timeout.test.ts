@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbMode, startTestServer, type TestServer } from '../support/harness.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
 import { type FakeEmbeddings, KnowledgeClient, startFakeEmbeddings, uniqueName } from './helpers.js';
 
-// PostgreSQL only: there a knowledge search's statements are cancelled past WEFT_QUERY_TIMEOUT_MS, as a table
-// query's are (test/tables/query-timeout.test.ts). PGlite cannot interrupt a statement.
-describe.skipIf(dbMode() !== 'postgres')('a knowledge search past its time on PostgreSQL (skipped on PGlite: it cannot interrupt a statement)', () => {
+// Past WEFT_QUERY_TIMEOUT_MS a knowledge search is stopped as a table query is (test/tables/query-timeout.test.ts):
+// a cancelled statement on PostgreSQL, the database taken back from it on the embedded one.
+describe('a knowledge search past its time', () => {
   let fake: FakeEmbeddings;
   let t: TestServer;
   let k: KnowledgeClient;
