@@ -40,7 +40,7 @@ export function machine(): string {
  * GETs `url` in a loop, 5 ms apart, until `until` settles: each request's latency in ms (how long other
  * requests waited while a hostile one ran). A status other than 200 stops the loop with an error.
  */
-export async function pollWhile(url: string, until: Promise<unknown>, headers: Record<string, string> = {}): Promise<number[]> {
+export async function pollWhile(url: string, until: Promise<unknown>, headers: Record<string, string> = {}, statuses?: Record<number, number>): Promise<number[]> {
   let done = false;
   void until.finally(() => (done = true));
   const ms: number[] = [];
@@ -48,7 +48,9 @@ export async function pollWhile(url: string, until: Promise<unknown>, headers: R
     const t0 = performance.now();
     const r = await fetch(url, { headers });
     await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
+    // With `statuses`, every answer is counted there by status (and timed); without, anything but a 200 is an error.
+    if (statuses) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+    else if (r.status !== 200) throw new Error(`${url} answered ${r.status}`);
     ms.push(performance.now() - t0);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

@@ -222,9 +222,10 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     const opened = call<void>({ op: 'begin', tx, bounded });
     // The clock starts once the transaction holds the lock (the answer to its begin), not while it waits.
     let clock: NodeJS.Timeout | undefined;
-    let ended = false;
+    // Once its commit is sent the transaction is not stopped: the caller would be told it failed when it may not have.
+    let committing = false;
     opened.then(() => {
-      if (bounded && !ended) clock = setTimeout(() => restart(tx, timeoutMs), timeoutMs).unref();
+      if (bounded && !committing) clock = setTimeout(() => committing || restart(tx, timeoutMs), timeoutMs).unref();
     }, () => undefined); // its error reaches fn's statements, or the commit below
     const { q, failure } = txQueryable(
       (text, p) => call<unknown[]>({ op: 'query', text, params: p, tx }).then((rows) => ({ rows })),
@@ -241,10 +242,11 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
         await call<void>({ op: 'end', tx, commit: false }).catch(() => undefined);
         throw err;
       }
+      committing = true;
       await call<void>({ op: 'end', tx, commit: true });
       return value;
     } finally {
-      ended = true;
+      committing = true;
       clearTimeout(clock);
     }
   });
