@@ -37,7 +37,7 @@ import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
 import { WorkflowService } from './workflows/service.js';
-import { QueryTimeout } from './limits/query-timeout.js';
+import { QUERY_COOLDOWN_FACTOR, QueryTimeout } from './limits/query-timeout.js';
 import { WorkspaceGate } from './limits/workspace-gate.js';
 
 /** The areas' services, built once per process. */
@@ -137,10 +137,11 @@ export function composeCore(
       // Connector blocks and agent connector tools must name a connector (and operations) of the workspace.
       await connectors.checkDefinition(workspaceId, definition);
     });
-  // One gate for every area's tenant-shaped scans: a workspace runs a few at once (limits/workspace-gate.ts).
-  const scans = new WorkspaceGate(config.scansPerWorkspace);
-  // And, on PostgreSQL, how long each of their statements may run (limits/query-timeout.ts).
+  // One gate for every area's tenant-shaped scans: a workspace runs a few at once (limits/workspace-gate.ts), each
+  // may hold the database for the query timeout (limits/query-timeout.ts), and a workspace whose scan ran out of
+  // that time runs none for six times as long.
   const queryTimeout = new QueryTimeout(config.queryTimeoutMs);
+  const scans = new WorkspaceGate(config.scansPerWorkspace, undefined, QUERY_COOLDOWN_FACTOR * config.queryTimeoutMs);
   const tables = new TablesService(db, {
     storage: limits.storage, maxPageBytes: config.tablePageMaxBytes, queryTimeout, gate: scans, log: ctx.log,
   });

@@ -10,6 +10,12 @@ import { HttpError } from '../http/errors.js';
 /** The default (WEFT_QUERY_TIMEOUT_MS): past any interactive use, short of a stall everyone notices for long. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 
+/**
+ * A workspace whose scan ran out of its time gets no scan for this many times the timeout (WorkspaceGate): a
+ * tenant sending such scans back to back then holds the database a seventh of the time at most, not all of it.
+ */
+export const QUERY_COOLDOWN_FACTOR = 6;
+
 export class QueryTimeout {
   /** `ms` 0 never stops a query. */
   constructor(readonly ms: number) {

@@ -10,17 +10,54 @@ import { HttpError } from '../http/errors.js';
  */
 export class WorkspaceGate {
   private readonly workspaces = new Map<string, { running: number; waiting: (() => void)[] }>();
+  /** Workspaces whose scan ran past the query timeout, and until when their scans are refused. */
+  private readonly cooling = new Map<string, number>();
 
   constructor(
     private readonly perWorkspace = 4,
     // Generous: runs wait here too (a table or knowledge block in many concurrent runs of one workspace),
     // and the API's rate limits already bound what a client can send.
     private readonly maxWaiting = 1_000,
+    /**
+     * After one of a workspace's scans is stopped by the query timeout (a 503 `QUERY_TIMEOUT`), its scans are
+     * refused this long: on the embedded database each such scan held every tenant's statements for the whole
+     * timeout and then cost a restart, so a tenant sending them back to back would hold the database most of
+     * the time. 0: no cool-down.
+     */
+    private readonly cooldownMs = 0,
+    private readonly now: () => number = Date.now,
   ) {
     if (!Number.isSafeInteger(perWorkspace) || perWorkspace < 1) throw new Error(`perWorkspace must be a positive integer, got ${perWorkspace}`);
   }
 
   async run<T>(workspaceId: string, scan: () => Promise<T>): Promise<T> {
+    this.refuseWhileCooling(workspaceId);
+    try {
+      return await this.admitted(workspaceId, scan);
+    } catch (err) {
+      if (this.cooldownMs > 0 && err instanceof HttpError && err.extra.code === 'QUERY_TIMEOUT') {
+        const now = this.now();
+        for (const [id, until] of this.cooling) if (until <= now) this.cooling.delete(id);
+        this.cooling.set(workspaceId, now + this.cooldownMs);
+      }
+      throw err;
+    }
+  }
+
+  private refuseWhileCooling(workspaceId: string): void {
+    const until = this.cooling.get(workspaceId);
+    if (until === undefined) return;
+    const left = until - this.now();
+    if (left <= 0) {
+      this.cooling.delete(workspaceId);
+      return;
+    }
+    const seconds = Math.ceil(left / 1000);
+    throw new HttpError(429, `A query of this workspace ran past its time and was stopped; its queries are refused for ${seconds} s more`,
+      { code: 'QUERY_COOLDOWN', retryable: true, retryAfterSeconds: seconds }, { 'Retry-After': String(seconds) });
+  }
+
+  private async admitted<T>(workspaceId: string, scan: () => Promise<T>): Promise<T> {
     let w = this.workspaces.get(workspaceId);
     if (!w) {
       w = { running: 0, waiting: [] };

@@ -63,4 +63,29 @@ describe('WorkspaceGate', () => {
     await Promise.all(running);
     expect(gate.load('ws')).toEqual({ running: 0, waiting: 0 });
   });
+
+  it('refuses a workspace\'s scans for the cool-down after one of them ran out of the query timeout, and only that workspace\'s', async () => {
+    let now = 1_000_000;
+    const gate = new WorkspaceGate(2, 10, 60_000, () => now);
+    const timedOut = new HttpError(503, 'The query ran past 10000 ms and was stopped', { code: 'QUERY_TIMEOUT' });
+    await expect(gate.run('ws', () => Promise.reject(timedOut))).rejects.toBe(timedOut);
+    // Another failure is not a reason to cool down.
+    await expect(gate.run('other', () => Promise.reject(new HttpError(400, 'bad filter')))).rejects.toMatchObject({ status: 400 });
+    expect(await gate.run('other', () => Promise.resolve('runs'))).toBe('runs');
+    now += 1_500;
+    const refused = await gate.run('ws', () => Promise.resolve('never')).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(HttpError);
+    expect(refused).toMatchObject({ status: 429, extra: { code: 'QUERY_COOLDOWN', retryAfterSeconds: 59 }, headers: { 'Retry-After': '59' } });
+    now += 58_499;
+    await expect(gate.run('ws', () => Promise.resolve('never'))).rejects.toMatchObject({ status: 429 });
+    now += 1;
+    expect(await gate.run('ws', () => Promise.resolve('runs again'))).toBe('runs again');
+  });
+
+  it('has no cool-down by default', async () => {
+    const gate = new WorkspaceGate(1, 10);
+    const timedOut = new HttpError(503, 'stopped', { code: 'QUERY_TIMEOUT' });
+    await expect(gate.run('ws', () => Promise.reject(timedOut))).rejects.toBe(timedOut);
+    expect(await gate.run('ws', () => Promise.resolve(1))).toBe(1);
+  });
 });

@@ -36,6 +36,7 @@ describe('table scans past their time', () => {
   });
 
   it('stops an update or a delete by filter the same way, and neither writes anything', async () => {
+    await new Promise((r) => setTimeout(r, 50)); // past the cool-down the last test's timeout started
     // Rows whose text ends in "b" match; the scan of the others' 10,000 characters each is what takes long.
     const marked = await c.insertMany(id, [{ s: `${'a'.repeat(300)}b` }]);
     expect(marked.status).toBe(200);
@@ -45,6 +46,8 @@ describe('table scans past their time', () => {
     expect(update.status, update.text).toBe(503);
     expect(update.body).toMatchObject({ code: 'QUERY_TIMEOUT' });
     expect(update.body.error).toMatch(/update ran past 1 ms/);
+    // Past the workspace's cool-down (six times the 1 ms timeout: limits/workspace-gate.ts).
+    await new Promise((r) => setTimeout(r, 50));
     const del = await c.call('DELETE', `/api/v1/tables/${id}/rows`, { workspaceId: c.workspaceId, filter });
     expect(del.status, del.text).toBe(503);
     expect(del.body.error).toMatch(/delete ran past 1 ms/);
