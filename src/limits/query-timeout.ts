@@ -1,12 +1,6 @@
 import { type Database, type Queryable, statementCancelled } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 
-/**
- * How long a query a tenant shapes (a table filter, an update or delete by filter, a knowledge search) may
- * hold the database: its statements run in `Database.boundedTx`, which on PostgreSQL cancels a statement past
- * it and on the embedded database takes the database back from the transaction (docs/architecture.md,
- * Tables: bounded statements). Either way the caller's answer is a 503 `QUERY_TIMEOUT`.
- */
 /** The default (WEFT_QUERY_TIMEOUT_MS): past any interactive use, short of a stall everyone notices for long. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 
@@ -16,6 +10,12 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
  */
 export const QUERY_COOLDOWN_FACTOR = 6;
 
+/**
+ * How long a query a tenant shapes (a table filter, an update or delete by filter, a knowledge search) may
+ * hold the database: its statements run in `Database.boundedTx`, which on PostgreSQL cancels a statement past
+ * it and on the embedded database takes the database back from the transaction (docs/architecture.md,
+ * Tables: bounded statements). Either way the caller's answer is a 503 `QUERY_TIMEOUT`.
+ */
 export class QueryTimeout {
   /** `ms` 0 never stops a query. */
   constructor(readonly ms: number) {
