@@ -35,9 +35,8 @@ export interface Database extends Queryable {
    * statement running then fails with code 57014 (`statementCancelled`) and nothing of the transaction commits.
    * On PostgreSQL that is `SET LOCAL statement_timeout`, per statement. The embedded database cannot interrupt
    * a statement: its clock runs from when the transaction takes the database's lock, and past it the database
-   * thread is stopped and the database opened again on a new one (about 2 s), so the calls waiting behind it
-   * fail too, as a lost connection (docs/architecture.md, Tables: bounded statements). One kept in memory is
-   * never cut short.
+   * thread is stopped and the database opened again on a new one (about 1 s), where the calls that waited behind
+   * it then run (docs/architecture.md, Tables: bounded statements). One kept in memory is never cut short.
    */
   boundedTx<T>(timeoutMs: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers. */

@@ -30,7 +30,7 @@ export interface PgliteOptions {
 /** A restart of the database thread (see `boundedTx` below). */
 export interface RestartEvent {
   timeoutMs: number;
-  /** Calls that failed with it: the bounded transaction's and those waiting behind it. */
+  /** The bounded transaction's calls that failed with it (those queued behind it were sent to the new thread). */
   failedCalls: number;
   /** How long opening the database again took; undefined when it failed (`error`). */
   reopenMs?: number;
@@ -55,7 +55,7 @@ function ownBuffer(bytes: Uint8Array): ArrayBuffer {
   return whole ? (bytes.buffer as ArrayBuffer) : new Uint8Array(bytes).buffer;
 }
 
-type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void; tx?: number };
+type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void; req: Call; tx?: number };
 type Call = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 /** A database error rebuilt with the fields callers read (`code`, `constraint`, ...). */
@@ -162,7 +162,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     return new Promise<R>((resolve, reject) => {
       // Referenced only while a call waits: an open but idle database never keeps the process alive.
       if (pending.size === 0) worker.ref();
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject, tx: 'tx' in req ? req.tx : undefined });
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject, req, tx: 'tx' in req ? req.tx : undefined });
       worker.postMessage({ ...req, id });
     });
   };
@@ -173,22 +173,28 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
    * Transaction `offender` held the database past `timeoutMs`: stop the thread in the middle of it and open the
    * database on a new one. PGlite cannot interrupt a statement, so this is the only way to give the database back
    * to everyone else. Every commit made before the transaction began is on disk (the worker's `flushLog`), and
-   * nothing else ran while it held the lock, so nothing a caller was told is lost. The transaction's calls fail
-   * as a statement timeout (57014); the calls queued behind it fail as a lost connection (57P01): none of them ran.
+   * nothing else ran while it held PGlite's lock, so nothing a caller was told is lost, and the calls queued
+   * behind it never ran: they are sent again, in the order they came, to the new thread. The transaction's own
+   * calls fail as a statement timeout (57014).
    */
   const restart = (offender: number, timeoutMs: number) => {
     if (restarting || gone || closing) return;
     const old = worker;
     old.off('message', onMessage).off('error', onError).off('exit', onExit);
     const timedOut = Object.assign(new Error(`canceling statement due to statement timeout (${timeoutMs} ms)`), { code: '57014' });
-    const lost = Object.assign(new Error('terminating connection due to administrator command: the embedded database was restarted to stop a statement that ran past its time'), { code: '57P01' });
-    const failedCalls = pending.size;
-    for (const p of pending.values()) p.reject(p.tx === offender ? timedOut : lost);
-    pending.clear();
+    let failedCalls = 0;
+    for (const [id, p] of pending) {
+      if (p.tx !== offender) continue;
+      p.reject(timedOut);
+      pending.delete(id);
+      failedCalls++;
+    }
     const started = Date.now();
     restarting = (async () => {
       await old.terminate();
       worker = attach(await startThread(reopen));
+      if (pending.size > 0) worker.ref();
+      for (const [id, p] of pending) worker.postMessage({ ...p.req, id });
     })().then(
       () => {
         restarting = undefined;
@@ -196,7 +202,9 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
       },
       (err: unknown) => {
         restarting = undefined;
-        const error = new Error(`the embedded database could not be opened again: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        // As a lost connection (57P01): the callers are told the database is away (a 503), not that they erred.
+        const error = Object.assign(new Error(`the embedded database could not be opened again: ${err instanceof Error ? err.message : String(err)}`, { cause: err }),
+          { code: '57P01' });
         failAll(error);
         opts.onRestart?.({ timeoutMs, failedCalls, error });
       },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/connect.js';
-import { isConnectionError, statementCancelled, type Database } from '../../src/db/database.js';
+import { statementCancelled, type Database } from '../../src/db/database.js';
 import type { RestartEvent } from '../../src/db/pglite-thread.js';
 import { reserveCharges } from '../../src/limits/usage-totals.js';
 import { dbMode, freshDatabase } from '../support/harness.js';
@@ -10,7 +10,7 @@ import { dbMode, freshDatabase } from '../support/harness.js';
  * The embedded database cannot interrupt a statement, so a bounded transaction past its time is ended by
  * stopping the database thread and opening the data directory again on a new one (src/db/pglite-thread.ts;
  * docs/architecture.md, Tables: bounded statements). What that must keep: every commit made before, those
- * that did not wait for the disk included; what it must fail: the calls that waited behind it, none of which ran.
+ * that did not wait for the disk included; what it must run: the calls that waited behind it, none of which ran.
  */
 describe.skipIf(dbMode() !== 'pglite')('the embedded database taken back from a transaction past its time', () => {
   let db: Database | undefined;
@@ -46,23 +46,32 @@ describe.skipIf(dbMode() !== 'pglite')('the embedded database taken back from a 
     expect(await d.query('SELECT count(*)::int AS n FROM usage_reservations WHERE token = $1', [token])).toEqual([{ n: 1 }]);
   }, 60_000);
 
-  it('fails the calls waiting behind it as a lost connection, and runs the calls made after', async () => {
-    const d = await open();
+  it('runs the calls that waited behind it on the new thread, in the order they came, and those made after', async () => {
+    const events: RestartEvent[] = [];
+    const d = await open((e) => events.push(e));
     const stopped = sleepPast(d, 300);
-    // Sent while the transaction holds the database: they wait behind it, and never run.
+    // Sent while the transaction holds the database: they wait behind it, never run on the old thread, and are
+    // sent again to the new one.
     await new Promise((r) => setTimeout(r, 50));
     const waiting = [
-      d.query("INSERT INTO restart_marks VALUES ('behind')").then(() => undefined, (err: unknown) => err),
-      d.tx((q) => q.query("INSERT INTO restart_marks VALUES ('behind-tx')")).then(() => undefined, (err: unknown) => err),
+      d.query("INSERT INTO restart_marks VALUES ('1 behind')"),
+      d.tx(async (q) => {
+        await q.query("INSERT INTO restart_marks VALUES ('2 behind, in a transaction')");
+        return q.query<{ n: number }>('SELECT count(*)::int AS n FROM restart_marks');
+      }),
     ];
     expect(statementCancelled(await stopped)).toBe(true);
-    for (const err of await Promise.all(waiting)) expect(isConnectionError(err)).toBe(true);
-    // Made after: they wait for the database to open again, then run.
-    await d.query("INSERT INTO restart_marks VALUES ('after')");
-    expect(await d.tx((q) => q.query('SELECT id FROM restart_marks ORDER BY id'))).toEqual([{ id: 'after' }]);
+    const [, inTx] = await Promise.all(waiting);
+    expect(inTx).toEqual([{ n: 2 }]);
+    expect(events).toMatchObject([{ failedCalls: 1 }]);
+    // Made after: they run too.
+    await d.query("INSERT INTO restart_marks VALUES ('3 after')");
+    expect(await d.tx((q) => q.query('SELECT id FROM restart_marks ORDER BY id'))).toEqual([
+      { id: '1 behind' }, { id: '2 behind, in a transaction' }, { id: '3 after' },
+    ]);
     // And the next bounded transaction is bounded too.
     expect(statementCancelled(await sleepPast(d, 200))).toBe(true);
-    expect(await d.query('SELECT count(*)::int AS n FROM restart_marks')).toEqual([{ n: 1 }]);
+    expect(await d.query('SELECT count(*)::int AS n FROM restart_marks')).toEqual([{ n: 3 }]);
   }, 60_000);
 
   it('never cuts short a database kept in memory, which would be lost with its thread', async () => {
