@@ -1,6 +1,9 @@
 import { type Database, type Queryable, statementCancelled } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 
+/** The error code of a scan this timeout stopped (the 503's body; WorkspaceGate starts its cool-down on it). */
+export const QUERY_TIMEOUT_CODE = 'QUERY_TIMEOUT';
+
 /** The default (WEFT_QUERY_TIMEOUT_MS): past any interactive use, short of a stall everyone notices for long. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 
@@ -39,7 +42,7 @@ export class QueryTimeout {
     } catch (err) {
       if (statementCancelled(err)) {
         throw new HttpError(503, `The ${what} ran past ${this.ms} ms and was stopped: narrow the filter, or filter on equality of a column`,
-          { code: 'QUERY_TIMEOUT' });
+          { code: QUERY_TIMEOUT_CODE });
       }
       throw err;
     }

@@ -1,4 +1,5 @@
 import { HttpError } from '../http/errors.js';
+import { QUERY_TIMEOUT_CODE } from './query-timeout.js';
 
 /**
  * Caps how many of one workspace's scans (table queries, knowledge searches) run at once in this process.
@@ -35,7 +36,7 @@ export class WorkspaceGate {
     try {
       return await this.admitted(workspaceId, scan);
     } catch (err) {
-      if (this.cooldownMs > 0 && err instanceof HttpError && err.extra.code === 'QUERY_TIMEOUT') {
+      if (this.cooldownMs > 0 && err instanceof HttpError && err.extra.code === QUERY_TIMEOUT_CODE) {
         const now = this.now();
         for (const [id, until] of this.cooling) if (until <= now) this.cooling.delete(id);
         this.cooling.set(workspaceId, now + this.cooldownMs);
