@@ -19,9 +19,11 @@ interface NodeFsType {
 type EmscriptenOptions = Parameters<NodeFS['init']>[1];
 type PreRun = NonNullable<EmscriptenOptions['preRun']>[number];
 
-/** Syncs each file PostgreSQL asks to sync; counts them (the `stats` reply, /metrics). */
+/** Syncs each file PostgreSQL asks to sync; tells `onSync` of each (counted for /metrics). */
 export class DurableNodeFS extends NodeFS {
-  syncs = 0;
+  constructor(dataDir: string, private readonly onSync: () => void = () => undefined) {
+    super(dataDir);
+  }
 
   override async init(pg: PGlite, opts: EmscriptenOptions) {
     const { emscriptenOpts } = await super.init(pg, opts);
@@ -33,7 +35,7 @@ export class DurableNodeFS extends NodeFS {
         const fd = stream.nfd;
         if (fd !== undefined) {
           nodefs.tryFSOperation(() => fs.fsyncSync(fd));
-          this.syncs++;
+          this.onSync();
         }
         return 0;
       };

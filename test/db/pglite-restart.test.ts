@@ -74,6 +74,25 @@ describe.skipIf(dbMode() !== 'pglite')('the embedded database taken back from a 
     expect(await d.query('SELECT count(*)::int AS n FROM restart_marks')).toEqual([{ n: 3 }]);
   }, 60_000);
 
+  it("answers its activity counters while a statement holds the thread, and keeps them through the restart", async () => {
+    const d = await open();
+    await d.query("INSERT INTO restart_marks VALUES ('counted')");
+    const before = await d.activity!();
+    expect(before.statements).toBeGreaterThan(0);
+    const stopped = sleepPast(d, 600);
+    await new Promise((r) => setTimeout(r, 300));
+    // Read while the sleep holds the database thread: the busy time under way is in it, and no call waited.
+    const during = await d.activity!();
+    expect(during.busySeconds).toBeGreaterThanOrEqual(before.busySeconds + 0.2);
+    expect(statementCancelled(await stopped)).toBe(true);
+    await d.query("INSERT INTO restart_marks VALUES ('after')");
+    const after = await d.activity!();
+    // Counters of the stopped thread are not lost: the new thread adds to them.
+    expect(after.statements).toBeGreaterThan(during.statements);
+    expect(after.busySeconds).toBeGreaterThanOrEqual(during.busySeconds);
+    expect(after.fileSyncs).toBeGreaterThanOrEqual(during.fileSyncs);
+  }, 60_000);
+
   it('never cuts short a database kept in memory, which would be lost with its thread', async () => {
     db = await connectDatabase({ dataDir: '', inMemory: true });
     const slept = await db.boundedTx(100, (q) => q.query<{ ok: boolean }>('SELECT true AS ok FROM pg_sleep(0.5)'));
