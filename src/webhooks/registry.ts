@@ -25,7 +25,7 @@ export class WebhookRegistry {
   /**
    * A version became active (or none is): the workflow's trigger path follows it. A configured path is
    * used as written; otherwise the one generated for this workflow and block the first time is kept, so
-   * redeploying never changes the URL. A path held by another deployed workflow refuses the deploy (409).
+   * redeploying never changes the URL. A path another workflow holds refuses the deploy (409; see `store.pathHolder`).
    */
   async deploymentChanged(q: Queryable, change: { workspaceId: string; workflowId: string; version: { id: string; definition: WorkflowDefinition } | null }): Promise<void> {
     this.recent.clear();
@@ -37,8 +37,8 @@ export class WebhookRegistry {
     const existing = await store.findWebhook(q, change.workflowId, true);
     const generated = existing && existing.block_id === block.id ? existing.generated_path : `wh_${randomBytes(16).toString('hex')}`;
     const path = block.config.path ?? generated;
-    const conflict = () => new HttpError(409, `Webhook path "${path}" is already used by another deployed workflow`, { code: 'WEBHOOK_PATH_CONFLICT' });
-    if (await store.pathHolder(q, path, change.workflowId)) throw conflict();
+    const conflict = () => new HttpError(409, `Webhook path "${path}" is already used by another workflow`, { code: 'WEBHOOK_PATH_CONFLICT' });
+    if (await store.pathHolder(q, path, change.workflowId, change.workspaceId)) throw conflict();
     try {
       await store.saveWebhook(q, {
         workflow_id: change.workflowId, workspace_id: change.workspaceId, block_id: block.id, path, generated_path: generated, version_id: change.version.id,

@@ -293,15 +293,19 @@ export class WebhookService {
   ): Promise<WebhookAnswer | 'running'> {
     try {
       const done = await this.deps.runs.runSync(admitted, run, input, { executionId, apiKeyId: null, trigger: 'webhook', baseUrl: d.baseUrl, signal });
-      return this.syncAnswer(done.executionId, done.result, done.output, run);
+      return this.syncAnswer(done.executionId, done.result, done.output);
     } catch (err) {
       if (!isExecutionIdConflict(err)) throw err;
       return (await this.earlierRunAnswer(admitted.workflow, executionId, run, cfg)) ?? 'running';
     }
   }
 
-  private async syncAnswer(executionId: string, result: RunResult, output: unknown, run: RunContext): Promise<WebhookAnswer> {
-    const a = await executeAnswer(executionId, result, output, () => this.deps.limits.snapshot(run.billedAccount, run.plan));
+  /**
+   * Like a sync execute's answer without its `limits`: the sender is not the workspace's caller, and holds no
+   * key that would let it read the workspace's usage and plan.
+   */
+  private async syncAnswer(executionId: string, result: RunResult, output: unknown): Promise<WebhookAnswer> {
+    const a = await executeAnswer(executionId, result, output, () => undefined);
     return a.kind === 'response' ? json(a.status, a.data, a.headers) : json(a.status, a.body, { 'X-Execution-Id': executionId });
   }
 
@@ -316,7 +320,7 @@ export class WebhookService {
     if (!row) return undefined;
     if (cfg.responseMode !== 'result') return asyncAnswer(cfg);
     const result = storedRunResult(row);
-    return result ? this.syncAnswer(executionId, result, row.output, run) : 'running';
+    return result ? this.syncAnswer(executionId, result, row.output) : 'running';
   }
 
   /**

@@ -45,10 +45,17 @@ export async function findDeployedByPath(q: Queryable, path: string): Promise<We
   return rows[0];
 }
 
-/** Another deployed workflow holding the path, if any. */
-export async function pathHolder(q: Queryable, path: string, workflowId: string): Promise<string | undefined> {
+/**
+ * Another workflow holding the path, if any: a deployed one of any workspace, or one of another workspace
+ * while it keeps the path (deployed or not). Paths are one namespace for every tenant, so a workspace's path
+ * stays its own while it is undeployed: another tenant taking it then would receive the deliveries its
+ * senders still post there. Deleting the workflow, or deploying it with another path, frees it.
+ */
+export async function pathHolder(q: Queryable, path: string, workflowId: string, workspaceId: string): Promise<string | undefined> {
   const rows = await q.query<{ workflow_id: string }>(
-    'SELECT workflow_id FROM webhooks WHERE path = $1 AND version_id IS NOT NULL AND workflow_id <> $2', [path, workflowId]);
+    `SELECT workflow_id FROM webhooks
+      WHERE path = $1 AND workflow_id <> $2 AND (version_id IS NOT NULL OR workspace_id <> $3) LIMIT 1`,
+    [path, workflowId, workspaceId]);
   return rows[0]?.workflow_id;
 }
 

@@ -1,5 +1,6 @@
 // The trigger URL: availability follows deploys, methods, token auth, references, response modes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { echo, finishedRuns, fnBlock, hook, post, runsOf, webhookWorkflow } from './support.js';
 
@@ -59,6 +60,30 @@ describe('availability', () => {
     expect(dep.status).toBe(409);
     expect(dep.body.error).toContain('"taken-1"');
     expect((await t.call('GET', `/api/v1/workflows/${created.body.data.workflow.id}`)).body.data.workflow.isDeployed).toBe(false);
+  });
+
+  it("keeps a path its workspace's while undeployed: another workspace cannot take it, the same workspace can", async () => {
+    const at = `${t.url}/api/webhooks/trigger/kept-1`;
+    const { id } = await webhookWorkflow(t, echo({ path: 'kept-1' }));
+    expect((await t.call('DELETE', `/api/v1/workflows/${id}/deploy`)).status).toBe(200);
+    const other = await createWorkspace(t.server.ctx.db, `wh-other-${Date.now()}`, t.userId);
+    const otherKey = (await createKey(t.server.ctx.db, { workspaceId: other.id, userId: t.userId, type: 'workspace' })).secret;
+    const asOther = { 'x-api-key': otherKey };
+    const foreign = await t.call('POST', '/api/v1/workflows', { workspaceId: other.id, name: 'squatter', definition: echo({ path: 'kept-1' }) }, asOther);
+    expect(foreign.status, foreign.text).toBe(201);
+    const refused = await t.call('POST', `/api/v1/workflows/${foreign.body.data.workflow.id}/deploy`, undefined, asOther);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('WEBHOOK_PATH_CONFLICT');
+    expect((await post(at, { a: 1 })).status).toBe(404);
+    // Another workflow of the owning workspace may take the path over, and the first one can then not.
+    const { id: second } = await webhookWorkflow(t, echo({ path: 'kept-1' }, 'return { second: true }'));
+    expect((await t.call('POST', `/api/v1/workflows/${id}/deploy`)).status).toBe(409);
+    expect((await t.call('DELETE', `/api/v1/workflows/${second}`)).status).toBeLessThan(300);
+    expect((await t.call('DELETE', `/api/v1/workflows/${id}`)).status).toBeLessThan(300);
+    // Once no workflow of the workspace holds it, the path is free for anyone.
+    const taken = await t.call('POST', `/api/v1/workflows/${foreign.body.data.workflow.id}/deploy`, undefined, asOther);
+    expect(taken.status, taken.text).toBe(200);
+    expect((await post(at, { a: 2 })).status).toBe(200);
   });
 
   it('follows rollbacks and redeploys of a changed path; a deleted workflow frees its path', async () => {
@@ -181,6 +206,8 @@ describe('response modes', () => {
     const r = await post(url, { a: 21 });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ success: true, output: { doubled: 42 } });
+    // The sender holds no key: the workspace's usage and plan are not in its answer.
+    expect(r.body).not.toHaveProperty('limits');
     const def = {
       blocks: [hook({ responseMode: 'result' }), { id: 'resp', type: 'response', name: 'Resp', config: { status: 201, data: { got: '<webhook.a>' } } }],
       edges: [{ from: 'hook', to: 'resp' }],
