@@ -125,12 +125,17 @@ export const endResumeLease = (q: Queryable, id: string) =>
   q.query(`UPDATE resume_queue SET lease_until = NULL WHERE id = $1 AND ${HELD} RETURNING 1`, [id]).then((r) => r.length > 0);
 
 /** Claimed resumes whose lease lapsed (every leased one with `all`: embedded start-up, where none can be alive). */
-export const lapsedResumeClaims = (q: Queryable, all: boolean, limit: number) =>
+/**
+ * Claims whose lease lapsed; with `claimedBefore`, every claim taken before then instead, lapsed or not (at
+ * embedded start-up: claims of the process before, not those the sweep itself hands on).
+ */
+export const lapsedResumeClaims = (q: Queryable, claimedBefore: Date | null, limit: number) =>
   q.query<{ id: string; parent_execution_id: string }>(
     `SELECT id, parent_execution_id FROM resume_queue
-      WHERE status = 'claimed' AND lease_until IS NOT NULL AND ($1 OR lease_until < clock_timestamp())
+      WHERE status = 'claimed' AND lease_until IS NOT NULL
+        AND (CASE WHEN $1::timestamptz IS NULL THEN lease_until < clock_timestamp() ELSE claimed_at < $1::timestamptz END)
       ORDER BY lease_until LIMIT $2`,
-    [all, limit],
+    [claimedBefore, limit],
   );
 
 /**

@@ -93,6 +93,9 @@ function overallStatus(points: PointMap, last: RunResult['status']): string {
   return 'fully_resumed';
 }
 
+/** What a resume writes beside its end, in the same transaction (a sync resume: its execution row and charge). */
+export type RecordResume = (q: Queryable, result: RunResult, output: unknown) => Promise<void>;
+
 /** A resume whose claim was released (its lease lapsed) before it recorded its end: it records nothing. */
 class ClaimReleased extends Error {}
 
@@ -238,20 +241,21 @@ export class PauseService {
     // and is released (resume-claims.ts); a holder that lost its claim stops and records nothing.
     const lease = holdResumeClaim(this.db, this.deps.log, entry.id, this.deps.leaseMs);
     const tracked = this.deps.track(entry.new_execution_id, AbortSignal.any([caller.signal, lease.signal]));
-    const { result, output, lost } = await this.runEntry(entry.id, { signal: tracked.signal }).finally(() => {
-      tracked.end();
-      lease.stop();
-    });
-    if (lost) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
-    const finished = { ...finishedFrom(result), output };
-    await this.db.tx(async (q) => {
+    // The resume's own execution row and its charge commit with the end of the resume (the pause point
+    // resumed, the entry completed): a crash between the two would spend the point and leave no run.
+    const record: RecordResume = async (q, result, output) => {
       await store.insertFinished(q, {
         id: entry.new_execution_id, workspaceId: paused.workspace_id, workflowId: paused.workflow_id, versionId: paused.version_id, mode: 'sync',
         trigger: 'resume', status: 'processing', billedAccount: paused.billed_account, apiKeyId: caller.apiKeyId, input: {},
         resumeEntryId: entry.id,
-      }, finished);
+      }, { ...finishedFrom(result), output });
       await this.deps.charge(q, paused.billed_account, entry.new_execution_id);
+    };
+    const { result, output, lost } = await this.runEntry(entry.id, { signal: tracked.signal, record }).finally(() => {
+      tracked.end();
+      lease.stop();
     });
+    if (lost) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
     return { kind: 'finished', executionId: entry.new_execution_id, result, output };
   }
 
@@ -277,7 +281,11 @@ export class PauseService {
    */
   async runEntry(
     entryId: string,
-    opts: { signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void> },
+    opts: {
+      signal: AbortSignal; shutdown?: AbortSignal; recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void>;
+      /** Written in the transaction that ends the resume (not when its claim was lost). */
+      record?: RecordResume;
+    },
   ): Promise<{ result: RunResult; output: unknown; lost?: boolean }> {
     const entry = await ps.findResumeEntry(this.db, entryId);
     if (!entry) throw new Error(`Resume entry ${entryId} not found`);
@@ -307,14 +315,18 @@ export class PauseService {
     if (opts.shutdown?.aborted && result.status === 'cancelled') return { result, output: null };
     // The run was cancelled with its pause meanwhile: this resume ends, the run's state stays cancelled.
     if ((await ps.findPausedById(this.db, paused.id))?.status === 'cancelled') {
-      await ps.completeResumeEntry(this.db, entry.id, 'Run cancelled');
-      return { result, output: result.response ?? result.output ?? null };
+      const output = result.response ?? result.output ?? null;
+      await this.db.tx(async (q) => {
+        await ps.completeResumeEntry(q, entry.id, 'Run cancelled');
+        await opts.record?.(q, result, output);
+      });
+      return { result, output };
     }
-    return { result, ...(await this.finishEntry(paused, entry, result, steps)) };
+    return { result, ...(await this.finishEntry(paused, entry, result, steps, opts.record)) };
   }
 
   /** Records a finished resume, unless its claim was released meanwhile (`lost`: it records nothing). */
-  private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[]): Promise<{ output: unknown; lost?: boolean }> {
+  private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[], record?: RecordResume): Promise<{ output: unknown; lost?: boolean }> {
     const baseUrl = typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : this.deps.baseUrl();
     let output: unknown = result.response ?? result.output ?? null;
     if (result.status === 'paused') {
@@ -334,6 +346,7 @@ export class PauseService {
     const next = await this.db.tx(async (q) => {
       const row = await ps.lockPaused(q, paused.execution_id);
       if (row && !(await ps.lockClaimedResume(q, entry.id))) return 'lost' as const;
+      await record?.(q, result, output);
       const point = row?.pause_points[entry.context_id];
       if (!row || !point) return undefined;
       const map: PointMap = { ...row.pause_points, [entry.context_id]: { ...point, resumeStatus: failed ? 'failed' : 'resumed' } };

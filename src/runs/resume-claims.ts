@@ -26,7 +26,27 @@ export function holdResumeClaim(db: Database, log: Logger, entryId: string, leas
  */
 export async function releaseLapsedResumeClaims(db: Database, opts: { all: boolean; leaseMs: number }): Promise<{ paused: PausedRow; entry: QueueRow }[]> {
   const next: { paused: PausedRow; entry: QueueRow }[] = [];
-  for (const lapsed of await ps.lapsedResumeClaims(db, opts.all, 100)) {
+  // `all` pages through every claim taken before this sweep (the claims it hands on are taken after); the
+  // periodic sweep takes one page a tick.
+  const claimedBefore = opts.all ? new Date() : null;
+  // A claim left as it was (its paused run gone meanwhile) comes back in the next page: seen once is enough.
+  const seen = new Set<string>();
+  for (;;) {
+    const page = await ps.lapsedResumeClaims(db, claimedBefore, RELEASE_PAGE);
+    const fresh = page.filter((c) => !seen.has(c.id));
+    for (const c of fresh) seen.add(c.id);
+    next.push(...await releasePage(db, fresh, opts));
+    if (!opts.all || page.length < RELEASE_PAGE || fresh.length === 0) return next;
+  }
+}
+
+const RELEASE_PAGE = 100;
+
+async function releasePage(
+  db: Database, page: readonly { id: string; parent_execution_id: string }[], opts: { all: boolean; leaseMs: number },
+): Promise<{ paused: PausedRow; entry: QueueRow }[]> {
+  const next: { paused: PausedRow; entry: QueueRow }[] = [];
+  for (const lapsed of page) {
     const handed = await db.tx(async (q) => {
       const row = await ps.lockPaused(q, lapsed.parent_execution_id);
       const entry = row ? await ps.lockClaimedResume(q, lapsed.id, { all: opts.all }) : undefined;

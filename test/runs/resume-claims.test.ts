@@ -102,3 +102,49 @@ describe('a resume whose claim was released', () => {
     expect((await t.call('GET', `/api/resume/${wf}/${exec}`)).body.queue.map((e: { status: string }) => e.status)).toEqual(['failed', 'completed']);
   });
 });
+
+describe('a sync resume whose run record cannot be written', () => {
+  it('spends nothing: the point is not resumed, and once its claim is released it is resumed again', async () => {
+    hang = false;
+    const wf = await deploy(t, 'resume-record-fails', approveThenShip());
+    const paused = await t.call('POST', `/api/workflows/${wf}/execute`, {});
+    expect(paused.body.status).toBe('paused');
+    const exec = paused.body.executionId;
+    const resumePath = `/api/resume/${wf}/${exec}/approval`;
+    const db = t.server.ctx.db as Database;
+    const originalTx = db.tx;
+    // The resume's own execution row fails inside the transaction that ends the resume.
+    db.tx = function <T>(this: Database, fn: (q: Queryable) => Promise<T>) {
+      return originalTx.call(db, (q) => fn({
+        exec: (text) => q.exec(text),
+        query: (text, params) => (text.includes('INSERT INTO executions') && params?.[5] === 'resume'
+          ? Promise.reject(new Error('resume run row refused (injected)')) : q.query(text, params)) as never,
+      }));
+    } as Database['tx'];
+    let failed;
+    try {
+      failed = await t.call('POST', resumePath, { input: { decision: 'yes' } });
+    } finally {
+      db.tx = originalTx;
+    }
+    expect(failed.status).toBe(500);
+    // Nothing of the resume's end was written: the point is not spent, the entry not completed, no charge.
+    let record = await t.call('GET', `/api/resume/${wf}/${exec}`);
+    expect(record.body.status).toBe('paused');
+    expect(record.body.pausePoints[0].resumeStatus).not.toBe('resumed');
+    expect(record.body.queue.map((e: { status: string }) => e.status)).not.toContain('completed');
+    const newId = record.body.queue[0].newExecutionId;
+    expect(await db.query('SELECT 1 FROM usage_events WHERE execution_id = $1', [newId])).toHaveLength(0);
+    // Its claim lapses (the lease is 1 s here) and is released; the point is resumed again and completes.
+    for (const until = Date.now() + 10_000; record.body.pausePoints[0].resumeStatus === 'resuming' && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 50));
+      record = await t.call('GET', `/api/resume/${wf}/${exec}`);
+    }
+    expect(record.body.pausePoints[0].resumeStatus).toBe('paused');
+    const again = await t.call('POST', resumePath, { input: { decision: 'yes, again' } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ success: true, status: 'completed', output: { data: { shipped: true } } });
+    const log = await t.call('GET', `/api/v1/logs/${again.body.executionId}`);
+    expect(log.status).toBe(200);
+  });
+});
