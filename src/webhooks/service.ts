@@ -234,6 +234,7 @@ export class WebhookService {
     /** Set once a run of this delivery may exist: from then on the claim is only handed back, never dropped. */
     let runMayExist = claim.takeover;
     let answered = false;
+    let storedFiles: string[] = [];
     try {
       const plan = await this.deps.accounts.workspacePlan(ws);
       const run: RunContext = { workspaceId: ws, billedAccount: `workspace:${ws}`, plan };
@@ -245,7 +246,7 @@ export class WebhookService {
       if (answer === undefined) {
         // Per trigger (its workflow), then per billed account with the usage cap and concurrency (runs.admit).
         await this.deps.limits.admitKeyed(`webhook:${target.workflow.id}`, plan, mode);
-        if (files.length > 0) await this.storeFiles(target, files, input, d.baseUrl);
+        if (files.length > 0) storedFiles = await this.storeFiles(target, files, input, d.baseUrl);
         const admitted = await this.deps.runs.admit(target.workflow, run, mode, { executionId });
         runMayExist = true;
         answer = mode === 'async'
@@ -267,6 +268,11 @@ export class WebhookService {
         // keeps its identity and the next retry takes it over at once and finds the run.
         const end = runMayExist ? store.handBackDelivery : store.releaseDelivery;
         await end(this.db, ws, key, token).catch((err: unknown) => this.deps.log.warn({ err, key }, 'ending a webhook claim failed; its lease lapses instead'));
+        // No run will read the files stored for it (a retry stores its own): they would fill the storage for nothing.
+        if (!runMayExist) {
+          await store.deleteFiles(this.db, ws, storedFiles)
+            .catch((err: unknown) => this.deps.log.warn({ err, key }, "deleting a refused webhook delivery's files failed"));
+        }
       }
     }
   }
@@ -325,9 +331,9 @@ export class WebhookService {
 
   /**
    * Stores a delivery's files (once, by the claimant) within the workspace's storage (403 when over it)
-   * and puts file objects `{id, name, size, type, url}` in the input under their field names.
+   * and puts file objects `{id, name, size, type, url}` in the input under their field names; returns their ids.
    */
-  private async storeFiles(target: Target, files: FilePart[], input: Record<string, unknown>, baseUrl: string): Promise<void> {
+  private async storeFiles(target: Target, files: FilePart[], input: Record<string, unknown>, baseUrl: string): Promise<string[]> {
     const ws = target.hook.workspace_id;
     const objects = files.map((f) => ({ part: f, id: newId() }));
     await this.db.tx(async (q) => {
@@ -341,6 +347,7 @@ export class WebhookService {
       list.push({ id, name: part.name, size: part.data.length, type: part.contentType, url: `${baseUrl}/api/v1/webhooks/files/${id}` });
       input[part.field] = list;
     }
+    return objects.map((o) => o.id);
   }
 
   /** An uploaded file, for its download route (the caller authorizes its workspace). */

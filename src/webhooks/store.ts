@@ -183,6 +183,12 @@ export async function insertFile(q: Queryable, f: NewFile): Promise<void> {
     [f.id, f.workspaceId, f.workflowId, f.name, f.contentType, f.data.length, blobParam(f.data)]);
 }
 
+/** Files stored for a delivery that was then refused before any run could see them. */
+export async function deleteFiles(q: Queryable, workspaceId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query('DELETE FROM webhook_files WHERE workspace_id = $1 AND id = ANY($2::uuid[])', [workspaceId, ids]);
+}
+
 export async function findFile(q: Queryable, id: string): Promise<{ workspace_id: string; name: string; content_type: string; data: Uint8Array } | undefined> {
   const rows = await q.query<{ workspace_id: string; name: string; content_type: string; data: string }>(
     "SELECT workspace_id, name, content_type, encode(data, 'base64') AS data FROM webhook_files WHERE id = $1", [id]);

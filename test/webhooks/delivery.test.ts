@@ -6,7 +6,7 @@ import { request, startTestServer, type TestServer } from '../support/harness.js
 import { echo, finishedRuns, post, runsOf, webhookWorkflow } from './support.js';
 
 let t: TestServer;
-const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 }, team: { storageBytes: 3000 } });
+const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 }, team: { storageBytes: 3000 }, pro: { usageLimitUsd: 0.0001 } });
 beforeAll(async () => {
   // The default claim lease (30 s): with a short one, a renewal delayed on a loaded machine let a duplicate
   // take a live claim over and answer 409. The takeover tests below expire their leases themselves.
@@ -178,5 +178,19 @@ describe('files', () => {
     expect(await t.server.ctx.db.query('SELECT 1 FROM webhook_files WHERE workflow_id = $1', [wid])).toHaveLength(0);
     expect((await upload(url, { doc: new Blob(['small']) })).status).toBe(200);
     await finishedRuns(t, wid);
+  });
+
+  it('keeps none of the files of a delivery refused at admission (402 past the usage cap), however often it is retried', async () => {
+    const ws = await createWorkspace(t.server.ctx.db, `wh-capped-${Date.now()}`, t.userId, 'pro');
+    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
+    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'capped', definition: echo() });
+    const wid = created.body.data.workflow.id;
+    await call('POST', `/api/v1/workflows/${wid}/deploy`);
+    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    for (let i = 0; i < 3; i++) expect((await upload(url, { doc: new Blob(['y'.repeat(1000)]) })).status).toBe(402);
+    expect(await runsOf(t, wid)).toHaveLength(0);
+    expect(await t.server.ctx.db.query('SELECT 1 FROM webhook_files WHERE workflow_id = $1', [wid])).toHaveLength(0);
+    expect(await t.server.services.limits.storage.used(t.server.ctx.db, [ws.id])).toBe(0);
   });
 });
