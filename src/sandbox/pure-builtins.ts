@@ -137,8 +137,9 @@ export const ARRAY_METHODS = new Map<string, Builtin>([
     primitives(m, args);
     return counted(m, Reflect.apply(A[name], self, args));
   }]),
+  // Charged for the whole result before it is built: arguments that are arrays are spread into it.
   ['concat', (m, self, args) => {
-    m.copy((self as unknown[]).length);
+    m.copy(args.reduce<number>((n, a) => n + (Array.isArray(a) ? a.length : 1), (self as unknown[]).length));
     return counted(m, Reflect.apply(A.concat, self, args));
   }],
 ]);

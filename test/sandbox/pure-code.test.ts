@@ -147,6 +147,12 @@ describe('pure code on the host', () => {
     const arrays = (last: number) => `const x1 = [...l, ...l]; ${Array.from({ length: last - 1 }, (_, i) => `const x${i + 2} = [...x${i + 1}, ...x${i + 1}];`).join(' ')}`;
     expect(onHost(`${arrays(13)} return x13.length`)).toEqual({ value: 2 ** 15 });
     expect(onHost(`${arrays(15)} return x15.length`)).toBeUndefined();
+    // concat is charged for the arrays it spreads, before it builds them: 200 copies of a 1,000-element input
+    // would be 200,000 elements.
+    const thousand = JSON.stringify([Array.from({ length: 1000 }, () => 0)]);
+    const concat = (copies: number) => `return [].concat(${Array.from({ length: copies }, () => 'x').join(', ')}).length`;
+    expect(evaluatePureCode(concat(50), ['x'], thousand)).toEqual({ value: 50_000 });
+    expect(evaluatePureCode(concat(200), ['x'], thousand)).toBeUndefined();
     // An indented JSON of deep nesting grows with the square of its depth: refused before it is built.
     const deep = JSON.stringify(JSON.parse(`${'['.repeat(2000)}${']'.repeat(2000)}`));
     expect(evaluatePureCode('return JSON.stringify(x).length', ['x'], `[${deep}]`)).toEqual({ value: 4000 });
