@@ -28,7 +28,7 @@ import { SharedJobQueue } from './queue/shared.js';
 import { scryptHasher, type PasswordHasher } from './sessions/password.js';
 import { SecretsService } from './secrets/service.js';
 import { SessionService } from './sessions/service.js';
-import { IsolatedVmSandbox } from './sandbox/isolated-vm.js';
+import { ProcessSandbox } from './sandbox/process-sandbox.js';
 import { checkJavaScriptSyntax } from './sandbox/syntax.js';
 import { systemClock, type SchedulerClock } from './schedules/clock.js';
 import { checkScheduleConfig, ScheduleRegistry } from './schedules/registry.js';
@@ -172,10 +172,10 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const runsJobs = ctx.role !== 'api';
 
   // A fresh V8 context per run on a warm isolate, or one per call reused within the workspace
-  // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces. Pure code needs
-  // no context at all (Pure code).
-  const sandbox = new IsolatedVmSandbox({
-    contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize, pureCode: config.sandboxPureCode,
+  // (docs/architecture.md, Sandbox contexts); slots shared fairly between workspaces; the isolates in a
+  // process of their own (The sandbox process). Pure code needs no context at all (Pure code).
+  const sandbox = new ProcessSandbox({
+    contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize, pureCode: config.sandboxPureCode, log: ctx.log,
   });
   const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
   const remoteMcp = mcpPort(http);

@@ -1,3 +1,4 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { type ResourceLimits, type TransferListItem, Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -21,6 +22,23 @@ export function startModuleWorker(
   if (process.env.WEFT_WORKERS_FROM_BUILD === '1') return new Worker(builtTwin(entry), common);
   const code = `import(${JSON.stringify(tsxEsmApiUrl())}).then((tsx) => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(besideUrl)}))`;
   return new Worker(code, { ...common, eval: true });
+}
+
+/**
+ * Starts the module `<name>.<ext>` beside `besideUrl` as a child process with an IPC channel (structured clone),
+ * found as `startModuleWorker` finds a worker's: the build's `.js`, its built twin under the test suites, or the
+ * `.ts` source through tsx (which a child process, unlike a worker, loads with `--import`).
+ */
+export function startModuleProcess(besideUrl: string, moduleName: string, args: string[], opts: { execArgv?: string[] } = {}): ChildProcess {
+  const ext = path.extname(new URL(besideUrl).pathname);
+  const entry = new URL(`./${moduleName}${ext}`, besideUrl);
+  const execArgv = [...(opts.execArgv ?? [])];
+  let file = entry;
+  if (ext !== '.js' && ext !== '.mjs') {
+    if (process.env.WEFT_WORKERS_FROM_BUILD === '1') file = builtTwin(entry);
+    else execArgv.push('--import', 'tsx');
+  }
+  return fork(file, args, { execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }
 
 /**

@@ -95,7 +95,18 @@ function isJsIdentifier(name: string): boolean {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name);
 }
 
-function abortMessage(signal: AbortSignal): string {
+/** A call's bindings as the sandbox takes them: their names, and their values as one JSON array. */
+export function serializeBindings(bindings: Record<string, unknown>): { names: string[]; input: string } {
+  const names = Object.keys(bindings);
+  for (const n of names) if (!isJsIdentifier(n)) throw new SandboxError(`invalid binding name "${n}"`);
+  try {
+    return { names, input: JSON.stringify(names.map((n) => bindings[n] === undefined ? null : bindings[n])) };
+  } catch (err) {
+    throw new SandboxError(`the inputs cannot be serialized as JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export function abortMessage(signal: AbortSignal): string {
   const r: unknown = signal.reason;
   return r instanceof Error ? r.message : 'Aborted';
 }
@@ -179,25 +190,27 @@ export class IsolatedVmSandbox implements SandboxPort {
   private async runAs(tenant: string, req: SandboxRequest): Promise<SandboxResult> {
     if (this.pool.disposed) throw new SandboxError('the sandbox has been shut down');
     if (req.signal?.aborted) throw new SandboxError(abortMessage(req.signal));
-    const names = Object.keys(req.bindings);
-    for (const n of names) if (!isJsIdentifier(n)) throw new SandboxError(`invalid binding name "${n}"`);
-    let input: string;
-    try {
-      input = JSON.stringify(names.map((n) => req.bindings[n] === undefined ? null : req.bindings[n]));
-    } catch (err) {
-      throw new SandboxError(`the inputs cannot be serialized as JSON: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
-
-    const signal = req.signal;
+    const { names, input } = serializeBindings(req.bindings);
     // Not once the run has a context: an earlier block may have changed its built-ins, which pure code can see.
-    if (this.pureCode && !(signal && this.runContexts.has(signal))) {
+    if (this.pureCode && !(req.signal && this.runContexts.has(req.signal))) {
       const answer = evaluatePureCode(req.code, names, input);
       if (answer !== undefined) {
         this.pureCalls++;
         return { value: answer.value, logs: [] };
       }
     }
+    return this.runSerialized(tenant, req, names, input);
+  }
+
+  /**
+   * A call whose bindings are already serialized (`serializeBindings`), in an isolate: what the sandbox process
+   * runs for the server (process-sandbox.ts), which evaluated pure code itself.
+   */
+  async runSerialized(tenant: string, req: Omit<SandboxRequest, 'bindings'>, names: string[], input: string): Promise<SandboxResult> {
+    if (this.pool.disposed) throw new SandboxError('the sandbox has been shut down');
+    if (req.signal?.aborted) throw new SandboxError(abortMessage(req.signal));
+    const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
+    const signal = req.signal;
     let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
     const slot = await this.pool.acquire(tenant, signal, shared?.slot);
     if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || this.pool.isRetired(slot))) {
@@ -254,7 +267,7 @@ export class IsolatedVmSandbox implements SandboxPort {
 
   private async runIn(
     lease: Lease<Slot>,
-    req: SandboxRequest,
+    req: Omit<SandboxRequest, 'bindings'>,
     names: string[],
     input: string,
     timeoutMs: number,

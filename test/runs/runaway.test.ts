@@ -72,6 +72,42 @@ describe('a runaway run', () => {
   }, 60_000);
 });
 
+describe('code that exhausts its sandbox memory in a way the isolate cannot catch', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  // Growing a Map, an object's properties or a huge array past the isolate's limit ends in a V8 fatal
+  // out-of-memory error that aborts the process the isolate lives in (isolated-vm cannot stop it). That
+  // process is the sandbox's own, not the server (src/sandbox/process-sandbox.ts).
+  it.each([
+    ['a Map', 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);'],
+    ["an object's properties", 'const o = {}; for (let i = 0; ; i++) o["k" + i] = i;'],
+    ['a huge array', 'return new Array(4e7).fill(0).length'],
+  ])('fails the run when it grows %s, and the server and the next run go on', async (_what, code) => {
+    const id = await deploy(t, `bomb-${Math.random().toString(36).slice(2)}`, {
+      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'bomb', type: 'function', name: 'Bomb', config: { code } }],
+      edges: [{ from: 'start', to: 'bomb' }],
+    });
+    const r = await t.call('POST', `/api/workflows/${id}/execute`, {});
+    expect(r.status).toBe(500);
+    expect(r.body.success).toBe(false);
+    expect(r.body.error).toMatch(/memory/);
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    const next = await deploy(t, `after-bomb-${Math.random().toString(36).slice(2)}`, {
+      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'f', type: 'function', name: 'F', config: { code: 'return [2].map((x) => x * 21)[0]' } }],
+      edges: [{ from: 'start', to: 'f' }],
+    });
+    const ok = await t.call('POST', `/api/workflows/${next}/execute`, {});
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.output).toBe(42);
+  }, 60_000);
+});
+
 describe('a server killed during a runaway async run', () => {
   it('listens again within 30 s and ends that job as failed', async () => {
     const { workspaceId, apiKey, env } = await bootstrappedDatabase();
