@@ -46,7 +46,8 @@ export function loadKeys(s: KeySettings): LoadedKeys {
     fs.mkdirSync(s.dataDir, { recursive: true });
     try {
       // `wx`: two processes starting at once cannot both write a key.
-      fs.writeFileSync(file, `${encodeKey(generateKey())}\n`, { flag: 'wx', mode: 0o600 });
+      writeSynced(file, `${encodeKey(generateKey())}\n`, 'wx');
+      syncDirectory(path.dirname(file));
       generated = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -62,9 +63,35 @@ function readKeyFile(file: string): EncryptionKey[] {
   return lines.map((line, i) => parseKey(line, `Line ${i + 1} of ${file}`));
 }
 
-/** Replaces the key file with these keys, whole or not at all (a temporary file, then a rename). */
+/**
+ * Replaces the key file with these keys, whole or not at all (a temporary file, then a rename), on disk before
+ * it returns: the secrets the database holds (synced) are encrypted under them, and a key file that came back
+ * from a power cut with its old keys would leave them unreadable.
+ */
 export function writeKeyFile(file: string, keys: readonly EncryptionKey[]): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, keys.map((k) => `${encodeKey(k)}\n`).join(''), { mode: 0o600 });
+  writeSynced(tmp, keys.map((k) => `${encodeKey(k)}\n`).join(''), 'w');
   fs.renameSync(tmp, file);
+  syncDirectory(path.dirname(file));
+}
+
+/** Writes a file readable by its owner only and syncs it to disk. */
+function writeSynced(file: string, text: string, flag: 'w' | 'wx'): void {
+  const fd = fs.openSync(file, flag, 0o600);
+  try {
+    fs.writeFileSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Syncs a directory, so that a file created or renamed in it stays after a power cut. */
+function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }

@@ -188,15 +188,26 @@ export class SessionService {
     }
     // Knowing the current password is no failure: its places under the limits are given back.
     await attempt.release();
-    await store.setPassword(this.db, user.id, await this.passwords.hash(next), false);
-    await this.signOutEverywhere(user.id, caller.sessionId);
+    await this.replacePassword(user.id, await this.passwords.hash(next), false, caller.sessionId);
+  }
+
+  /**
+   * The new password and the end of the user's other sessions commit together: a crash between them would
+   * leave sessions opened with the old password alive.
+   */
+  private async replacePassword(userId: string, hash: string, mustChange: boolean, keep: string | null): Promise<boolean> {
+    const ended = await this.db.tx(async (q) => {
+      if (!(await store.setPassword(q, userId, hash, mustChange))) return undefined;
+      return store.deleteUserSessions(q, userId, keep);
+    });
+    if (ended === undefined) return false;
+    this.forget(ended);
+    return true;
   }
 
   /** Sets a user's password (the CLI): `mustChange` for one-time passwords. Ends all the user's sessions. */
   async setPassword(userId: string, password: string, mustChange: boolean): Promise<boolean> {
-    const updated = await store.setPassword(this.db, userId, await this.passwords.hash(password), mustChange);
-    if (updated) await this.signOutEverywhere(userId);
-    return updated;
+    return this.replacePassword(userId, await this.passwords.hash(password), mustChange, null);
   }
 
   /** Generates and sets a one-time password (mustChangePassword); returns it to be shown once. */
