@@ -1,6 +1,6 @@
 // Executing one node of a scope: a replayed step, a leaf block (with its retries) or a container
 // (loop, parallel) running its children as nested scopes. Leaf and container end in the same
-// `finishNode`: output cap, trace entry, error routing, pause points, step record.
+// `finishNode`: output cap, the run's held outputs, trace entry, error routing, pause points, step record.
 import {
   ChildBlockError,
   RunStoppedError,
@@ -63,7 +63,12 @@ export async function executeNode(scope: ScopeRun, b: CompiledBlock): Promise<No
 function replay(scope: ScopeRun, b: CompiledBlock, key: string, rec: StepRecord): NodeResult {
   const run = scope.run;
   if (rec.variables) run.setVariables(rec.variables);
-  run.trace.add({
+  // A replayed output is held like a computed one (a resumed run keeps to the same bound).
+  if (rec.error === undefined) {
+    const overHeld = run.holdOutput(b.id, b.name, run.measureOutput(b.name, rec.output).bytes, scope.parent === null);
+    if (overHeld !== null) return { kind: 'failed', error: blockFailure(b, overHeld) };
+  }
+  run.addTrace({
     key, blockId: b.id, name: b.name, type: b.typeName, status: 'replayed',
     startedAt: isoTime(run.clock.now()), durationMs: 0, output: rec.output,
     ...(rec.error !== undefined ? { error: rec.error } : {}),
@@ -171,12 +176,20 @@ async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind
   exec.attempts = 1;
   const versionBefore = run.variablesVersion;
   const halt: HaltFlag = { halted: false };
+  // Containers collect every completed child scope's output: counted here as each arrives, so one that
+  // passes the block output cap fails at once (stopping its other iterations or branches) rather than
+  // after it has held them all.
+  const collected = run.collector(b.name);
   const control: ContainerControl = {
     kind,
     runScope: async (frame) => {
       const outcome = await scope.child(b, kind, frame, halt).execute();
       if (outcome.status === 'failed') halt.halted = true;
-      return outcome;
+      if (outcome.status !== 'completed') return outcome;
+      const tooLarge = collected.add(outcome.output);
+      if (tooLarge === null) return outcome;
+      halt.halted = true;
+      return { status: 'failed', error: tooLarge };
     },
     evaluate: async (source, frame, previous) => {
       const outputs = previous !== null && 'outputs' in previous && previous.outputs instanceof Map ? previous.outputs : new Map<string, unknown>();
@@ -218,7 +231,10 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   if (error === undefined && result !== undefined && !('pause' in result)) {
     output = result.output === undefined ? null : result.output;
     if (result.logs) appendLogs(exec.logs, result.logs);
-    const tooLarge = run.checkOutputSize(b.name, output);
+    const size = run.measureOutput(b.name, output);
+    // The run's bound comes second: an output over the block cap fails only its block (an error edge may
+    // catch it) and is not held.
+    const tooLarge = size.error ?? run.holdOutput(b.id, b.name, size.bytes, scope.parent === null);
     if (tooLarge !== null) {
       error = tooLarge;
       result = undefined;
@@ -236,7 +252,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   if (error !== undefined || result === undefined) {
     const failure = blockFailure(b, error);
     const message = error instanceof ChildBlockError ? error.message : errorMessage(error);
-    run.trace.add({ ...base, status: 'error', error: message });
+    run.addTrace({ ...base, status: 'error', error: message });
     if (b.hasErrorEdge && !run.stopping) {
       const recorded = await record(scope, b, { key, blockId: b.id, output: { error: message }, error: message });
       return recorded ?? { kind: 'routed', message };
@@ -245,12 +261,12 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   }
 
   if ('pause' in result) {
-    run.trace.add({ ...base, status: 'paused' });
+    run.addTrace({ ...base, status: 'paused' });
     if (result.pause !== null) run.pausePoints.push(pausePoint(scope, b, key, result.pause.response));
     return { kind: 'paused' };
   }
 
-  run.trace.add({ ...base, status: 'success', output });
+  run.addTrace({ ...base, status: 'success', output });
   const step: StepRecord = { key, blockId: b.id, output };
   if (exec.variablesChanged) step.variables = { ...run.variables };
   const recorded = await record(scope, b, step);

@@ -5,7 +5,14 @@ import type { CompiledGraph } from './compile.js';
 import type { ClockPort } from './ports.js';
 import { NO_SECRETS, SecretMask } from './secret-mask.js';
 import { TraceLog } from './trace.js';
-import type { PausePoint, RunOptions, RunResult } from './types.js';
+import type { BlockTrace, PausePoint, RunOptions, RunResult } from './types.js';
+
+/**
+ * Without `maxRunOutputBytes`, a run may hold this many block outputs at the block output cap: room for a
+ * few big outputs (one, the loop that collected it, the response that passes it on) but not for a trace of
+ * thousands of them.
+ */
+const HELD_OUTPUT_BLOCK_CAPS = 16;
 
 export const RUN_DEFAULTS = {
   maxConcurrency: 32,
@@ -15,7 +22,15 @@ export const RUN_DEFAULTS = {
   maxSteps: 100_000,
   maxTraceEntries: 2_000,
   maxBlockOutputBytes: 4 * 1024 * 1024,
+  /** 16 times the default block output cap (64 MiB); a run given another block cap gets 16 times that. */
+  maxRunOutputBytes: HELD_OUTPUT_BLOCK_CAPS * 4 * 1024 * 1024,
 } as const;
+
+/**
+ * An output over a limit is measured on to this many times the limit, so the error can give its size; past
+ * that it says "more than", and measuring a huge value costs no more than measuring this much.
+ */
+const EXACT_SIZE_LIMITS = 16;
 
 /** The scheduler lets the event loop run after this many steps ... */
 const YIELD_EVERY_STEPS = 200;
@@ -85,6 +100,12 @@ export class RunState {
   readonly limits: BlockContext['limits'];
   readonly maxSteps: number;
   readonly maxBlockOutputBytes: number;
+  readonly maxRunOutputBytes: number;
+  /** JSON bytes of the block outputs the run holds until it ends: those its trace keeps and the top level's. */
+  private heldOutputBytes = 0;
+  /** Entries offered to the trace; past maxTraceEntries it keeps none, so their outputs are not held. */
+  private traceEntries = 0;
+  private readonly maxTraceEntries: number;
   /** Secret values this run has resolved so far (given up front, or fetched through the secrets port). */
   private readonly secretValues = new Map<string, string>();
   secretNames: ReadonlySet<string> = new Set();
@@ -129,7 +150,9 @@ export class RunState {
     };
     this.maxSteps = opts.maxSteps ?? RUN_DEFAULTS.maxSteps;
     this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
-    this.trace = new TraceLog(Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries));
+    this.maxRunOutputBytes = opts.maxRunOutputBytes ?? HELD_OUTPUT_BLOCK_CAPS * this.maxBlockOutputBytes;
+    this.maxTraceEntries = Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries);
+    this.trace = new TraceLog(this.maxTraceEntries);
     if (opts.secrets) this.addSecrets(opts.secrets);
     this.depth = opts.depth ?? 0;
     this.deadline = opts.timeoutMs !== undefined ? this.startedAt + opts.timeoutMs : Infinity;
@@ -210,19 +233,46 @@ export class RunState {
     this.lastYieldAt = this.clock.now();
   }
 
-  /** Output size check: the error when `output` is over the limit, null otherwise. */
-  checkOutputSize(blockName: string, output: unknown): BlockLimitError | null {
+  // -- output sizes ----------------------------------------------------------------------------
+
+  /**
+   * A block's output measured against the block output cap: its JSON size (exact up to a multiple of the
+   * cap) and the error when it is over. A value that is not JSON (a port's value) is measured as far as it
+   * goes; the stored result is checked where it is written.
+   */
+  measureOutput(blockName: string, output: unknown): { bytes: number; error: BlockLimitError | null } {
     const limit = this.maxBlockOutputBytes;
-    let json: string | undefined;
-    try {
-      json = JSON.stringify(output);
-    } catch {
-      return null; // not JSON (a port's value); the stored result is checked where it is written
+    const size = describedSize(output, limit);
+    if (size.bytes <= limit) return { bytes: size.bytes, error: null };
+    return { bytes: size.bytes, error: outputTooLarge(blockName, size.text, limit) };
+  }
+
+  /** A running count of the results one container collects (see CollectedOutputs). */
+  collector(blockName: string): CollectedOutputs {
+    return new CollectedOutputs(blockName, this.maxBlockOutputBytes);
+  }
+
+  /**
+   * Counts a finished block's output among those the run holds until it ends when it will be kept: the
+   * trace keeps it (it has room) or it is an output of the top level. Past maxRunOutputBytes the run fails
+   * (no error edge catches it: the outputs are held all the same) and the error is returned; null otherwise.
+   */
+  holdOutput(blockId: string, blockName: string, bytes: number, topLevel: boolean): BlockLimitError | null {
+    if (!topLevel && this.traceEntries >= this.maxTraceEntries) return null;
+    const held = this.heldOutputBytes + bytes;
+    if (held > this.maxRunOutputBytes) {
+      const message = `Run output limit exceeded: the run would hold ${held} bytes of block outputs (limit ${this.maxRunOutputBytes} bytes, maxRunOutputBytes); stopped at block "${blockName}"`;
+      this.fail({ message, blockId, blockName });
+      return new BlockLimitError(message);
     }
-    if (json === undefined || json.length * 3 <= limit) return null;
-    const bytes = utf8Length(json);
-    if (bytes <= limit) return null;
-    return new BlockLimitError(`Block "${blockName}" output is ${bytes} bytes, over the limit of ${limit} bytes (maxBlockOutputBytes)`);
+    this.heldOutputBytes = held;
+    return null;
+  }
+
+  /** Every trace entry goes through here, so that holdOutput knows whether the trace still keeps entries. */
+  addTrace(entry: BlockTrace): void {
+    this.traceEntries++;
+    this.trace.add(entry);
   }
 
   // -- stopping ---------------------------------------------------------------------------------
@@ -268,17 +318,192 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object';
 }
 
-/** UTF-8 length of a string without encoding it. */
-function utf8Length(s: string): number {
-  let bytes = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
+function outputTooLarge(blockName: string, size: string, limit: number): BlockLimitError {
+  return new BlockLimitError(`Block "${blockName}" output is ${size}, over the limit of ${limit} bytes (maxBlockOutputBytes)`);
+}
+
+/**
+ * The results a container (loop, parallel) collects from its iterations or branches, counted as each one
+ * arrives: the container fails as soon as they pass the block output cap, instead of holding all of them
+ * until its own output is checked. Each result is measured once, and never past the cap.
+ */
+export class CollectedOutputs {
+  /** JSON bytes of the results so far as an array: brackets, commas and each result. */
+  private bytes = 2;
+  private count = 0;
+
+  constructor(private readonly blockName: string, private readonly limit: number) {}
+
+  /** Adds one result: the error once the results are over the cap, null otherwise. */
+  add(output: unknown): BlockLimitError | null {
+    const size = measureJson(output === undefined ? null : output, this.limit);
+    this.bytes += size.bytes + (this.count > 0 ? 1 : 0);
+    this.count++;
+    if (this.bytes <= this.limit) return null;
+    // A result measured only up to the cap gives no exact total.
+    const text = size.bytes > this.limit ? `more than ${this.limit} bytes` : `${this.bytes} bytes`;
+    return outputTooLarge(this.blockName, text, this.limit);
   }
-  return bytes;
+}
+
+/** A value's JSON size as an error message gives it: exact up to EXACT_SIZE_LIMITS times `limit`, "more than" past it. */
+export function describedSize(value: unknown, limit: number): { bytes: number; json: boolean; text: string } {
+  const ceiling = limit * EXACT_SIZE_LIMITS;
+  const size = measureJson(value, ceiling);
+  return { ...size, text: size.bytes > ceiling ? `more than ${ceiling} bytes` : `${size.bytes} bytes` };
+}
+
+/** Thrown inside JsonMeasure once the count passes its bound. */
+const PAST_BOUND = Symbol('past bound');
+/** A member JSON leaves out (undefined, a function, a symbol); as an array element it is `null`. */
+const ABSENT = Symbol('absent');
+
+/**
+ * The UTF-8 length of `JSON.stringify(value)`, counted without building the string: nothing is allocated, a
+ * value longer than V8's longest string is still measured, and counting stops as soon as it passes
+ * `stopAbove` (the result is then a number over it, not the size). `json` is false when stringify would
+ * throw (a cycle, counted once; a BigInt, counted as its digits; a throwing toJSON or getter); the bytes
+ * are then those counted. undefined measures 0.
+ */
+export function measureJson(value: unknown, stopAbove: number): { bytes: number; json: boolean } {
+  const m = new JsonMeasure(stopAbove);
+  try {
+    m.run(value);
+  } catch (err) {
+    if (err !== PAST_BOUND) m.json = false;
+  }
+  return { bytes: m.bytes, json: m.json };
+}
+
+interface MeasureFrame {
+  node: object;
+  /** null for an array. */
+  keys: string[] | null;
+  next: number;
+  /** Members written so far (an object's commas). */
+  written: number;
+}
+
+class JsonMeasure {
+  bytes = 0;
+  json = true;
+  /** Objects and arrays being measured (the path from the top): meeting one again is a cycle. */
+  private readonly open = new Set<object>();
+  /** An explicit stack rather than recursion: a deeply nested value cannot overflow the call stack. */
+  private readonly stack: MeasureFrame[] = [];
+
+  constructor(private readonly stopAbove: number) {}
+
+  run(value: unknown): void {
+    const top = this.resolve(value, '');
+    if (top !== ABSENT) this.emit(top);
+    while (this.stack.length > 0) {
+      const f = this.stack[this.stack.length - 1];
+      const node = f.node as Record<string, unknown>;
+      if (f.keys === null) {
+        const length = (f.node as unknown[]).length;
+        if (f.next >= length) {
+          this.close(f);
+          continue;
+        }
+        const i = f.next++;
+        const v = this.resolve(node[i], String(i));
+        if (v === ABSENT) this.add(4);
+        else this.emit(v);
+      } else {
+        if (f.next >= f.keys.length) {
+          this.close(f);
+          continue;
+        }
+        const key = f.keys[f.next++];
+        const v = this.resolve(node[key], key);
+        if (v === ABSENT) continue;
+        this.add((f.written++ > 0 ? 1 : 0) + 1);
+        this.string(key);
+        this.emit(v);
+      }
+    }
+  }
+
+  private add(n: number): void {
+    this.bytes += n;
+    if (this.bytes > this.stopAbove) throw PAST_BOUND;
+  }
+
+  private close(f: MeasureFrame): void {
+    this.stack.pop();
+    this.open.delete(f.node);
+  }
+
+  /** What stringify writes for `v`: after toJSON and unboxing, or ABSENT. */
+  private resolve(input: unknown, key: string): unknown {
+    let v = input;
+    if ((typeof v === 'object' && v !== null) || typeof v === 'bigint') {
+      const toJSON = (v as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') v = (toJSON as (this: unknown, key: string) => unknown).call(v, key);
+    }
+    if (v instanceof Number) v = Number(v);
+    else if (v instanceof String) v = String(v);
+    else if (v instanceof Boolean) v = v.valueOf();
+    return v === undefined || typeof v === 'function' || typeof v === 'symbol' ? ABSENT : v;
+  }
+
+  private emit(v: unknown): void {
+    switch (typeof v) {
+      case 'string':
+        this.string(v);
+        return;
+      case 'number':
+        this.add(Number.isFinite(v) ? String(v).length : 4);
+        return;
+      case 'boolean':
+        this.add(v ? 4 : 5);
+        return;
+      case 'bigint':
+        this.json = false;
+        this.add(String(v).length);
+        return;
+      default:
+        break;
+    }
+    if (v === null || typeof v !== 'object') {
+      this.add(4);
+      return;
+    }
+    if (this.open.has(v)) {
+      this.json = false;
+      return;
+    }
+    this.open.add(v);
+    if (Array.isArray(v)) {
+      // Brackets and commas up front: a huge sparse array passes the bound at once.
+      this.add(2 + Math.max(0, v.length - 1));
+      this.stack.push({ node: v, keys: null, next: 0, written: 0 });
+    } else {
+      this.add(2);
+      this.stack.push({ node: v, keys: Object.keys(v), next: 0, written: 0 });
+    }
+  }
+
+  /** A quoted, escaped string as UTF-8. */
+  private string(s: string): void {
+    // Every character takes at least one byte: a string too long for what is left stops here.
+    if (this.bytes + s.length + 2 > this.stopAbove) this.add(s.length + 2);
+    let n = 2;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) {
+        if (c >= 0x20) n += c === 0x22 || c === 0x5c ? 2 : 1;
+        else n += c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+      } else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c <= 0xdfff) {
+        const next = s.charCodeAt(i + 1);
+        if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+          n += 4;
+          i++;
+        } else n += 6; // a lone surrogate is written as \uXXXX
+      } else n += 3;
+    }
+    this.add(n);
+  }
 }

@@ -167,8 +167,16 @@ export interface RunOptions {
   maxSteps?: number;
   /** Trace entries kept (default 2,000); later ones are dropped and counted in `traceTruncated`. */
   maxTraceEntries?: number;
-  /** Largest block output, as the length in bytes of its JSON (default 4 MiB); larger fails the block. */
+  /**
+   * Largest block output, as the length in bytes of its JSON (default 4 MiB); larger fails the block. A
+   * container (loop, parallel) fails as soon as the results it has collected pass it.
+   */
   maxBlockOutputBytes?: number;
+  /**
+   * JSON bytes of block outputs one run may hold until it ends: those its trace keeps and the top level's
+   * (default 16 times maxBlockOutputBytes, 64 MiB). Past it the run fails naming the limit and the block.
+   */
+  maxRunOutputBytes?: number;
 }
 
 export interface RunResult {

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { RunResult } from '../engine/index.js';
+import { describedSize } from '../engine/run-state.js';
 import type { PlanLimits } from '../limits/plans.js';
 import type { FinishedExecution } from './store.js';
 
@@ -17,29 +18,26 @@ export function runLimits(config: Config, plan: PlanLimits, mode: 'sync' | 'asyn
 export const runOutput = (result: RunResult): unknown => (result.response ? result.response.data : result.output);
 
 /**
- * Caps what a run stores and returns: over `maxBytes` of JSON, the run fails with an error naming the
- * limit, and neither the output nor the oversized trace entries are kept.
+ * Caps what a run stores and returns: over `maxBytes` of JSON, or not JSON at all (it could not be stored),
+ * the run fails with an error naming the limit, and neither the output nor the trace entries' outputs are kept.
  */
 export function capResult(result: RunResult, maxBytes: number): RunResult {
-  const size = jsonSize(result.response ?? result.output);
-  if (size <= maxBytes) return result;
+  const value = result.response ?? result.output;
+  // Measured without building the JSON: a result longer than V8's longest string is still measured (its
+  // stringify threw, and the error used to give Number.MAX_SAFE_INTEGER as its size).
+  const size = value === undefined || value === null ? null : describedSize(value, maxBytes);
+  if (size === null || (size.json && size.bytes <= maxBytes)) return result;
+  const message = size.bytes > maxBytes
+    ? `The run's result is ${size.text}, over the limit of ${maxBytes} bytes (WEFT_MAX_RUN_RESULT_BYTES)`
+    : "The run's result cannot be stored: it is not JSON (a cycle or a BigInt)";
   return {
     ...result,
     status: 'failed',
     output: null,
     response: undefined,
-    error: { message: `The run's result is ${size} bytes, over the limit of ${maxBytes} bytes (WEFT_MAX_RUN_RESULT_BYTES)` },
+    error: { message },
     trace: result.trace.map((t) => ({ ...t, output: undefined })),
   };
-}
-
-function jsonSize(value: unknown): number {
-  if (value === undefined || value === null) return 0;
-  try {
-    return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
-  } catch {
-    return Number.MAX_SAFE_INTEGER;
-  }
 }
 
 export function finishedFrom(result: RunResult): FinishedExecution {

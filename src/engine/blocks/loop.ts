@@ -1,7 +1,8 @@
 // Loop: a container whose children run once per iteration, sequentially.
 // Kinds: for (count), forEach (items; objects as [key, value] entries), while (condition checked
 // before each iteration), doWhile (checked after each). Every kind is capped by the run's loopCap.
-// Output {results}: results[i] is the output of iteration i's last leaf (definition order).
+// Output {results}: results[i] is the output of iteration i's last leaf (definition order). runScope counts
+// each result as it arrives and fails the iteration that takes them past the block output cap (node.ts).
 import { z } from 'zod';
 import { defineBlockType, RunStoppedError, type ScopeHandle } from '../block-type.js';
 import { toCount, toItems, isTruthy } from './collection.js';

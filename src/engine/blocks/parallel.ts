@@ -1,6 +1,7 @@
 // Parallel: a container whose children run once per branch, concurrently (at most
 // parallelFanOut branches at once, at most maxParallelBranches in total).
-// Kinds: count, collection (objects as [key, value] entries). Output {results} in branch order.
+// Kinds: count, collection (objects as [key, value] entries). Output {results} in branch order. runScope
+// counts each result as it arrives and fails the branch that takes them past the block output cap (node.ts).
 import { z } from 'zod';
 import { defineBlockType, RunStoppedError } from '../block-type.js';
 import { toCount, toItems } from './collection.js';
