@@ -12,8 +12,9 @@ import type { RunOptions, RunResult } from './types.js';
 export async function runWorkflow(compiled: CompiledGraph, opts: RunOptions): Promise<RunResult> {
   const ended = await runToEnd(compiled, opts);
   const result = shape(ended.state, ended.outcome, ended.endedAt, ended.trace, ended.pausePoints);
-  // Everything the run reports leaves through here: every secret value it resolved is masked.
-  return ended.state.mask.value(result);
+  // Everything the run reports leaves through here: every secret value it resolved is masked. The
+  // result can hold megabytes of outputs, so masking lets the event loop run as the run loop does.
+  return ended.state.mask.valueYielding(result, ended.state.clock);
 }
 
 async function runToEnd(compiled: CompiledGraph, opts: RunOptions) {

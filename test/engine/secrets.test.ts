@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SecretMask } from '../../src/engine/index.js';
 import { chain, fn, ports, run, start, workflow } from './helpers.js';
 
@@ -19,6 +19,60 @@ describe('secret masking', () => {
     const numeric = new SecretMask(['12345678901']);
     expect(numeric.value({ n: 12345678901, list: ['12345678901x', 3], ['k12345678901']: true })).toEqual({ n: '***', list: ['***x', 3], ['k***']: true });
     expect(mask.value({ a: 1, b: [true, null, 'plain'] })).toEqual({ a: 1, b: [true, null, 'plain'] });
+  });
+
+  it('masks overlapping, touching and repeated occurrences, short values and non-ASCII text as one stretch each', () => {
+    expect(mask.text(`${VALUE}${VALUE}-${VALUE.slice(0, 12)}${VALUE.slice(6)}`)).toBe('***-***');
+    expect(mask.text(`${VALUE.slice(0, 10)} ${VALUE.slice(13)}`)).toBe(`*** ${VALUE.slice(13)}`);
+    const short = new SecretMask(['pw1', 'é€ secret ü']);
+    expect(short.text('pw1pw1 xpw1x pw')).toBe('*** x***x pw');
+    expect(short.text(`[${'€ secret'}]`)).toBe('[***]');
+    expect(short.text(`q=${encodeURIComponent('é€ secret ü')}`)).toBe('q=***');
+    expect(short.text('1234567')).toBe('1234567');
+  });
+
+  it('masks each distinct long string of a value once, however many times it appears', () => {
+    const long = (tail: string) => `${'ab'.repeat(5_000)} ${VALUE} ${tail}`;
+    const text = vi.spyOn(SecretMask.prototype, 'text');
+    try {
+      // Equal copies that are different strings, as outputs passed from block to block are.
+      const trace = Array.from({ length: 40 }, (_, i) => ({ blockId: `f${i}`, output: { x: long('end'), y: long(`other ${i % 2}`) } }));
+      const masked = mask.value({ trace, output: long('end') });
+      const scannedLong = text.mock.calls.filter(([s]) => s.length > 10_000).length;
+      expect(scannedLong).toBe(3);
+      expect(masked.output).toBe(`${'ab'.repeat(5_000)} *** end`);
+      expect(masked.trace.every((t) => t.output.x === masked.output && t.output.y.endsWith(' *** other 0') !== t.output.y.endsWith(' *** other 1'))).toBe(true);
+    } finally {
+      text.mockRestore();
+    }
+  });
+
+  it('valueYielding gives what value gives, letting the event loop run while a large value is masked', async () => {
+    const values = [VALUE, 'pw1'];
+    const m = new SecretMask(values);
+    // Secrets and pieces of them across the places a long string is scanned in parts.
+    const chars = 'xy'.repeat(800_000).split('');
+    for (const [at, piece] of [[599_990, VALUE], [1_199_996, VALUE.slice(2, 12)], [1_499_999, 'pw1'], [5, VALUE.slice(0, 7)]] as const) {
+      for (let i = 0; i < piece.length; i++) chars[at + i] = piece[i];
+    }
+    const big = chars.join('');
+    const v = { trace: [{ output: big }, { output: `${big}!` }, { n: 12, s: `${VALUE} and pw1`, when: new Date(0) }], output: [big, 'plain'] };
+    let now = 0;
+    let yields = 0;
+    const clock = { now: () => (now += 4), yield: async () => { yields++; } };
+    const masked = await m.valueYielding(v, clock);
+    // Compared as booleans: a failed comparison would print megabytes.
+    expect(JSON.stringify(masked) === JSON.stringify(m.value(v))).toBe(true);
+    expect(masked.trace[2]).toEqual({ n: 12, s: '*** and ***', when: new Date(0) });
+    expect(yields).toBeGreaterThan(0);
+    const json = JSON.stringify(masked);
+    expect(json).not.toContain(VALUE.slice(0, 8));
+    expect(json).not.toContain(VALUE.slice(4, 12));
+    expect(json).not.toContain('pw1');
+    expect(json.match(/\*\*\*/g)).toHaveLength(3 * 3 + 2);
+    expect(masked.output[0].slice(0, 12)).toBe(`xyxyx${VALUE.slice(0, 7)}`);
+    // A clock that cannot yield masks in one go.
+    expect(JSON.stringify(await m.valueYielding(v, { now: () => 0 })) === json).toBe(true);
   });
 });
 
@@ -52,6 +106,27 @@ describe('secrets through the port', () => {
     const d = workflow([start(), fn('a', 'return "v=" + {{API_TOKEN}}')], chain('start', 'a'));
     await run(d, { ports: ports({ secrets: port({ API_TOKEN: VALUE }) }), onStep: async (s) => { steps.push(s); } });
     expect(steps.at(-1)).toMatchObject({ blockId: 'a', output: 'v=***' });
+  });
+
+  it('a run passing a large string through many blocks masks every copy in the output and the trace', async () => {
+    const blocks = 25;
+    const steps: unknown[] = [];
+    // The secret sits across the places where a long string is scanned in parts.
+    const first = fn('f0', 'const k = {{BIG}}; return { x: "ab".repeat(299995) + k + "ab".repeat(300000) + k.slice(3, 15) + "xy".repeat(100000) }');
+    const rest = Array.from({ length: blocks - 1 }, (_, i) => fn(`f${i + 1}`, `return { x: <f${i}.x>, n: ${i} }`));
+    const d = workflow([start(), first, ...rest], chain('start', ...Array.from({ length: blocks }, (_, i) => `f${i}`)));
+    const r = await run(d, { ports: ports({ secrets: port({ BIG: VALUE }) }), onStep: async (s) => { steps.push(s); } });
+    expect(r.status).toBe('completed');
+    const expected = `${'ab'.repeat(299995)}***${'ab'.repeat(300000)}***${'xy'.repeat(100000)}`;
+    expect(r.trace.filter((t) => t.blockId.startsWith('f'))).toHaveLength(blocks);
+    // Compared as booleans: a failed string comparison would print megabytes.
+    for (const t of r.trace.filter((e) => e.blockId.startsWith('f'))) expect((t.output as { x: string }).x === expected).toBe(true);
+    expect((r.output as { x: string }).x === expected).toBe(true);
+    for (const text of [JSON.stringify(r), JSON.stringify(steps)]) {
+      expect(text).not.toContain(VALUE.slice(0, 8));
+      expect(text).not.toContain(VALUE.slice(3, 11));
+      expect(text).not.toContain(VALUE.slice(-8));
+    }
   });
 
   it('a secret that is not set fails the block that references it, naming the secret', async () => {
