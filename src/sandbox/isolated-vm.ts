@@ -204,15 +204,20 @@ export class IsolatedVmSandbox implements SandboxPort {
 
   /**
    * A call whose bindings are already serialized (`serializeBindings`), in an isolate: what the sandbox process
-   * runs for the server (process-sandbox.ts), which evaluated pure code itself.
+   * runs for the server (process-sandbox.ts), which evaluated pure code itself. `onSlot` is called once the
+   * call has its isolate, before any of its code runs.
    */
-  async runSerialized(tenant: string, req: Omit<SandboxRequest, 'bindings'>, names: string[], input: string): Promise<SandboxResult> {
+  async runSerialized(
+    tenant: string, req: Omit<SandboxRequest, 'bindings'>, names: string[], input: string, onSlot?: () => void,
+  ): Promise<SandboxResult> {
     if (this.pool.disposed) throw new SandboxError('the sandbox has been shut down');
     if (req.signal?.aborted) throw new SandboxError(abortMessage(req.signal));
     const timeoutMs = Math.max(1, Math.floor(req.timeoutMs));
     const signal = req.signal;
     let shared = this.contextPerRun && signal ? this.runContexts.get(signal) : undefined;
     const slot = await this.pool.acquire(tenant, signal, shared?.slot);
+    // From here the code may run: a caller that must know whether it did (the sandbox process) is told.
+    onSlot?.();
     if (shared && (shared.slot !== slot || shared.isolate !== slot.isolate || this.pool.isRetired(slot))) {
       const stale = this.pool.isRetired(shared.slot) || shared.slot.isolate !== shared.isolate;
       // The run's context lives on another isolate that is busy: this call gets a context of its own.

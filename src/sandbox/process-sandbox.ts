@@ -23,10 +23,15 @@ export interface ProcessSandboxOptions extends SandboxProcessOptions {
 export const SANDBOX_PROCESS_STOPPED =
   'the sandbox process stopped while this code ran: code in it used more memory than its limit allows; the calls running in it failed';
 
+type RunMessage = Extract<ToSandbox, { t: 'run' }>;
+
 interface Pending {
   resolve: (r: SandboxResult) => void;
   reject: (e: Error) => void;
   child: SandboxChild;
+  msg: RunMessage;
+  /** The call has its isolate in the sandbox process: its code may have run. */
+  started: boolean;
   http?: HttpPort;
   signal?: AbortSignal;
 }
@@ -124,7 +129,7 @@ export class ProcessSandbox implements SandboxPort {
       throw err;
     }
     const id = this.nextId++;
-    const runId = signal ? this.runIdOf(signal, child) : undefined;
+    const runId = signal ? this.runIdOf(signal) : undefined;
     return new Promise<SandboxResult>((resolve, reject) => {
       const onAbort = () => this.settle(id, (p) => p.reject(new SandboxError(abortMessage(signal as AbortSignal))));
       const done = (r: SandboxResult) => {
@@ -135,23 +140,23 @@ export class ProcessSandbox implements SandboxPort {
         signal?.removeEventListener('abort', onAbort);
         reject(e);
       };
-      this.pending.set(id, { resolve: done, reject: failed, child, http: req.http, signal });
+      const msg: RunMessage = { t: 'run', id, tenant, runId, code: req.code, names, input, timeoutMs: req.timeoutMs, fetch: req.http !== undefined };
+      this.pending.set(id, { resolve: done, reject: failed, child, msg, started: false, http: req.http, signal });
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.send(child, {
-        t: 'run', id, tenant, runId, code: req.code, names, input, timeoutMs: req.timeoutMs, fetch: req.http !== undefined,
-      });
+      this.send(child, msg);
     });
   }
 
   /** The run's id in the sandbox process; when its signal aborts (the run ended) the process releases its context. */
-  private runIdOf(signal: AbortSignal, child: SandboxChild): number {
+  private runIdOf(signal: AbortSignal): number {
     let runId = this.runIds.get(signal);
     if (runId === undefined) {
       const id = this.nextRun++;
       runId = id;
       this.runIds.set(signal, id);
       signal.addEventListener('abort', () => {
-        if (this.child === child) this.send(child, { t: 'end', runId: id, reason: abortMessage(signal) });
+        // To the process of the moment: one started since may hold a context of the run too.
+        if (this.child) this.send(this.child, { t: 'end', runId: id, reason: abortMessage(signal) });
       }, { once: true });
     }
     return runId;
@@ -183,11 +188,16 @@ export class ProcessSandbox implements SandboxPort {
       if (this.child === child) this.child = undefined;
       this.stoppedCounts.created += child.contexts.created;
       this.stoppedCounts.reused += child.contexts.reused;
-      const lost = [...this.pending.values()].filter((p) => p.child === child).length;
-      if (lost > 0 || (sig !== null && sig !== 'SIGTERM')) {
-        this.opts.log?.warn({ code, signal: sig, failedCalls: lost }, 'the sandbox process stopped; the next call starts a new one');
+      const lost = [...this.pending.entries()].filter(([, p]) => p.child === child);
+      const started = lost.filter(([, p]) => p.started);
+      if (lost.length > 0 || (sig !== null && sig !== 'SIGTERM')) {
+        this.opts.log?.warn({ code, signal: sig, failedCalls: started.length, resentCalls: lost.length - started.length },
+          'the sandbox process stopped; the next call starts a new one');
       }
-      this.failCalls(child, new SandboxError(SANDBOX_PROCESS_STOPPED));
+      // Calls whose code may have run fail (the one that ended the process among them); the others never ran
+      // and go to a new process: another workspace's call waiting for an isolate is not lost with it.
+      for (const [id] of started) this.settle(id, (p) => p.reject(new SandboxError(SANDBOX_PROCESS_STOPPED)));
+      this.resend(child, lost.filter(([, p]) => !p.started));
       for (const [id, resolve] of this.parkWaiters) {
         this.parkWaiters.delete(id);
         resolve();
@@ -212,6 +222,11 @@ export class ProcessSandbox implements SandboxPort {
         child.contexts = msg.contexts;
         this.settle(msg.id, (p) => p.reject(new SandboxError(msg.message, msg.logs, msg.thrownByCode)));
         return;
+      case 'started': {
+        const p = this.pending.get(msg.id);
+        if (p) p.started = true;
+        return;
+      }
       case 'fetch': {
         const p = this.pending.get(msg.id);
         const reply = (answer: { response?: ToSandboxFetched['response']; error?: string }) =>
@@ -260,6 +275,29 @@ export class ProcessSandbox implements SandboxPort {
     child.proc.unref();
     child.proc.channel?.unref();
     if (child === this.child) this.armIdle();
+  }
+
+  /** Sends calls that never ran in a stopped process to a new one. */
+  private resend(stopped: SandboxChild, calls: [number, Pending][]): void {
+    if (calls.length === 0) return;
+    if (this.disposed) {
+      this.failCalls(stopped, new SandboxError('the sandbox has been shut down'));
+      return;
+    }
+    const next = this.childProcess();
+    for (const [, p] of calls) {
+      p.child = next;
+      this.hold(next);
+      stopped.calls--;
+    }
+    next.ready.then(
+      () => {
+        for (const [id, p] of calls) if (this.pending.get(id) === p) this.send(next, p.msg);
+      },
+      (err: unknown) => {
+        for (const [id] of calls) this.settle(id, (p) => p.reject(err instanceof Error ? err : new SandboxError(String(err))));
+      },
+    );
   }
 
   private failCalls(child: SandboxChild, err: Error): void {

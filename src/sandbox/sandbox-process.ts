@@ -54,7 +54,7 @@ process.on('message', (msg: ToSandbox) => {
     case 'run': {
       const signal = runSignal(msg.runId);
       const req = { code: msg.code, timeoutMs: msg.timeoutMs, signal, http: msg.fetch ? serverHttp(msg.id) : undefined };
-      sandbox.runSerialized(msg.tenant, req, msg.names, msg.input).then(
+      sandbox.runSerialized(msg.tenant, req, msg.names, msg.input, () => send({ t: 'started', id: msg.id })).then(
         (r) => send({ t: 'done', id: msg.id, value: r.value, logs: r.logs, contexts: counts() }),
         (err: unknown) => send({
           t: 'failed', id: msg.id, message: err instanceof Error ? err.message : String(err),

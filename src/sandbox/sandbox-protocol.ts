@@ -22,5 +22,7 @@ export type FromSandbox =
   | { t: 'ready' }
   | { t: 'done'; id: number; value: unknown; logs: SandboxLogEntry[]; contexts: ContextCounts }
   | { t: 'failed'; id: number; message: string; logs: SandboxLogEntry[]; thrownByCode: boolean; contexts: ContextCounts }
+  /** The call has its isolate: its code may run from now on (until then, a call lost with the process never ran). */
+  | { t: 'started'; id: number }
   | { t: 'fetch'; id: number; fetchId: number; request: CrossingHttpRequest }
   | { t: 'parked'; id: number };

@@ -73,6 +73,16 @@ describe('ProcessSandbox', () => {
     expect(sb.contextStats.created).toBeGreaterThan(before.contexts.created);
   }, 60_000);
 
+  it('sends a call that was still waiting for an isolate when the process stopped to a new one: it never ran', async () => {
+    const sb = open({ poolSize: 1 });
+    await sb.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 });
+    const bomb = sb.run({ code: 'const o = {}; for (let i = 0; ; i++) o["k" + i] = i;', bindings: {}, timeoutMs: 20_000 });
+    // The one isolate is the bomb's: this call waits behind it, in the same process.
+    const waiting = sb.run({ code: viaIsolate('"waited"'), bindings: {}, timeoutMs: 20_000 });
+    await expect(bomb).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    expect(await waiting).toEqual({ value: 'waited', logs: [] });
+  }, 60_000);
+
   it('lets an idle process go, and starts one again when needed', async () => {
     const sb = open({ idleMs: 100 });
     await sb.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 });
