@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import os from 'node:os';
 import autocannon from 'autocannon';
+import { promisify } from 'node:util';
 import Fastify from 'fastify';
 
 export interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number; /** Answered in all (2xx or not). */ requests: number }
@@ -91,4 +93,20 @@ export async function runIfMain(moduleUrl: string, scenario: string, run: () => 
     scenario, date: new Date().toISOString(), machine: machine(), database: process.env.DATABASE_URL ? 'postgres' : 'pglite', ...figures,
   }) + '\n');
   process.exit(0);
+}
+
+/** `weft <args> --json` against a running server's data directory (the CLI reaches it through its admin socket). */
+export async function weftCli<T>(dataDir: string, args: string[]): Promise<T> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['dist/main.js', ...args, '--json'], { env: { ...process.env, WEFT_DATA_DIR: dataDir } });
+  return JSON.parse(stdout) as T;
+}
+
+/** One API request with a key; the body parsed as JSON ({} when empty). */
+export async function apiCall(url: string, key: string, method: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url, {
+    method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }

@@ -12,29 +12,11 @@
 // attack: its status and latency, and meanwhile, another workspace (made with the CLI) reading its one-row
 // table in a loop (a request that needs the database): its p50 and worst latency, against the same loop with
 // nothing else running. The last attack sends ten plain scans at once.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { startEmbedded } from './compare-weft.js';
 import { cleanupAll, installExitHandlers, sleep } from './compare-procs.js';
-import { latencySummary, pollWhile, round2 } from './support.js';
+import { apiCall as call, latencySummary, pollWhile, round2, weftCli } from './support.js';
 
 export const standalone = true;
-
-
-/** `weft <args> --json` against the running server's data directory (the CLI reaches it through its admin socket). */
-async function weftCli<T>(dataDir: string, args: string[]): Promise<T> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['dist/main.js', ...args, '--json'], { env: { ...process.env, WEFT_DATA_DIR: dataDir } });
-  return JSON.parse(stdout) as T;
-}
-
-async function call(url: string, key: string, method: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(url, {
-    method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
 
 
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
