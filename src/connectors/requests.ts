@@ -3,6 +3,8 @@
 // an error names the parameter (or the body field) that is wrong. Auth comes from a workspace secret,
 // whose value the caller resolves through the run (so the run masks it in everything it reports).
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import { RE2JS } from 're2js';
 import type { ConnectorOperation } from './openapi.js';
 
 export type AuthType = 'bearer' | 'header' | 'query' | 'basic';
@@ -28,14 +30,48 @@ export class ConnectorRequestError extends Error {
   }
 }
 
+/**
+ * `pattern` and `patternProperties` of a tenant's schema, matched in linear time (RE2): JavaScript's own engine
+ * backtracks, and `^(a+)+$` against 31 letters held the event loop, every tenant's requests, for 7 s. A pattern
+ * RE2 cannot express (lookaround, backreferences) is not enforced here; the remote API still checks its input.
+ */
+const linearRegExp: RegExpEngine = Object.assign((pattern: string, flags: string) => new LinearPattern(pattern, flags), { code: 'linearRegExp' });
+
+class LinearPattern {
+  private readonly re: RE2JS | null;
+
+  constructor(private readonly source: string, private readonly flags: string) {
+    try {
+      this.re = RE2JS.compile(source, flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
+    } catch {
+      this.re = null;
+    }
+  }
+
+  test(text: string): boolean {
+    return this.re === null || this.re.test(text);
+  }
+
+  /** Ajv keeps one compiled pattern per distinct text of this. */
+  toString(): string {
+    return `/${this.source}/${this.flags}`;
+  }
+}
+
 // OpenAPI schemas carry keywords ajv does not know (nullable, example, xml, discriminator ...): not strict.
-const ajv = new Ajv({ strict: false, allErrors: false, coerceTypes: false, validateFormats: false });
+const ajv = new Ajv({ strict: false, allErrors: false, coerceTypes: false, validateFormats: false, code: { regExp: linearRegExp } });
 /** Compiled validators by schema text; schemas are immutable once a connector is saved. */
 const compiled = new Map<string, ValidateFunction | null>();
 const MAX_COMPILED = 2000;
+/**
+ * A schema larger than this is not enforced here: ajv compiles on the main thread, and a schema of 50,000
+ * properties took 1.6 s there before its generated code overflowed the stack. The remote API checks its input.
+ */
+export const MAX_ENFORCED_SCHEMA_CHARS = 64 * 1024;
 
 function validatorFor(schema: Record<string, unknown>): ValidateFunction | null {
   const key = JSON.stringify(schema);
+  if (key.length > MAX_ENFORCED_SCHEMA_CHARS) return null;
   let fn = compiled.get(key);
   if (fn === undefined) {
     try {

@@ -33,4 +33,26 @@ describe('connector requests', async () => {
     expect(applyAuth(base, { type: 'query', secret: 'S', name: 'key' }, 'k v').url).toBe('https://x.test/pets/1?key=k+v');
     expect(() => applyAuth(base, { type: 'bearer', secret: 'S' }, 'a\nb')).toThrow('line break');
   });
+
+  it('matches schema patterns in linear time: a pattern built to backtrack answers at once', () => {
+    const withPattern = (pattern: string) => ({
+      ...op('getPet'), params: [{ name: 'code', in: 'query' as const, required: true, schema: { type: 'string', pattern } }],
+    });
+    const redos = withPattern('^(a+)+$');
+    // JavaScript's own engine would take longer than the universe has on this value; RE2 answers in linear time.
+    expect(() => buildRequest('https://x.test', redos, { code: `${'a'.repeat(5000)}!` }, undefined)).toThrow('must match pattern');
+    expect(buildRequest('https://x.test', redos, { code: 'aaaa' }, undefined).url).toContain('code=aaaa');
+    const plain = withPattern('^[a-z]+$');
+    expect(() => buildRequest('https://x.test', plain, { code: 'A1' }, undefined)).toThrow('must match pattern');
+    // RE2 has no lookaround: such a pattern is left to the remote API.
+    expect(buildRequest('https://x.test', withPattern('^(?!x).*$'), { code: 'xyz' }, undefined).url).toContain('code=xyz');
+  });
+
+  it('leaves schemas too large to compile quickly to the remote API', () => {
+    const properties = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`p${i}`, { type: 'integer' }]));
+    const huge = { ...op('getPet'), params: [{ name: 'q', in: 'query' as const, required: true, schema: { type: 'object', properties } }] };
+    expect(buildRequest('https://x.test', huge, { q: { p1: 'not an integer' } }, undefined).url).toContain('q=');
+    const small = { ...op('getPet'), params: [{ name: 'q', in: 'query' as const, required: true, schema: { type: 'object', properties: { p1: { type: 'integer' } } } }] };
+    expect(() => buildRequest('https://x.test', small, { q: { p1: 'not an integer' } }, undefined)).toThrow('must be integer');
+  });
 });
