@@ -1,3 +1,4 @@
+import { storableText } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
 import type { ZodIssue } from '../http/zod-issue.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
@@ -103,13 +104,8 @@ const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:
 const RFC_DATE_TIME = /^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}(?::\d{2})?\s+(?:GMT|UTC|Z|[+-]\d{4})$/;
 const MIN_TIME = Date.UTC(1, 0, 1);
 const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-// eslint-disable-next-line no-control-regex
-const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** No NUL characters and no unpaired surrogates: PostgreSQL's jsonb refuses both. */
-export function wellFormed(s: string): boolean {
-  return !BAD_TEXT.test(s);
-}
+export const wellFormed = storableText;
 
 function preview(v: unknown): string {
   let s: string;

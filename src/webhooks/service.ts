@@ -7,7 +7,8 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { RunResult, WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
-import { jsonDepth, MAX_JSON_DEPTH } from '../http/json-body.js';
+import { holdsUnstorableString } from '../db/storable-text.js';
+import { jsonShapeProblem } from '../http/json-body.js';
 import type { LimitsService } from '../limits/service.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import { newId } from '../ids.js';
@@ -84,16 +85,20 @@ export async function parseBody(raw: Buffer, contentType: string | undefined): P
   return { body: parseData(raw, type), files: [] };
 }
 
-/** A body nested deeper than the API allows: refused before parsing (deep structures overflow the stack later). */
-export class BodyTooDeep extends Error {
-  constructor() {
-    super(`Request body is nested more than ${MAX_JSON_DEPTH} levels deep`);
+/**
+ * A JSON body refused before parsing, as the API refuses one: nested too deep (deep structures overflow the
+ * stack later), too many members (parsing is one synchronous call), or a string that cannot be stored.
+ */
+export class BodyRefused extends Error {
+  constructor(readonly status: 400 | 413, message: string) {
+    super(message);
   }
 }
 
-/** JSON text under the API's nesting limit. Form and multipart fields are flat strings and never nest. */
+/** JSON text within the API's limits. Form and multipart fields are flat strings and never nest. */
 function parseJson(text: string): unknown {
-  if (jsonDepth(text) > MAX_JSON_DEPTH) throw new BodyTooDeep();
+  const problem = jsonShapeProblem(text);
+  if (problem) throw new BodyRefused(problem.status, problem.message);
   return JSON.parse(text);
 }
 
@@ -184,7 +189,8 @@ export class WebhookService {
       ({ body, files } = await parseBody(d.raw, d.contentType));
     } catch (err) {
       if (err instanceof TooManyFields) return text(413, err.message);
-      return text(400, err instanceof BodyTooDeep ? err.message : 'Invalid payload format');
+      if (err instanceof BodyRefused) return text(err.status, err.message);
+      return text(400, 'Invalid payload format');
     }
     const badState = clientStateProblem(cfg, body);
     if (badState) return text(401, `Unauthorized - ${badState}`);
@@ -194,6 +200,8 @@ export class WebhookService {
     const input: Record<string, unknown> = isPlainObject(body) ? { ...body } : { body };
     if (!Object.prototype.hasOwnProperty.call(input, 'headers')) input.headers = visibleHeaders(cfg, d.headers);
     if (!Object.prototype.hasOwnProperty.call(input, 'query')) input.query = d.query;
+    // A JSON body was checked as it was parsed; form and multipart fields and the query were decoded from %-escapes.
+    if (holdsUnstorableString(input)) return text(400, 'Invalid payload format: a value holds a NUL character, which cannot be stored');
     const key = `${target.workflow.id}:${deliveryKey(cfg, { method: d.method, path: d.path, rawQuery: d.rawQuery, headers: d.headers, raw: d.raw, body })}`;
     return this.deliver(target, key, input, files, d);
   }

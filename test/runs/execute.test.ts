@@ -49,6 +49,17 @@ describe('execute (sync)', () => {
     }
   });
 
+  it('answers input the database cannot store (NUL, an unpaired surrogate) with 400, sync and async, and runs nothing', async () => {
+    const id = await deploy(t, 'unstorable-input', { blocks: [start()], edges: [] });
+    for (const value of [String.raw`"a\u0000"`, String.raw`"\ud800"`]) {
+      for (const extra of ['', ',"async":true']) {
+        const r = await request(`${t.url}/api/workflows/${id}/execute`, 'POST', `{"input":{"a":${value}}${extra}}`, { 'x-api-key': t.apiKey, 'content-type': 'application/json' });
+        expect(r.status, value + extra).toBe(400);
+      }
+    }
+    expect(await t.server.ctx.db.query('SELECT 1 FROM executions WHERE workflow_id = $1', [id])).toHaveLength(0);
+  });
+
   it('answers a missing required input with 400 naming the field', async () => {
     const id = await deploy(t, 'echo-required', echo);
     const r = await t.call('POST', `/api/workflows/${id}/execute`, {});

@@ -126,6 +126,19 @@ describe('availability', () => {
     expect((await post(url, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', { 'content-type': 'multipart/form-data' })).status).toBe(400);
     expect((await post(url, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', { 'content-type': 'multipart/form-data; boundary=x' })).status).toBe(400);
   });
+
+  it('refuses, with no run, a JSON body too wide to parse at once (413) and text the database cannot store (400)', async () => {
+    const { id, url } = await webhookWorkflow(t, echo());
+    const wide = await post(url, `{${Array.from({ length: 100_001 }, (_, i) => `"k${i}":0`).join(',')}}`);
+    expect(wide.status).toBe(413);
+    expect(wide.text).toMatch(/members/);
+    expect((await post(url, String.raw`{"a":"\u0000"}`)).status).toBe(400);
+    expect((await post(url, String.raw`{"a":"\ud800"}`)).status).toBe(400);
+    expect((await post(`${url}?q=%00`, { a: 1 })).status).toBe(400);
+    const form = await request(url, 'POST', 'a=1&b=%00', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(form.status).toBe(400);
+    expect(await runsOf(t, id)).toHaveLength(0);
+  });
 });
 
 describe('token auth', () => {
