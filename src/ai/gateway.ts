@@ -14,9 +14,10 @@ import { getBalance, listLedger, requestLedger, type LedgerRow, type RequestLedg
 import { toHttpError } from './errors.js';
 import { formatUsd, nanoToUsd, usdToNano } from './money.js';
 import { buildProviders, providerWithKey } from './providers/index.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, Usage } from './providers/types.js';
+import type { ChatChoice, ChatCompletion, ChatCompletionChunk, ChatRequest, Provider, ProviderName, ToolCall, Usage } from './providers/types.js';
+import { textOf } from './providers/upstream.js';
 import { OffThreadTokenCounter, type TokenCounter } from './token-counter.js';
-import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, validUsage } from './tokens.js';
+import { completionText, depositPromptTokens, estimatePromptTokens, estimateTextTokens, GeneratedText, validUsage } from './tokens.js';
 
 export interface SettledStream {
   /** What was charged: the cost, at most the deposit. */
@@ -209,16 +210,18 @@ export class AiGateway {
     // The workspace's own key pays the provider: no deposit, nothing charged (the ledger still records the request).
     const deposit = keySource === 'workspace' ? 0 : await this.depositNano(request, model, maxTokens);
     await this.reserve(billing, id, model, deposit, false);
-    let completion: ChatCompletion;
+    let upstreamAnswer: ChatCompletion;
     const upstream = this.upstreamDeadline(signal);
     try {
-      completion = await provider.complete(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: upstream.signal });
+      upstreamAnswer = await provider.complete(request, { upstreamModel: model.upstreamId, maxTokens, clientSetMaxTokens, signal: upstream.signal });
     } catch (err) {
       await this.releaseQuietly(id, err);
       throw this.toHttpError(err);
     } finally {
       upstream.end();
     }
+    // Normalised before anything is billed: once settled, the answer must be one the response schema accepts.
+    const completion = wellFormed(upstreamAnswer);
     let usage = completion.usage;
     let estimated = false;
     if (!validUsage(usage)) {
@@ -236,9 +239,13 @@ export class AiGateway {
       ...completion,
       id,
       object: 'chat.completion',
-      created: typeof completion.created === 'number' ? completion.created : Math.floor(Date.now() / 1000),
+      created: Number.isSafeInteger(completion.created) ? completion.created : Math.floor(Date.now() / 1000),
       model: model.id,
-      usage: { ...completion.usage, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      // An estimate replaces a usage that was not whole counts, details included.
+      usage: {
+        ...(estimated ? {} : completion.usage),
+        prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens,
+      },
     };
     return {
       completion: out,
@@ -260,7 +267,8 @@ export class AiGateway {
     const deposit = keySource === 'workspace' ? 0 : await this.depositNano(request, model, maxTokens);
     const balanceAfterReserve = await this.reserve(billing, id, model, deposit, true);
     const created = Math.floor(Date.now() / 1000);
-    let generated = '';
+    // What the estimate needs of the text generated, not all of it: a stream may run until the upstream timeout.
+    const generated = new GeneratedText();
     let usage: Usage | undefined;
     let iterator: AsyncIterator<ChatCompletionChunk>;
     let first: IteratorResult<ChatCompletionChunk>;
@@ -276,9 +284,15 @@ export class AiGateway {
     }
     const rewrite = (c: ChatCompletionChunk): ChatCompletionChunk => {
       if (validUsage(c.usage)) usage = c.usage;
-      for (const ch of c.choices) {
-        if (typeof ch.delta.content === 'string') generated += ch.delta.content;
-        for (const t of ch.delta.tool_calls ?? []) generated += (t.function?.name ?? '') + (t.function?.arguments ?? '');
+      // A usage that is not whole counts is estimated instead; the client is not shown it.
+      else if (c.usage) delete c.usage;
+      for (const ch of c.choices as unknown[]) {
+        const delta = isRecord(ch) && isRecord(ch.delta) ? ch.delta : {};
+        if (typeof delta.content === 'string') generated.add(delta.content);
+        for (const t of Array.isArray(delta.tool_calls) ? delta.tool_calls as unknown[] : []) {
+          const f = isRecord(t) && isRecord(t.function) ? t.function : {};
+          generated.add((typeof f.name === 'string' ? f.name : '') + (typeof f.arguments === 'string' ? f.arguments : ''));
+        }
       }
       c.id = id;
       c.object = 'chat.completion.chunk';
@@ -301,14 +315,14 @@ export class AiGateway {
         if (outcome !== 'completed') await iterator.return?.().catch(() => undefined);
         upstream.end();
         // Nothing generated and the provider failed: the request costs nothing.
-        if (outcome === 'failed' && !generated && !usage) {
+        if (outcome === 'failed' && generated.empty && !usage) {
           const bal = await this.ledger.release(id, 'failed', error instanceof Error ? error.message : null);
           return { costNano: 0, overageNano: 0, balanceAfterNano: bal ?? balanceAfterReserve + deposit, usage: ZERO_USAGE, estimated: false };
         }
         let estimated = false;
         let u = usage;
         if (!u) {
-          const [p, c] = await Promise.all([estimatePromptTokens(request, this.tokens), estimateTextTokens(generated, this.tokens)]);
+          const [p, c] = await Promise.all([estimatePromptTokens(request, this.tokens), generated.estimateTokens(this.tokens)]);
           u = { prompt_tokens: p, completion_tokens: c, total_tokens: p + c };
           estimated = true;
         }
@@ -348,3 +362,40 @@ export class AiGateway {
   }
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A tool call as the chat-completions format has it, or undefined for one without a usable name. */
+function wellFormedToolCall(raw: unknown, i: number): ToolCall | undefined {
+  if (!isRecord(raw) || !isRecord(raw.function)) return undefined;
+  const { name, arguments: args } = raw.function;
+  if (typeof name !== 'string' || name.length === 0 || name.length > 128) return undefined;
+  const id = typeof raw.id === 'string' && raw.id.length > 0 && raw.id.length <= 256 ? raw.id : `call_${i}`;
+  return { ...raw, id, type: 'function', function: { ...raw.function, name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) } };
+}
+
+/**
+ * An upstream completion in the shape the gateway answers with: each choice an index, an assistant message
+ * with text or null, well-formed tool calls, and a finish reason or null (an upstream may omit any of them).
+ */
+function wellFormed(c: ChatCompletion): ChatCompletion {
+  const choices = (Array.isArray(c.choices) ? c.choices : []).map((raw: unknown, i): ChatChoice => {
+    const ch = isRecord(raw) ? raw : {};
+    const m = isRecord(ch.message) ? ch.message : {};
+    const toolCalls = Array.isArray(m.tool_calls)
+      ? m.tool_calls.map(wellFormedToolCall).filter((t): t is ToolCall => t !== undefined)
+      : undefined;
+    const { tool_calls: _dropped, ...message } = m;
+    return {
+      ...ch,
+      index: Number.isSafeInteger(ch.index) ? (ch.index as number) : i,
+      message: {
+        ...message,
+        role: 'assistant',
+        content: typeof m.content === 'string' ? m.content : Array.isArray(m.content) ? textOf(m.content) : null,
+        ...(toolCalls && toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      },
+      finish_reason: typeof ch.finish_reason === 'string' ? (ch.finish_reason as ChatChoice['finish_reason']) : null,
+    };
+  });
+  return { ...c, choices };
+}

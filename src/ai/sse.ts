@@ -6,15 +6,45 @@ export interface SseEvent {
 }
 
 /**
+ * The largest line, and the largest event (its data lines together), an upstream stream may send, in UTF-16
+ * code units. A chat-completion chunk is a few hundred bytes; without a bound an upstream sending megabytes
+ * without a newline grew the buffer without end (docs/architecture.md, "Upstream answers are bounded").
+ */
+export const MAX_SSE_LINE_CHARS = 1 << 20;
+export const MAX_SSE_EVENT_CHARS = 1 << 20;
+
+/** A stream that broke the line or event bound: reading stops there. */
+export class SseLimitError extends Error {
+  constructor(readonly what: 'line' | 'event', readonly limitChars: number) {
+    super(`The stream sent ${what === 'line' ? 'a line' : 'an event'} longer than ${limitChars} characters`);
+  }
+}
+
+export interface SseLimits {
+  maxLineChars?: number;
+  maxEventChars?: number;
+}
+
+/**
  * Yields the events of an SSE body as they complete (WHATWG rules: lines end in LF, CRLF or CR;
  * `data` lines of one event are joined by LF; a blank line dispatches; comments are skipped).
+ * Each chunk is scanned once (a line split over chunks is not scanned again), and a line or an event past
+ * its limit throws SseLimitError.
  */
-export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+export async function* readSse(body: AsyncIterable<Uint8Array>, limits: SseLimits = {}): AsyncGenerator<SseEvent> {
+  const maxLine = limits.maxLineChars ?? MAX_SSE_LINE_CHARS;
+  const maxEvent = limits.maxEventChars ?? MAX_SSE_EVENT_CHARS;
   const decoder = new TextDecoder();
-  let buffer = '';
+  /** The start of a line whose end has not arrived yet. */
+  let partial = '';
+  /** The last chunk ended in CR: an LF opening the next one ends no second line. */
+  let skipLf = false;
   let event = '';
   let data: string[] = [];
+  let dataChars = 0;
   let sawData = false;
+  // One per stream: a global regex's lastIndex would be shared by the streams interleaving at each yield.
+  const lineBreak = /\r\n|\r|\n/g;
   const takeLine = (line: string): SseEvent | undefined => {
     if (line === '') {
       if (!sawData) {
@@ -24,6 +54,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
       const out = { event: event || 'message', data: data.join('\n') };
       event = '';
       data = [];
+      dataChars = 0;
       sawData = false;
       return out;
     }
@@ -33,6 +64,8 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') {
+      dataChars += value.length + 1;
+      if (dataChars > maxEvent) throw new SseLimitError('event', maxEvent);
       data.push(value);
       sawData = true;
     } else if (field === 'event') {
@@ -40,25 +73,35 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
     }
     return undefined;
   };
+  const lineOf = (rest: string): string => {
+    if (partial.length + rest.length > maxLine) throw new SseLimitError('line', maxLine);
+    const line = partial + rest;
+    partial = '';
+    return line;
+  };
   for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
+    const text = decoder.decode(chunk, { stream: true });
     let start = 0;
-    for (let i = 0; i < buffer.length; i++) {
-      const c = buffer.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
-      // A CR at the very end may be followed by an LF in the next chunk: wait for it.
-      if (c === 13 && i === buffer.length - 1) break;
-      const line = buffer.slice(start, i);
-      if (c === 13 && buffer.charCodeAt(i + 1) === 10) i++;
-      start = i + 1;
+    if (skipLf && text.length > 0) {
+      if (text.charCodeAt(0) === 10) start = 1;
+      skipLf = false;
+    }
+    lineBreak.lastIndex = start;
+    for (let m = lineBreak.exec(text); m; m = lineBreak.exec(text)) {
+      const line = lineOf(text.slice(start, m.index));
+      start = lineBreak.lastIndex;
+      if (m[0] === '\r' && start === text.length) skipLf = true;
       const ev = takeLine(line);
       if (ev) yield ev;
     }
-    buffer = buffer.slice(start);
+    if (start < text.length) {
+      if (partial.length + text.length - start > maxLine) throw new SseLimitError('line', maxLine);
+      partial += text.slice(start);
+    }
   }
-  buffer += decoder.decode();
-  if (buffer.length > 0) {
-    const ev = takeLine(buffer.replace(/\r$/, ''));
+  const tail = decoder.decode();
+  if (partial.length > 0 || tail.length > 0) {
+    const ev = takeLine(lineOf(tail));
     if (ev) yield ev;
   }
   const last = takeLine('');

@@ -80,19 +80,55 @@ export async function depositPromptTokens(request: ChatRequest, counter: TokenCo
   }, utf8Bytes);
 }
 
+/**
+ * The most tokens one count of a usage may say: the settlement's token columns are int4, and no completion
+ * comes near it. A provider's count past it (or negative, fractional, not a number) is not a count: the usage
+ * is estimated instead, as for an answer without usage. Estimates are capped there too: the cost of that many
+ * tokens is far beyond any deposit, so the cap never lowers what is charged.
+ */
+export const MAX_USAGE_TOKENS = 2 ** 31 - 1;
+
+const capped = (tokens: number): number => Math.min(tokens, MAX_USAGE_TOKENS);
+
 /** Prompt tokens of a request, estimated with the o200k tokenizer (chat framing included). */
 export async function estimatePromptTokens(request: ChatRequest, counter: TokenCounter): Promise<number> {
   const { texts, fixed } = promptParts(request);
-  return fixed + await estimateTexts(texts, counter);
+  return capped(fixed + await estimateTexts(texts, counter));
 }
 
 /** Tokens of a generated text, estimated with the o200k tokenizer. */
-export function estimateTextTokens(text: string, counter: TokenCounter): Promise<number> {
-  return estimateTexts([text], counter);
+export async function estimateTextTokens(text: string, counter: TokenCounter): Promise<number> {
+  return capped(await estimateTexts([text], counter));
 }
 
 function estimateTexts(texts: readonly string[], counter: TokenCounter): Promise<number> {
   return countTexts(texts, counter, (t) => (t.length > TOKENIZE_LIMIT ? byLength(t) : undefined), byLength);
+}
+
+/**
+ * The text a stream generated, kept only as far as its estimate needs it: up to the tokenize limit the text
+ * (tokenized at the end), past it only its length (3 characters a token, as `estimateTextTokens` counts such
+ * a text). So a stream that runs on holds at most that many characters, and its estimate is the same.
+ */
+export class GeneratedText {
+  private parts: string[] = [];
+  private chars = 0;
+
+  add(text: string): void {
+    if (!text) return;
+    this.chars += text.length;
+    if (this.chars > TOKENIZE_LIMIT) this.parts = [];
+    else this.parts.push(text);
+  }
+
+  get empty(): boolean {
+    return this.chars === 0;
+  }
+
+  async estimateTokens(counter: TokenCounter): Promise<number> {
+    if (this.chars > TOKENIZE_LIMIT) return capped(Math.ceil(this.chars / 3));
+    return estimateTextTokens(this.parts.join(''), counter);
+  }
 }
 
 /** The text and tool calls of a completion (what its completion tokens were spent on). */
@@ -105,5 +141,8 @@ export function completionText(c: ChatCompletion): string {
   return s;
 }
 
+const validCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= MAX_USAGE_TOKENS;
+
+/** A usage the gateway bills as reported: both counts whole numbers from 0 to MAX_USAGE_TOKENS. */
 export const validUsage = (u: Usage | null | undefined): u is Usage =>
-  Boolean(u) && Number.isFinite(u!.prompt_tokens) && Number.isFinite(u!.completion_tokens) && u!.prompt_tokens >= 0 && u!.completion_tokens >= 0;
+  typeof u === 'object' && u !== null && validCount(u.prompt_tokens) && validCount(u.completion_tokens);

@@ -1,5 +1,5 @@
 import type { Agent, Dispatcher, request } from 'undici';
-import { readSse, type SseEvent } from '../sse.js';
+import { readSse, SseLimitError, type SseEvent } from '../sse.js';
 import { ProviderError, type ProviderName } from './types.js';
 
 /**
@@ -65,15 +65,49 @@ async function send(
   return { status: res.statusCode, body: res.body };
 }
 
+/**
+ * The largest whole (non-streamed) answer read from a provider: n (at most 8) completions of a large
+ * max_tokens fit well within it. Read whole, a 400 MB answer took the process to 1.5 GB.
+ */
+export const MAX_UPSTREAM_BODY_BYTES = 32 * 1024 * 1024;
+/** An error answer is read only this far: its message is all the gateway keeps of it. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * The body as text, read chunk by chunk, at most `limit` bytes of it: past them the connection is dropped, and
+ * the text is what came before (or '' unless `keepPrefix`).
+ */
+async function readBounded(body: UpstreamResponse['body'], limit: number, keepPrefix = false): Promise<{ text: string; truncated: boolean }> {
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  let truncated = false;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    if (bytes + chunk.length > limit) {
+      parts.push(chunk.subarray(0, limit - bytes));
+      bytes = limit;
+      truncated = true;
+      body.destroy();
+      if (!keepPrefix) return { text: '', truncated };
+      break;
+    }
+    bytes += chunk.length;
+    parts.push(chunk);
+  }
+  return { text: Buffer.concat(parts, bytes).toString('utf8'), truncated };
+}
+
 export async function readJson(provider: ProviderName, res: UpstreamResponse): Promise<unknown> {
-  let text: string;
+  let body: { text: string; truncated: boolean };
   try {
-    text = await res.body.text();
+    body = await readBounded(res.body, MAX_UPSTREAM_BODY_BYTES);
   } catch (err) {
     throw new ProviderError(provider, 0, `Reading the ${provider} response failed: ${(err as Error).message}`);
   }
+  if (body.truncated) {
+    throw new ProviderError(provider, 502, `The ${provider} provider answered with a body larger than ${MAX_UPSTREAM_BODY_BYTES / 1024 / 1024} MiB`);
+  }
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(body.text) as unknown;
   } catch {
     throw new ProviderError(provider, res.status, `The ${provider} provider answered with a body that is not JSON`);
   }
@@ -94,7 +128,8 @@ export function networkError(provider: ProviderName, err: unknown, signal: Abort
 export async function errorFromResponse(provider: ProviderName, res: UpstreamResponse): Promise<ProviderError> {
   let text = '';
   try {
-    text = await res.body.text();
+    // Past the bound the message is not JSON any more: its first 300 characters stand in below.
+    text = (await readBounded(res.body, MAX_ERROR_BODY_BYTES, true)).text;
   } catch {
     // keep the status alone
   }
@@ -127,6 +162,9 @@ export async function* upstreamEvents(provider: ProviderName, res: UpstreamRespo
     for await (const ev of readSse(res.body)) yield ev;
   } catch (err) {
     if (err instanceof ProviderError) throw err;
+    if (err instanceof SseLimitError) {
+      throw new ProviderError(provider, 502, `The ${provider} provider sent a stream ${err.what} longer than ${err.limitChars} characters`);
+    }
     throw networkError(provider, err, signal);
   }
 }
