@@ -14,8 +14,14 @@ import { machine, percentile, runIfMain } from './support.js';
  * other: their worst and median latency, and the server process's peak resident memory (VmRSS sampled
  * from /proc with each probe; worker threads share the process, so their heaps are in it).
  *
+ * Then the long-spaces attack (audit 4): two 1 MB .txt files, each one line of a million spaces then "x",
+ * and right after them another workspace's small document: how long until that document is ready (while both
+ * workers might be held by the hostile ones), and until the hostile ones are. Polled for at most
+ * KB_HOSTILE_WAIT_S seconds (default 120; the code before the fix needed about 17 minutes a file).
+ *
  * Needs a current build: `npm run build && npm run bench -- knowledge-hostile`. PGlite unless
- * WEFT_TEST_DB=postgres with TEST_DATABASE_URL.
+ * WEFT_TEST_DB=postgres with TEST_DATABASE_URL. KB_HOSTILE_ATTACKS=spaces (a comma list of docx, bombs, pdf,
+ * csv, spaces) runs only those.
  */
 
 const GiB = 1024 ** 3;
@@ -51,12 +57,20 @@ export async function run(): Promise<Record<string, unknown>> {
       ['pages.pdf', () => manyPagePdf(5000)],
       ['rows.csv', () => bigCsv(1_000_000)],
     ];
+    const only = process.env.KB_HOSTILE_ATTACKS?.split(',').map((a) => a.trim());
+    const wanted = (group: string) => !only || only.includes(group);
+    const group = (name: string) => (name.startsWith('bomb') ? 'bombs' : name.split('.')[1] ?? name);
     const results: Record<string, unknown>[] = [];
-    for (const [name, make] of attacks) results.push(await attack(server.url, baseId, workspaceId, h, [[name, make()]], flowId, other, pid));
+    for (const [name, make] of attacks) {
+      if (wanted(name === 'paragraphs.docx' ? 'docx' : group(name))) results.push(await attack(server.url, baseId, workspaceId, h, [[name, make()]], flowId, other, pid));
+    }
     // Three bombs at once (the issue's 6 GB case).
-    results.push(await attack(server.url, baseId, workspaceId, h, [
-      ['bomb1.docx', zerosBomb('docx', 2 * GiB)], ['bomb2.xlsx', zerosBomb('xlsx', 2 * GiB, 4096)], ['bomb3.docx', zerosBomb('docx', 2 * GiB, 4096)],
-    ], flowId, other, pid));
+    if (wanted('bombs')) {
+      results.push(await attack(server.url, baseId, workspaceId, h, [
+        ['bomb1.docx', zerosBomb('docx', 2 * GiB)], ['bomb2.xlsx', zerosBomb('xlsx', 2 * GiB, 4096)], ['bomb3.docx', zerosBomb('docx', 2 * GiB, 4096)],
+      ], flowId, other, pid));
+    }
+    if (wanted('spaces')) results.push(await spacesAttack(server.url, { baseId, workspaceId, h }, { workspaceId: ws.id, h: other }));
     const alive = (await fetch(`${server.url}/healthz`)).status === 200;
     return { machine: machine(), load: fs.readFileSync('/proc/loadavg', 'utf8').trim(), serverAliveAfter: alive, attacks: results };
   } finally {
@@ -109,6 +123,55 @@ async function attack(
     healthzMs: { p50: round(percentile(sorted(probe.healthMs), 50)), max: round(Math.max(...probe.healthMs)) },
     otherRunMs: { p50: round(percentile(sorted(probe.runMs), 50)), max: round(Math.max(...probe.runMs)) },
     peakRssMb: Math.max(...probe.rssMb),
+  };
+}
+
+interface Tenant { workspaceId: string; h: Record<string, string>; baseId?: string }
+
+/** Two files of a million spaces then "x" in one upload, then another workspace's small document. */
+async function spacesAttack(url: string, hostile: Tenant, victim: Tenant): Promise<Record<string, unknown>> {
+  const waitMs = Number(process.env.KB_HOSTILE_WAIT_S ?? 120) * 1000;
+  const spaces = Buffer.from(`start ${' '.repeat(1_000_000)}x\n`);
+  const form = new FormData();
+  form.set('workspaceId', hostile.workspaceId);
+  for (const name of ['spaces1.txt', 'spaces2.txt']) form.append('file', new Blob([spaces]), name);
+  const began = performance.now();
+  const up = await fetch(`${url}/api/v1/knowledge/${hostile.baseId}/documents`, { method: 'POST', body: form, headers: hostile.h });
+  const hostileIds = ((await up.json()) as { data: { documents: { id: string }[] } }).data.documents.map((d) => d.id);
+  const victimBase = (await request(`${url}/api/v1/knowledge`, 'POST', { workspaceId: victim.workspaceId, name: `victim ${Date.now()}` }, victim.h)).body.data.knowledgeBase.id as string;
+  const victimStart = performance.now();
+  const small = await request(`${url}/api/v1/knowledge/${victimBase}/documents`, 'POST', {
+    workspaceId: victim.workspaceId, filename: 'small.md', content: '# Small\n\nAnother workspace\'s small document.',
+  }, victim.h);
+  const victimId: string = small.body.data.document.id;
+  const ready = new Map<string, number>();
+  const pollErrors = new Map<number, number>();
+  const docs: [string, Tenant & { baseId: string }][] = [
+    ...hostileIds.map((id): [string, Tenant & { baseId: string }] => [id, { ...hostile, baseId: hostile.baseId as string }]),
+    [victimId, { ...victim, baseId: victimBase }],
+  ];
+  while (ready.size < docs.length && performance.now() - began < waitMs) {
+    for (const [id, owner] of docs) {
+      if (ready.has(id)) continue;
+      const r = await request(`${url}/api/v1/knowledge/${owner.baseId}/documents/${id}?workspaceId=${owner.workspaceId}`, 'GET', undefined, owner.h);
+      if (r.status !== 200) {
+        pollErrors.set(r.status, (pollErrors.get(r.status) ?? 0) + 1);
+        continue;
+      }
+      const status = r.body.data.document.processingStatus;
+      if (status === 'completed' || status === 'failed') ready.set(id, performance.now());
+    }
+    // Every 100 ms at first, then every second: a long wait must stay under the API rate limit (429s).
+    await new Promise((r) => setTimeout(r, performance.now() - began < 10_000 ? 100 : 1000));
+  }
+  const after = (id: string, from: number) => (ready.has(id) ? Math.round((ready.get(id) as number) - from) : `not ready after ${waitMs / 1000} s`);
+  // Cleanup; before the fix a deleted document's parse went on, so this only stops new work.
+  for (const id of hostileIds) await request(`${url}/api/v1/knowledge/${hostile.baseId}/documents/${id}?workspaceId=${hostile.workspaceId}`, 'DELETE', undefined, hostile.h);
+  return {
+    files: ['spaces1.txt, spaces2.txt (1.0 MB each)', 'then small.md of another workspace'],
+    otherWorkspaceDocumentReadyMs: after(victimId, victimStart),
+    hostileReadyMs: hostileIds.map((id) => after(id, began)),
+    ...(pollErrors.size > 0 ? { pollErrors: Object.fromEntries(pollErrors) } : {}),
   };
 }
 

@@ -6,16 +6,20 @@
 // - Breaks are preferred at headings (a heading always starts a new chunk once the current one has body text),
 //   then between blocks, then at sentence or line ends, then between words; a word is cut only when it alone
 //   is longer than a chunk.
-// - A chunk's content is a verbatim excerpt of the extracted text: the heading path is NOT prefixed to it, it is
-//   in metadata.headings so the caller can add it as context when embedding or showing the chunk.
+// - A chunk's content is a verbatim excerpt of the extracted text (a run of whitespace over 256 characters cut to
+//   256, see text-scan.ts): the heading path is NOT prefixed to it, it is in metadata.headings so the caller can add it as context when embedding or showing the chunk.
 // - Overlap: a chunk after a size break starts with the tail (about `overlap` tokens but at most half the previous
 //   chunk, starting at a word and, where that keeps at least half of it, a sentence) of the previous one. There is no overlap after a heading
 //   break (it would mix sections) nor between table rows (each chunk repeats the header line instead).
 //   When the next block would not fit beside the full overlap, the overlap shrinks (to at least half) before
 //   the block is split.
-// - Token counts are taken per block and per piece, then checked once per chunk on the finished content.
-import { countTokens } from '../tokenizer.js';
+// - Token counts are taken per block and per piece, then checked once per chunk on the finished content (a
+//   long run of non-whitespace counted in slices, see token-count.ts).
 import { codePointLength, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
+import { dropLeadingBlankLines, hasLongWord, shortenWhitespaceRuns } from './text-scan.js';
+import { isHighSurrogate, LONGEST_COUNTED_WORD, tokenCount } from './token-count.js';
+
+export { tokenCount };
 
 export interface ChunkingConfig {
   /** Largest chunk, in tokens, overlap included. */
@@ -34,10 +38,6 @@ export interface DocumentChunk {
   characterCount: number;
   /** headings?: string[]; page?: number; pages?: [first, last]; sheet?: string; rows?: [first, last]. */
   metadata: Record<string, unknown>;
-}
-
-export function tokenCount(text: string): number {
-  return text === '' ? 0 : countTokens(text);
 }
 
 export function chunkDocument(doc: ParsedDocument, config: ChunkingConfig): DocumentChunk[] {
@@ -121,7 +121,7 @@ class Chunker {
   constructor(private readonly maxSize: number, private readonly overlap: number, private readonly minSize: number) {}
 
   add(block: ParsedBlock): void {
-    const text = block.text.replace(/^(?:[ \t]*\n)+/, '').trimEnd();
+    const text = shortenWhitespaceRuns(dropLeadingBlankLines(block.text)).trimEnd();
     if (text.trim() === '') return;
     if (block.kind === 'heading') {
       this.breakSection();
@@ -182,7 +182,7 @@ class Chunker {
     while (this.stack.length > 0) {
       const unit = this.stack[this.stack.length - 1];
       // BPE is quadratic in the length of one run of letters: never count a long run whole, split it first.
-      if (unit.tokens === undefined && unit.level < HARD && LONG_RUN.test(unit.text)) {
+      if (unit.tokens === undefined && unit.level < HARD && hasLongWord(unit.text, LONGEST_COUNTED_WORD)) {
         this.stack.pop();
         this.pushReversed(splitUnit(unit, this.hardLimit()));
         continue;
@@ -228,8 +228,9 @@ class Chunker {
   private openChunk(unit: Unit): void {
     const header = unit.block.kind === 'table-row' ? unit.block.header : undefined;
     if (header === undefined || this.parts.some((part) => part.role === 'fixed' && !part.unit)) return;
+    // A header too large to repeat would crowd out the rows; one holding a long run is not counted at all (see LONGEST_COUNTED_WORD).
+    if (hasLongWord(header, LONGEST_COUNTED_WORD)) return;
     const tokens = tokenCount(header);
-    // A header too large to repeat would crowd out the rows.
     if (tokens > this.maxSize / 2) return;
     this.parts.push({ text: header, sep: '\n\n', tokens, role: 'fixed', pages: [], rows: [] });
     this.recompute();
@@ -425,14 +426,13 @@ function splitAtWhitespace(unit: Unit, level: number): Unit[] {
   return pieces;
 }
 
-const LONG_RUN = /\S{257,}/;
 const MICRO_PIECE = 64;
 
 /** Cuts text with no usable boundary into pieces of at most `limit` tokens, never inside a surrogate pair. */
 function hardSplit(unit: Unit, limit: number): Unit[] {
   const pieces: Unit[] = [];
   if (unit.text.length > 4 * MICRO_PIECE) {
-    // Too long to count whole (see LONG_RUN): fixed slices, counted one by one when packed.
+    // Too long to count whole (see LONGEST_COUNTED_WORD): fixed slices, counted one by one when packed.
     for (let at = 0; at < unit.text.length;) {
       let end = Math.min(unit.text.length, at + MICRO_PIECE);
       if (isHighSurrogate(unit.text.charCodeAt(end - 1)) && end < unit.text.length) end++;
@@ -504,8 +504,4 @@ function isSentenceStart(content: string, start: number, from: number): boolean 
   let ws = start;
   while (ws > from && /\s/.test(content[ws - 1])) ws--;
   return content.slice(ws, start).includes('\n') || endsSentence(content, ws);
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }

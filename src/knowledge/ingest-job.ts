@@ -24,7 +24,7 @@ export interface IngestOptions {
   maxInterruptions: number;
   /** Parses that crashed (worker or process died) after which the document is failed instead of parsed again. */
   maxCrashRetries: number;
-  /** Wall time of one ingest, from its lease to its last chunk written. */
+  /** Wall time of one ingest, from when a parsing worker takes its document to its last chunk written. */
   timeoutMs: number;
   /** Heap of each parsing worker, MB (named in the error of a document that keeps exhausting it). */
   workerHeapMb: number;
@@ -33,7 +33,8 @@ export interface IngestOptions {
 
 /** Where documents are parsed and chunked: the worker pool in production (ingest-pool.ts). */
 export interface DocumentParser {
-  run(job: ParseJob, signal: AbortSignal): Promise<ParsedChunks>;
+  /** `started` is called when a worker takes the document (the wait for one before is not the document's time). */
+  run(job: ParseJob, signal: AbortSignal, started?: () => void): Promise<ParsedChunks>;
 }
 
 export interface IngestDeps {
@@ -50,8 +51,15 @@ export interface IngestDeps {
 /** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
 const EMBED_BATCH = 32;
 
+/** Why an ingest was stopped midway: its document is gone, or another process took its ingest over. */
+class IngestAbandoned extends Error {
+  override name = 'IngestAbandoned';
+}
+
 export class IngestJobs {
   private sweeper?: NodeJS.Timeout;
+  /** The ingests running in this process, so that deleting a document stops its parse at once. */
+  private readonly inFlight = new Map<string, { baseId: string; abandon: AbortController }>();
 
   constructor(private readonly deps: IngestDeps, private readonly shutdown: AbortSignal) {}
 
@@ -84,18 +92,42 @@ export class IngestJobs {
     return rows.length;
   }
 
+  /**
+   * Stops the ingests of deleted documents (one, or all of a base's) in this process: a parse in a worker is
+   * terminated and its slot freed. In other processes the next lease renewal finds the document gone.
+   */
+  abandon(deleted: { documentId: string } | { baseId: string }): void {
+    for (const [id, ingest] of this.inFlight) {
+      if ('documentId' in deleted ? id === deleted.documentId : ingest.baseId === deleted.baseId) {
+        ingest.abandon.abort(new IngestAbandoned('the document was deleted'));
+      }
+    }
+  }
+
   async ingest(documentId: string): Promise<void> {
     if (this.shutdown.aborted || !isUuid(documentId)) return;
     const { db, options, log } = this.deps;
     const doc = await store.leaseDocument(db, documentId, options.leaseMs);
     if (!doc) return; // finished, deleted, or another worker holds it
     const attempt = doc.attempts;
+    const abandon = new AbortController();
+    this.inFlight.set(doc.id, { baseId: doc.knowledge_base_id, abandon });
     const renew = setInterval(() => {
-      store.renewDocumentLease(db, doc.id, attempt, options.leaseMs).catch((err: unknown) => log.warn({ err, documentId }, 'renewing an ingest lease failed'));
+      store.renewDocumentLease(db, doc.id, attempt, options.leaseMs)
+        .then((held) => {
+          if (!held) abandon.abort(new IngestAbandoned('the document was deleted or its ingest taken over'));
+        })
+        .catch((err: unknown) => log.warn({ err, documentId }, 'renewing an ingest lease failed'));
     }, Math.max(250, Math.floor(options.leaseMs / 3)));
     renew.unref();
-    const deadline = AbortSignal.timeout(options.timeoutMs);
-    const signal = AbortSignal.any([this.shutdown, deadline]);
+    // The deadline starts when a worker takes the document: a document queued behind others keeps its time.
+    const deadline = new AbortController();
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    const startDeadline = (): void => {
+      deadlineTimer ??= setTimeout(() => deadline.abort(new DocumentBoundError('ingestTimeoutMs', options.timeoutMs)), options.timeoutMs);
+      deadlineTimer.unref();
+    };
+    const signal = AbortSignal.any([this.shutdown, deadline.signal, abandon.signal]);
     try {
       if (attempt - 1 > options.maxInterruptions) {
         throw new DocumentParseError(`Processing was interrupted ${attempt - 1} times by a stopped or crashed process; upload the document again`);
@@ -105,7 +137,7 @@ export class IngestJobs {
       const began = performance.now();
       const bytes = await store.readFile(db, doc.id);
       if (!bytes) return; // deleted meanwhile
-      const parsed = await this.parseContained(doc, attempt, bytes, signal);
+      const parsed = await this.parseContained(doc, attempt, bytes, signal, startDeadline);
       if (!parsed) return; // the lease was lost
       const { chunks } = parsed;
       if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
@@ -142,7 +174,11 @@ export class IngestJobs {
       }
     } catch (err) {
       if (this.shutdown.aborted) return; // taken over after restart
-      const failure = deadline.aborted ? new DocumentBoundError('ingestTimeoutMs', options.timeoutMs) : err;
+      if (abandon.signal.aborted) {
+        log.info({ documentId, reason: (abandon.signal.reason as Error).message }, 'document ingest stopped');
+        return;
+      }
+      const failure = deadline.signal.aborted ? new DocumentBoundError('ingestTimeoutMs', options.timeoutMs) : err;
       const reason = failure instanceof DocumentParseError
         ? failure.message
         : `Processing failed: ${failure instanceof Error ? failure.message : String(failure)}`;
@@ -150,6 +186,8 @@ export class IngestJobs {
       await store.failDocument(db, doc.id, attempt, reason).catch((e: unknown) => log.error({ err: e, documentId }, 'recording a failed ingest failed'));
     } finally {
       clearInterval(renew);
+      clearTimeout(deadlineTimer);
+      if (this.inFlight.get(doc.id)?.abandon === abandon) this.inFlight.delete(doc.id);
     }
   }
 
@@ -158,7 +196,9 @@ export class IngestJobs {
    * when the worker answers; one that never answered (the worker, or this whole process, died) stays
    * counted, and after `maxCrashRetries` of those the document is failed instead of parsed again.
    */
-  private async parseContained(doc: store.LeasedDocument, attempt: number, bytes: Uint8Array, signal: AbortSignal): Promise<ParsedChunks | undefined> {
+  private async parseContained(
+    doc: store.LeasedDocument, attempt: number, bytes: Uint8Array, signal: AbortSignal, workerStarted: () => void,
+  ): Promise<ParsedChunks | undefined> {
     const { db, options, log, parser } = this.deps;
     for (;;) {
       const started = await store.beginParseAttempt(db, doc.id, attempt);
@@ -172,12 +212,13 @@ export class IngestJobs {
       }
       try {
         const result = await parser.run({
+          workspaceId: doc.workspace_id,
           kind: doc.file_kind as DocumentKind,
           // Each try gets its own copy: the bytes move to the worker.
           bytes: bytes.slice(),
           chunking: { maxSize: doc.chunk_max_size, minSize: doc.chunk_min_size, overlap: doc.chunk_overlap },
           bounds: options.bounds,
-        }, signal);
+        }, signal, workerStarted);
         await store.endParseAttempt(db, doc.id);
         return result;
       } catch (err) {

@@ -3,7 +3,12 @@
  * its own heap limit, so a document that needs more memory than that kills its worker, not the server; the
  * pool bounds how many run at once, so several hostile uploads together stay within `workers x heapMb`.
  * Workers are reused between documents (loading the file-format libraries costs a few hundred milliseconds)
- * and stopped after `idleMs` without work; a worker that crashed, or whose document was aborted, is discarded.
+ * and stopped after `idleMs` without work; a worker that crashed, or whose document was aborted or ran past
+ * `parseTimeoutMs`, is terminated (which stops its parse wherever it is).
+ *
+ * The slots are shared between workspaces: a freed slot goes to the waiting workspace holding the fewest, then
+ * to the one served least recently (FIFO within a workspace). So a workspace that queued many documents delays
+ * another's by at most one document's parse (bounded by `parseTimeoutMs`), never by all of its own.
  */
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-module.js';
@@ -20,9 +25,15 @@ export interface IngestPoolOptions {
   heapMb: number;
   /** Stop a worker after this long without work. Default 30 s. */
   idleMs?: number;
+  /** Time one document may parse and chunk in its worker, from when the worker gets it. Default 60 s. */
+  parseTimeoutMs?: number;
 }
 
+export const DEFAULT_PARSE_TIMEOUT_MS = 60_000;
+
 export interface ParseJob {
+  /** Whose document it is: the pool's slots are shared fairly between workspaces. */
+  workspaceId: string;
   kind: DocumentKind;
   bytes: Uint8Array;
   chunking: ChunkingConfig;
@@ -42,40 +53,67 @@ export class IngestWorkerCrash extends Error {
   }
 }
 
+/** The document parsed past `parseTimeoutMs`; its worker was terminated. */
+export class ParseTimeLimitError extends DocumentParseError {
+  override name = 'ParseTimeLimitError';
+  constructor(limitMs: number) {
+    super(`Reading the document took longer than ${formatSeconds(limitMs)}, the limit for one document; it was stopped`);
+  }
+}
+
+const formatSeconds = (ms: number): string => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
+
 interface IdleWorker {
   worker: Worker;
   timer: NodeJS.Timeout;
 }
 
+interface SlotWaiter {
+  workspaceId: string;
+  grant: () => void;
+  reject: (err: unknown) => void;
+}
+
 export class IngestWorkerPool {
   private readonly idle: IdleWorker[] = [];
   private readonly running = new Set<Worker>();
-  private readonly waiting: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  /** Waiting documents per workspace, FIFO. */
+  private readonly waiting = new Map<string, SlotWaiter[]>();
+  /** Slots held per workspace. */
+  private readonly held = new Map<string, number>();
+  /** When each workspace last got a slot (a counter, not a clock); absent: never or not lately. */
+  private readonly lastServed = new Map<string, number>();
+  private serveCounter = 0;
   private slotsInUse = 0;
   private nextId = 1;
   private closed = false;
 
   constructor(private readonly options: IngestPoolOptions) {}
 
-  /** Parses and chunks one document in a worker; rejects with IngestWorkerCrash, DocumentParseError or the abort reason. */
-  async run(job: ParseJob, signal: AbortSignal): Promise<ParsedChunks> {
-    await this.acquireSlot(signal);
+  /**
+   * Parses and chunks one document in a worker; rejects with IngestWorkerCrash, DocumentParseError (its
+   * ParseTimeLimitError included) or the abort reason. `started` is called when a worker takes the document.
+   */
+  async run(job: ParseJob, signal: AbortSignal, started?: () => void): Promise<ParsedChunks> {
+    await this.acquireSlot(job.workspaceId, signal);
     let worker: Worker | undefined;
     let healthy = false;
     try {
       worker = this.takeWorker();
+      started?.();
       const result = await this.exchange(worker, job, signal);
       healthy = true;
       return result;
     } finally {
       if (worker) this.giveBack(worker, healthy);
-      this.releaseSlot();
+      this.releaseSlot(job.workspaceId);
     }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const w of this.waiting.splice(0)) w.reject(new Error('the ingest worker pool is closed'));
+    for (const queue of this.waiting.values()) for (const w of queue) w.reject(new Error('the ingest worker pool is closed'));
+    this.waiting.clear();
     const workers = [...this.running, ...this.idle.splice(0).map((i) => (clearTimeout(i.timer), i.worker))];
     this.running.clear();
     await Promise.all(workers.map((w) => w.terminate()));
@@ -84,7 +122,14 @@ export class IngestWorkerPool {
   private exchange(worker: Worker, job: ParseJob, signal: AbortSignal): Promise<ParsedChunks> {
     return new Promise<ParsedChunks>((resolve, reject) => {
       const id = this.nextId++;
+      const limitMs = this.options.parseTimeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS;
+      // Counted from when the worker gets the document, not from the upload: waiting for a worker is not its time.
+      const timer = setTimeout(() => {
+        done();
+        reject(new ParseTimeLimitError(limitMs));
+      }, limitMs);
       const done = (): void => {
+        clearTimeout(timer);
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
@@ -161,34 +206,65 @@ export class IngestWorkerPool {
     this.idle.push({ worker, timer });
   }
 
-  private acquireSlot(signal: AbortSignal): Promise<void> {
+  private acquireSlot(workspaceId: string, signal: AbortSignal): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the ingest worker pool is closed'));
-    if (this.slotsInUse < this.options.workers) {
-      this.slotsInUse++;
-      return Promise.resolve();
-    }
+    signal.throwIfAborted();
     return new Promise<void>((resolve, reject) => {
-      const entry = {
-        resolve: () => {
+      const onAbort = (): void => {
+        const queue = this.waiting.get(workspaceId);
+        const i = queue ? queue.indexOf(waiter) : -1;
+        if (!queue || i < 0) return;
+        queue.splice(i, 1);
+        if (queue.length === 0) this.waiting.delete(workspaceId);
+        reject(signal.reason);
+        this.schedule(); // one workspace fewer waiting may let another's document start
+      };
+      const waiter: SlotWaiter = {
+        workspaceId,
+        grant: () => {
           signal.removeEventListener('abort', onAbort);
           resolve();
         },
         reject,
       };
-      const onAbort = (): void => {
-        const i = this.waiting.indexOf(entry);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal.reason);
-      };
       signal.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(entry);
+      const queue = this.waiting.get(workspaceId);
+      if (queue) queue.push(waiter);
+      else this.waiting.set(workspaceId, [waiter]);
+      this.schedule();
     });
   }
 
-  /** Hands the slot straight to the next waiter, or frees it. */
-  private releaseSlot(): void {
-    const next = this.waiting.shift();
-    if (next) next.resolve();
-    else this.slotsInUse--;
+  private releaseSlot(workspaceId: string): void {
+    this.slotsInUse--;
+    const held = (this.held.get(workspaceId) ?? 1) - 1;
+    if (held > 0) this.held.set(workspaceId, held);
+    else this.held.delete(workspaceId);
+    if (!this.closed) this.schedule();
+  }
+
+  /** Hands free slots to waiting documents: the fewest held first, then the workspace served least recently. */
+  private schedule(): void {
+    while (this.slotsInUse < this.options.workers) {
+      let next: string | undefined;
+      for (const workspaceId of this.waiting.keys()) if (next === undefined || this.before(workspaceId, next)) next = workspaceId;
+      if (next === undefined) return;
+      const queue = this.waiting.get(next) as SlotWaiter[];
+      const waiter = queue.shift() as SlotWaiter;
+      if (queue.length === 0) this.waiting.delete(next);
+      this.slotsInUse++;
+      this.held.set(next, (this.held.get(next) ?? 0) + 1);
+      this.lastServed.set(next, ++this.serveCounter);
+      waiter.grant();
+    }
+    // Only the waiting workspaces' turns matter: forget the others, so the map stays small.
+    if (this.waiting.size === 0 && this.held.size === 0) this.lastServed.clear();
+  }
+
+  private before(a: string, b: string): boolean {
+    const heldA = this.held.get(a) ?? 0;
+    const heldB = this.held.get(b) ?? 0;
+    if (heldA !== heldB) return heldA < heldB;
+    return (this.lastServed.get(a) ?? 0) < (this.lastServed.get(b) ?? 0);
   }
 }

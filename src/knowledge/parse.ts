@@ -11,6 +11,7 @@ import { extractText, getDocumentProxy } from 'unpdf';
 import type { DocumentKind } from './file-types.js';
 import { checkBound, count, type IngestBounds, UNBOUNDED } from './ingest-bounds.js';
 import { tableFormatter } from './html-tables.js';
+import { trimLines, trimTrailingNewlines } from './text-scan.js';
 import { codePointLength, DocumentParseError, type ParsedBlock, type ParsedDocument } from './parsed-document.js';
 import { repairPdfText } from './pdf-text.js';
 import { rowRecord } from './table-records.js';
@@ -74,11 +75,6 @@ function paragraphs(text: string, extra: Partial<ParsedBlock> = {}): ParsedBlock
   return out;
 }
 
-/** Drops blank lines at both ends and trailing spaces, keeping indentation. */
-function trimLines(text: string): string {
-  return text.replace(/[ \t]+$/gm, '').replace(/^\n+|\n+$/g, '');
-}
-
 // A blank line splits YAML only where the next line is unindented, so a nested mapping stays in one block.
 function yamlBlocks(text: string): ParsedBlock[] {
   const out: ParsedBlock[] = [];
@@ -129,7 +125,7 @@ function markdownTokens(tokens: readonly Token[], out: ParsedBlock[]): void {
         out.push({ kind: 'text', text: trimLines(inlineText(t.tokens, t.text)) });
         break;
       case 'code':
-        out.push({ kind: 'code', text: t.text.replace(/\n+$/, '') });
+        out.push({ kind: 'code', text: trimTrailingNewlines(t.text) });
         break;
       case 'list':
         // One block per list, an item a line: a long list is still cut between lines.

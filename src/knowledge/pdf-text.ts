@@ -25,10 +25,18 @@ export function joinBrokenIdentifiers(text: string): string {
   return text.replace(/([A-Za-z0-9]_)[ \t]*\n[ \t]*(?=[A-Za-z0-9])/g, '$1');
 }
 
+// Words are matched only from their first letter (`(?<!\p{L})`). Without that, a word not followed by the
+// hyphen is scanned again from each of its letters: quadratic, 8 s for a word of 80,000 letters. The matches
+// are the same: from any later letter the word's run ends at the same place, so a match could only have
+// started there if the word's first letter lay before where the search resumed, and a search resumes after a
+// match, which never ends inside a word.
+const COMPOUND = /(?<!\p{L})\p{L}+-\p{L}+/gu;
+const HYPHENATED_LINE_END = /(?<!\p{L})(\p{L}+)-[ \t]*\n[ \t]*(\p{L}+)(\S*)[ \t]*(\n|$)?/gu;
+
 /** Hyphenated words that the document writes on one line ("read-only"), lower-cased. */
-function hyphenatedCompounds(pages: readonly string[]): Set<string> {
+export function hyphenatedCompounds(pages: readonly string[]): Set<string> {
   const found = new Set<string>();
-  for (const page of pages) for (const m of page.matchAll(/\p{L}+-\p{L}+/gu)) found.add(m[0].toLowerCase());
+  for (const page of pages) for (const m of page.matchAll(COMPOUND)) found.add(m[0].toLowerCase());
   return found;
 }
 
@@ -38,7 +46,7 @@ function hyphenatedCompounds(pages: readonly string[]): Set<string> {
  * on one line.
  */
 export function joinHyphenatedWords(text: string, compounds: ReadonlySet<string> = new Set()): string {
-  return text.replace(/(\p{L}+)-[ \t]*\n[ \t]*(\p{L}+)(\S*)[ \t]*(\n|$)?/gu, (match, left: string, right: string, trail: string, end: string | undefined) => {
+  return text.replace(HYPHENATED_LINE_END, (match, left: string, right: string, trail: string, end: string | undefined) => {
     const lower = /\p{Ll}$/u.test(left) && /^\p{Ll}/u.test(right);
     const upper = /^\p{Lu}+$/u.test(left) && /^\p{Lu}+$/u.test(right);
     const compound = compounds.has(`${left}-${right}`.toLowerCase());

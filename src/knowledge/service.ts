@@ -145,6 +145,7 @@ export class KnowledgeService {
       await store.deleteBase(q, id);
       await audit(q, workspaceId, actor, 'knowledge_base.deleted', id, base.name, { docCount: base.doc_count });
     });
+    this.ingests.abandon({ baseId: id });
   }
 
   private async requireBase(q: Queryable, workspaceId: string, id: string, lock = false): Promise<store.BaseRow> {
@@ -238,6 +239,8 @@ export class KnowledgeService {
       await store.deleteDocument(q, documentId);
       await audit(q, workspaceId, actor, 'knowledge_document.deleted', documentId, doc.filename, { knowledgeBaseId: baseId });
     });
+    // Committed first: a parse still running for the document is stopped and its worker slot freed.
+    this.ingests.abandon({ documentId });
   }
 
   async listChunks(workspaceId: string, baseId: string, documentId: string, page: { limit: number; offset: number }) {

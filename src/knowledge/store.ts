@@ -261,12 +261,14 @@ export async function leaseDocument(q: Queryable, id: string, leaseMs: number): 
   return rows[0];
 }
 
-export async function renewDocumentLease(q: Queryable, id: string, attempt: number, leaseMs: number): Promise<void> {
-  await q.query(
+/** False when the ingest no longer holds its document: deleted (with its base or workspace), or taken over. */
+export async function renewDocumentLease(q: Queryable, id: string, attempt: number, leaseMs: number): Promise<boolean> {
+  const rows = await q.query(
     `UPDATE knowledge_documents SET lease_until = clock_timestamp() + ($3::int * interval '1 millisecond')
-      WHERE id = $1 AND attempts = $2 AND processing_status = 'processing'`,
+      WHERE id = $1 AND attempts = $2 AND processing_status = 'processing' RETURNING id`,
     [id, attempt, leaseMs],
   );
+  return rows.length > 0;
 }
 
 export async function readFile(q: Queryable, documentId: string): Promise<Uint8Array | undefined> {

@@ -98,7 +98,7 @@ export interface FakeEmbeddings {
   /** Base URL for EMBEDDINGS_BASE_URL. */
   url: string;
   /** What the last request carried, and how many texts were embedded so far. */
-  seen: { auth?: string; model?: string; inputs: number; requests: number };
+  seen: { auth?: string; model?: string; inputs: number; requests: number; /** held requests the client gave up on */ abandoned: number };
   /** While true, requests are held unanswered (a provider that hangs). */
   hold: boolean;
   /** Answers the requests held so far, as if the provider had only been slow. */
@@ -114,7 +114,7 @@ export interface FakeEmbeddings {
 export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
   const held: (() => void)[] = [];
   const fake: FakeEmbeddings = {
-    url: '', seen: { inputs: 0, requests: 0 }, hold: false, fail: false, close: () => undefined,
+    url: '', seen: { inputs: 0, requests: 0, abandoned: 0 }, hold: false, fail: false, close: () => undefined,
     releaseHeld: () => {
       for (const answer of held.splice(0)) answer();
     },
@@ -128,6 +128,9 @@ export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
       fake.onRequest?.();
       if (fake.hold) {
         held.push(() => answer(parsed));
+        res.on('close', () => {
+          if (!res.writableFinished) fake.seen.abandoned++;
+        });
         return;
       }
       if (fake.fail) {

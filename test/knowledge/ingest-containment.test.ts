@@ -211,12 +211,16 @@ describe('document names', () => {
     expect(windows.body.data.document.filename).toBe('notes.txt');
   });
 
+  const NUL_IN_JSON = 'Request body holds a string with a NUL character (\\u0000) or an unpaired surrogate, which cannot be stored';
+
   it('refuses a NUL or control character and a 10,000-character name with 400 in JSON and multipart, storing nothing', async () => {
     const before = await count();
     for (const filename of ['bad\u0000name.txt', 'bad\u0007bell.txt', `${'x'.repeat(10_000)}.txt`]) {
       const json = await k.call('POST', `/api/v1/knowledge/${baseId}/documents`, { workspaceId: k.workspaceId, filename, content: 'text' });
       expect(json.status, json.text).toBe(400);
-      expect(json.body.error).toMatch(/^filename must (not contain control characters|be at most 255 characters \(it has 10004\))$/);
+      // A NUL in any JSON string is refused by the body parser before the filename is looked at.
+      expect(json.body.error).toBe(filename.includes('\u0000') ? NUL_IN_JSON
+        : filename.length > 255 ? 'filename must be at most 255 characters (it has 10004)' : 'filename must not contain control characters');
       const multipart = await k.uploadFiles(baseId, [{ name: filename, bytes: Buffer.from('text') }]);
       expect(multipart.status, multipart.text).toBe(400);
       // busboy itself refuses a raw control character in a part header; the percent-encoded form below reaches our check.
@@ -232,7 +236,7 @@ describe('document names', () => {
     const name = `${'日'.repeat(251)}.txt`;
     const doc = await k.uploadText(baseId, name, 'text');
     expect(doc.filename).toBe(name);
-    const rename = await k.call('PATCH', `/api/v1/knowledge/${baseId}/documents/${doc.id}`, { workspaceId: k.workspaceId, filename: 'a\u0000b.txt' });
+    const rename = await k.call('PATCH', `/api/v1/knowledge/${baseId}/documents/${doc.id}`, { workspaceId: k.workspaceId, filename: 'a\u0007b.txt' });
     expect(rename.status).toBe(400);
     expect(rename.body.error).toBe('filename must not contain control characters');
   });
