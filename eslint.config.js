@@ -44,7 +44,7 @@ const areaZones = [...knownFolders].flatMap((folder) => areas.filter((area) => a
 })));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.weft/**', '.test-cache/**', 'coverage/**', 'web/dist/**', 'web/node_modules/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.weft/**', '.test-cache/**', 'coverage/**', 'web/dist/**', 'web/node_modules/**', 'bench/.scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
