@@ -1,6 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The route checks every string of its body itself and names the field when one cannot be stored (table
+     * rows: the column): the parser leaves NUL and unpaired surrogates to it.
+     */
+    checksStorableText?: boolean;
+  }
+}
+
 export const MAX_JSON_DEPTH = 64;
 /**
  * Members and elements in one JSON body (commas and opening brackets outside strings). Parsing is one
@@ -61,12 +71,15 @@ export function scanJson(text: string): JsonShape {
   return { depth: max, members, unstorable };
 }
 
-/** Why a JSON body is refused before it is parsed (400, or 413 for too many members), or undefined. */
-export function jsonShapeProblem(text: string): { status: 400 | 413; message: string } | undefined {
+/**
+ * Why a JSON body is refused before it is parsed (400, or 413 for too many members), or undefined; with
+ * `textChecked`, strings that cannot be stored are left to the route.
+ */
+export function jsonShapeProblem(text: string, textChecked = false): { status: 400 | 413; message: string } | undefined {
   const shape = scanJson(text);
   if (shape.depth > MAX_JSON_DEPTH) return { status: 400, message: `Request body is nested more than ${MAX_JSON_DEPTH} levels deep` };
   if (shape.members > MAX_JSON_MEMBERS) return { status: 413, message: `Request body holds more than ${MAX_JSON_MEMBERS} members and elements` };
-  if (shape.unstorable) {
+  if (shape.unstorable && !textChecked) {
     return { status: 400, message: 'Request body holds a string with a NUL character (\\u0000) or an unpaired surrogate, which cannot be stored' };
   }
   return undefined;
@@ -93,7 +106,7 @@ export function registerJsonParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
-    const problem = jsonShapeProblem(text);
+    const problem = jsonShapeProblem(text, request.routeOptions.config?.checksStorableText === true);
     if (problem) return done(new HttpError(problem.status, problem.message), undefined);
     try {
       done(null, mayHoldProtoKey(text) ? JSON.parse(text, dropProtoKeys) : JSON.parse(text));

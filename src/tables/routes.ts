@@ -145,6 +145,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
     });
 
     app.post('/api/v1/tables/:tableId/rows', {
+      // Each cell and filter operand is checked where it is coerced, naming its column (columns.ts).
+      config: { checksStorableText: true },
       schema: {
         tags, summary: 'Insert one row (data) or a batch (rows, 1 to 1000), all or nothing',
         params: tableParams,
@@ -177,6 +179,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
     });
 
     app.put('/api/v1/tables/:tableId/rows', {
+      // Each cell and filter operand is checked where it is coerced, naming its column (columns.ts).
+      config: { checksStorableText: true },
       schema: {
         tags, summary: 'Update every row matching a filter (data is merged into each row)',
         params: tableParams,
@@ -206,6 +210,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
     });
 
     app.patch('/api/v1/tables/:tableId/rows', {
+      // Each cell and filter operand is checked where it is coerced, naming its column (columns.ts).
+      config: { checksStorableText: true },
       schema: {
         tags, summary: 'Update several rows by id (each patch is merged into its row), all or nothing',
         params: tableParams,
@@ -273,6 +279,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
     });
 
     app.post('/api/v1/tables/:tableId/rows/upsert', {
+      // Each cell and filter operand is checked where it is coerced, naming its column (columns.ts).
+      config: { checksStorableText: true },
       schema: {
         tags, summary: 'Insert a row, or replace the row whose unique conflictTarget column holds the same value',
         params: tableParams,
@@ -308,6 +316,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
     });
 
     app.patch('/api/v1/tables/:tableId/rows/:rowId', {
+      // Each cell and filter operand is checked where it is coerced, naming its column (columns.ts).
+      config: { checksStorableText: true },
       schema: {
         tags, summary: 'Update one row (data is merged into the row)',
         params: rowParams,

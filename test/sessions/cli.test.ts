@@ -16,7 +16,9 @@ async function stop(server: Awaited<ReturnType<typeof spawnServer>>): Promise<vo
 describe('weft setup, users create, users reset-password', () => {
   it('gives the admin (WEFT_ADMIN_EMAIL) a one-time password once, and manages users\' passwords', async () => {
     const where = await freshDatabase();
-    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ADMIN_EMAIL: 'owner@example.com' };
+    // On PostgreSQL the CLI writes to the database itself, and the server learns of it within WEFT_KEY_CACHE_MS
+    // (its cached session lookups); 0 here, so the reset below bites at once in either mode.
+    const env = { WEFT_DATA_DIR: where.dataDir, DATABASE_URL: where.databaseUrl, WEFT_ADMIN_EMAIL: 'owner@example.com', WEFT_KEY_CACHE_MS: '0' };
     const json = async (args: string[], code = 0) => {
       const r = await runCli([...args, '--json'], env);
       expect(r.code, r.stderr).toBe(code);
