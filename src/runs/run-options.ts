@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { RunResult } from '../engine/index.js';
-import { describedSize } from '../engine/run-state.js';
+import { describedSize } from '../engine/json-size.js';
 import type { PlanLimits } from '../limits/plans.js';
 import type { FinishedExecution } from './store.js';
 

@@ -3,7 +3,7 @@
 // maxRunOutputBytes. Caps are small here so that nothing big is allocated.
 import { describe, expect, it } from 'vitest';
 import { RUN_DEFAULTS, type BlockDefinition, type BlockTrace } from '../../src/engine/index.js';
-import { measureJson } from '../../src/engine/run-state.js';
+import { measureJson } from '../../src/engine/json-size.js';
 import { chain, fn, run, start, workflow } from './helpers.js';
 
 function loop(id: string, count: number, blocks: BlockDefinition[]): BlockDefinition {

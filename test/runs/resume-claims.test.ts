@@ -2,7 +2,8 @@
 // a resume whose claim was released (its lease lapsed) stops and records nothing, leaving the point resumable.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database, Queryable } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
+import { withFailingStatements } from '../support/failing-statements.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { deploy, start } from '../support/workflows.js';
 
@@ -44,21 +45,9 @@ describe('a sync run that pauses', () => {
   it('is not recorded paused when its pause record cannot be written', async () => {
     const wf = await deploy(t, 'pause-record-fails', { blocks: [start(), approval], edges: [{ from: 'start', to: 'approval' }] });
     const db = t.server.ctx.db as Database;
-    const originalTx = db.tx;
     // The pause record's insert fails inside its transaction.
-    db.tx = function <T>(this: Database, fn: (q: Queryable) => Promise<T>) {
-      return originalTx.call(db, (q) => fn({
-        exec: (text) => q.exec(text),
-        query: (text, params) => (text.includes('INSERT INTO paused_executions')
-          ? Promise.reject(new Error('pause record refused (injected)')) : q.query(text, params)) as never,
-      }));
-    } as Database['tx'];
-    let run;
-    try {
-      run = await t.call('POST', `/api/workflows/${wf}/execute`, {}, { 'x-execution-id': 'pause-record-fails-1' });
-    } finally {
-      db.tx = originalTx;
-    }
+    const run = await withFailingStatements(db, (text) => text.includes('INSERT INTO paused_executions'),
+      () => t.call('POST', `/api/workflows/${wf}/execute`, {}, { 'x-execution-id': 'pause-record-fails-1' }));
     expect(run.status).toBe(500);
     // No run is left paused without its record (no resume link, no timeout would ever end it).
     const rows = await db.query<{ status: string }>('SELECT status FROM executions WHERE workflow_id = $1', [wf]);
@@ -112,21 +101,9 @@ describe('a sync resume whose run record cannot be written', () => {
     const exec = paused.body.executionId;
     const resumePath = `/api/resume/${wf}/${exec}/approval`;
     const db = t.server.ctx.db as Database;
-    const originalTx = db.tx;
     // The resume's own execution row fails inside the transaction that ends the resume.
-    db.tx = function <T>(this: Database, fn: (q: Queryable) => Promise<T>) {
-      return originalTx.call(db, (q) => fn({
-        exec: (text) => q.exec(text),
-        query: (text, params) => (text.includes('INSERT INTO executions') && params?.[5] === 'resume'
-          ? Promise.reject(new Error('resume run row refused (injected)')) : q.query(text, params)) as never,
-      }));
-    } as Database['tx'];
-    let failed;
-    try {
-      failed = await t.call('POST', resumePath, { input: { decision: 'yes' } });
-    } finally {
-      db.tx = originalTx;
-    }
+    const failed = await withFailingStatements(db, (text, params) => text.includes('INSERT INTO executions') && params?.[5] === 'resume',
+      () => t.call('POST', resumePath, { input: { decision: 'yes' } }));
     expect(failed.status).toBe(500);
     // Nothing of the resume's end was written: the point is not spent, the entry not completed, no charge.
     let record = await t.call('GET', `/api/resume/${wf}/${exec}`);

@@ -1,9 +1,9 @@
 // Signing in to the dashboard: passwords, the session cookie, signing out, changing the password,
 // expiry and the failed-sign-in limit, all over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database, Queryable } from '../../src/db/database.js';
 import { scryptHasher, type PasswordHasher } from '../../src/sessions/password.js';
 import { createUser } from '../support/accounts.js';
+import { withFailingStatements } from '../support/failing-statements.js';
 import { request, startTestServer, type TestServer } from '../support/harness.js';
 import { asSession, login } from './support.js';
 
@@ -221,22 +221,9 @@ describe('POST /api/v1/auth/password', () => {
     await userWithPassword('atomic@example.com', 'atomic password 1');
     const first = await login(t, 'atomic@example.com', 'atomic password 1');
     const other = await login(t, 'atomic@example.com', 'atomic password 1');
-    const db = t.server.ctx.db as Database;
-    const originalTx = db.tx;
     // Ending the other sessions fails inside the transaction.
-    db.tx = function <T>(this: Database, fn: (q: Queryable) => Promise<T>) {
-      return originalTx.call(db, (q) => fn({
-        exec: (text) => q.exec(text),
-        query: (text, params) => (text.startsWith('DELETE FROM sessions WHERE user_id')
-          ? Promise.reject(new Error('sessions refused (injected)')) : q.query(text, params)) as never,
-      }));
-    } as Database['tx'];
-    let r;
-    try {
-      r = await asSession(t, first, 'POST', '/api/v1/auth/password', { currentPassword: 'atomic password 1', newPassword: 'atomic password 2' });
-    } finally {
-      db.tx = originalTx;
-    }
+    const r = await withFailingStatements(t.server.ctx.db, (text) => text.startsWith('DELETE FROM sessions WHERE user_id'),
+      () => asSession(t, first, 'POST', '/api/v1/auth/password', { currentPassword: 'atomic password 1', newPassword: 'atomic password 2' }));
     expect(r.status).toBe(500);
     expect((await login(t, 'atomic@example.com', 'atomic password 1')).response.status).toBe(200);
     expect((await login(t, 'atomic@example.com', 'atomic password 2')).response.status).toBe(401);
