@@ -166,7 +166,7 @@ export class ProcessSandbox implements SandboxPort {
     if (this.child) return this.child;
     const { log: _log, idleMs: _idle, pureCode: _pure, ...options } = this.opts;
     // --no-node-snapshot: isolated-vm needs it on Node 20 and later. A young generation of 1 MB (the flag reaches
-    // the isolates too): 99 against 134 MB after 4,000 calls, calls/s the same (bench/RESULTS.md, "the sandbox process").
+    // the isolates too): 99 against 134 MB after 4,000 calls, calls/s the same (docs/architecture.md, The sandbox process).
     const proc = startModuleProcess(import.meta.url, 'sandbox-process', [JSON.stringify(options)], {
       execArgv: ['--no-node-snapshot', '--max-semi-space-size=1'],
     });
