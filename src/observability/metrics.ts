@@ -23,6 +23,8 @@ export interface ScrapeSources {
   databaseActivity?: () => Promise<{ busySeconds: number; statements: number; fileSyncs: number }>;
   /** The sandbox's V8 contexts so far: created, and handed from one run to another (both only grow). */
   sandboxContexts?: () => { created: number; reused: number; pure: number };
+  /** The sandbox process's stops while code ran, those charged to one workspace, and calls refused meanwhile. */
+  sandboxCrashes?: () => { stops: number; charged: number; refused: number };
 }
 
 export class Metrics {
@@ -73,7 +75,7 @@ export class Metrics {
       help: 'Requests refused by plan limits, by kind: rate (execution buckets), api (API buckets), concurrency, usage (period cost cap)',
       labelNames: ['kind'], registers,
     });
-    const { queueDepth, poolStats, databaseActivity, sandboxContexts } = sources;
+    const { queueDepth, poolStats, databaseActivity, sandboxContexts, sandboxCrashes } = sources;
     if (queueDepth) {
       new Gauge({
         name: 'weft_queue_depth', help: 'Async runs queued and not yet started (read from the database at scrape time)', registers,
@@ -118,6 +120,17 @@ export class Metrics {
       totalCounter(registers, 'weft_sandbox_pure_calls_total',
         'Function block calls whose code only computes a value from its inputs, evaluated without a V8 context (WEFT_SANDBOX_PURE_CODE)',
         () => sandboxContexts().pure);
+    }
+    if (sandboxCrashes) {
+      totalCounter(registers, 'weft_sandbox_process_stops_total',
+        'Times the sandbox process stopped while code ran in it (code used more memory than an isolate can contain)',
+        () => sandboxCrashes().stops);
+      totalCounter(registers, 'weft_sandbox_charged_stops_total',
+        'Stops of the sandbox process charged to one workspace (its calls alone were running)',
+        () => sandboxCrashes().charged);
+      totalCounter(registers, 'weft_sandbox_refused_calls_total',
+        'Function block calls refused because their workspace stopped the sandbox process too often',
+        () => sandboxCrashes().refused);
     }
   }
 }

@@ -2,11 +2,13 @@
 // sandbox process (sandbox-process.ts; docs/architecture.md, "The sandbox process"). Code that ends that process
 // (a V8 fatal out-of-memory error an isolate's limit did not catch) fails the calls running in it, and the next
 // call starts a new one: the server goes on. The process starts at the first call that needs it and is let go
-// after a minute without calls, so an idle server holds no isolate.
+// after a minute without calls, so an idle server holds no isolate. A workspace whose code keeps ending the
+// process is dealt with by its crash budget (crash-budget.ts): its calls run apart, then are refused for a while.
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { HttpPort, SandboxPort, SandboxRequest, SandboxResult } from '../engine/index.js';
 import { startModuleProcess } from '../worker-module.js';
+import { CrashBudget, type CrashBudgetOptions } from './crash-budget.js';
 import { abortMessage, SandboxError, serializeBindings } from './isolated-vm.js';
 import { evaluatePureCode } from './pure-code.js';
 import type { ContextCounts, FromSandbox, SandboxProcessOptions, ToSandbox } from './sandbox-protocol.js';
@@ -16,6 +18,8 @@ export interface ProcessSandboxOptions extends SandboxProcessOptions {
   pureCode?: boolean;
   /** The sandbox process is let go after this long without a call (default 60 s). */
   idleMs?: number;
+  /** When a workspace's calls run apart or are refused after crashes (crash-budget.ts). */
+  crashBudget?: CrashBudgetOptions;
   log?: Logger;
 }
 
@@ -24,6 +28,17 @@ export const SANDBOX_PROCESS_STOPPED =
   'the sandbox process stopped while this code ran: code in it used more memory than its limit allows; the calls running in it failed';
 
 type RunMessage = Extract<ToSandbox, { t: 'run' }>;
+
+/**
+ * Where a call runs: `shared`, the process every workspace's calls share; `apart`, a process of one isolate for
+ * the calls of workspaces suspected of a crash, so that a crash there is charged to the right one.
+ */
+interface Lane {
+  name: 'shared' | 'apart';
+  poolSize?: number;
+  child?: SandboxChild;
+  idleTimer?: NodeJS.Timeout;
+}
 
 interface Pending {
   resolve: (r: SandboxResult) => void;
@@ -37,6 +52,7 @@ interface Pending {
 }
 
 interface SandboxChild {
+  lane: Lane;
   proc: ChildProcess;
   ready: Promise<void>;
   /** Contexts it created and reused so far (from its last answer). */
@@ -45,15 +61,28 @@ interface SandboxChild {
   calls: number;
 }
 
+/** What the crash budget has done (metrics). */
+export interface CrashStats {
+  /** The sandbox process stopped while code ran in it. */
+  stops: number;
+  /** Of those, stops charged to one workspace (its calls alone were running). */
+  charged: number;
+  /** Calls refused because their workspace was paused. */
+  refused: number;
+}
+
 export class ProcessSandbox implements SandboxPort {
-  private child?: SandboxChild;
+  private readonly shared: Lane;
+  private readonly apart: Lane = { name: 'apart', poolSize: 1 };
+  private readonly budget: CrashBudget;
+  private stops = 0;
+  private refused = 0;
   private readonly pending = new Map<number, Pending>();
   private readonly parkWaiters = new Map<number, () => void>();
   private nextId = 1;
   private nextRun = 1;
   /** Runs that have sent a call to the sandbox process, by their signal: pure code no longer applies to them. */
   private readonly runIds = new WeakMap<AbortSignal, number>();
-  private idleTimer?: NodeJS.Timeout;
   private disposed = false;
   private pureCalls = 0;
   /** Contexts counted by sandbox processes that have stopped. */
@@ -64,6 +93,8 @@ export class ProcessSandbox implements SandboxPort {
   constructor(private readonly opts: ProcessSandboxOptions = {}) {
     this.pureCode = opts.pureCode ?? true;
     this.idleMs = opts.idleMs ?? 60_000;
+    this.shared = { name: 'shared', poolSize: opts.poolSize };
+    this.budget = new CrashBudget(opts.crashBudget);
   }
 
   /** A SandboxPort whose calls count against `tenant` (a workspace id) for fair scheduling. */
@@ -77,33 +108,65 @@ export class ProcessSandbox implements SandboxPort {
 
   /** Contexts created, calls served by a context an earlier call used, and calls evaluated without one (metrics, tests). */
   get contextStats(): Readonly<{ created: number; reused: number; pure: number }> {
-    const live = this.child?.contexts ?? { created: 0, reused: 0 };
-    return { created: this.stoppedCounts.created + live.created, reused: this.stoppedCounts.reused + live.reused, pure: this.pureCalls };
+    let { created, reused } = this.stoppedCounts;
+    for (const child of this.children()) {
+      created += child.contexts.created;
+      reused += child.contexts.reused;
+    }
+    return { created, reused, pure: this.pureCalls };
   }
 
-  /** The sandbox process's pid while one runs (tests, diagnostics). */
+  get crashStats(): Readonly<CrashStats> {
+    return { stops: this.stops, charged: this.budget.chargedCrashes, refused: this.refused };
+  }
+
+  /** The shared sandbox process's pid while one runs (tests, diagnostics). */
   get pid(): number | undefined {
-    return this.child?.proc.pid;
+    return this.shared.child?.proc.pid;
+  }
+
+  /** The pid of the process running suspected workspaces' calls apart, while one runs (tests, diagnostics). */
+  get apartPid(): number | undefined {
+    return this.apart.child?.proc.pid;
   }
 
   /** Resolves once the sandbox process has wiped and parked the contexts of runs that ended (tests). */
-  parked(): Promise<void> {
-    const child = this.child;
-    if (!child) return Promise.resolve();
-    const id = this.nextId++;
-    return new Promise<void>((resolve) => {
-      this.parkWaiters.set(id, resolve);
-      void child.ready.then(() => this.send(child, { t: 'parked', id }), () => resolve());
-    });
+  async parked(): Promise<void> {
+    await Promise.all(this.children().map((child) => {
+      const id = this.nextId++;
+      return new Promise<void>((resolve) => {
+        this.parkWaiters.set(id, resolve);
+        void child.ready.then(() => this.send(child, { t: 'parked', id }), () => resolve());
+      });
+    }));
   }
 
   /** Stops the sandbox process; later calls fail. */
   dispose(): void {
     this.disposed = true;
-    clearTimeout(this.idleTimer);
-    const child = this.child;
-    this.child = undefined;
-    if (child) this.stop(child, new SandboxError('the sandbox has been shut down'));
+    for (const lane of [this.shared, this.apart]) {
+      clearTimeout(lane.idleTimer);
+      const child = lane.child;
+      lane.child = undefined;
+      if (child) this.stop(child, new SandboxError('the sandbox has been shut down'));
+    }
+  }
+
+  private children(): SandboxChild[] {
+    return [this.shared.child, this.apart.child].filter((c): c is SandboxChild => c !== undefined);
+  }
+
+  /** The lane for `tenant`'s next call, or the error refusing it while its workspace is paused. */
+  private laneFor(tenant: string): Lane | SandboxError {
+    const pause = this.budget.pause(tenant);
+    if (pause) {
+      this.refused++;
+      return new SandboxError(
+        `code that needs an isolate is refused in this workspace for ${Math.ceil(pause.remainingMs / 1000)} s more: `
+        + `its code stopped the sandbox process ${pause.crashes} times by using more memory than its limit allows`,
+      );
+    }
+    return this.budget.suspected(tenant) ? this.apart : this.shared;
   }
 
   private async runAs(tenant: string, req: SandboxRequest): Promise<SandboxResult> {
@@ -119,7 +182,9 @@ export class ProcessSandbox implements SandboxPort {
         return { value: answer.value, logs: [] };
       }
     }
-    const child = this.childProcess();
+    const lane = this.laneFor(tenant);
+    if (lane instanceof SandboxError) throw lane;
+    const child = this.childProcess(lane);
     this.hold(child);
     try {
       await child.ready;
@@ -155,16 +220,17 @@ export class ProcessSandbox implements SandboxPort {
       runId = id;
       this.runIds.set(signal, id);
       signal.addEventListener('abort', () => {
-        // To the process of the moment: one started since may hold a context of the run too.
-        if (this.child) this.send(this.child, { t: 'end', runId: id, reason: abortMessage(signal) });
+        // To the processes of the moment: one started since may hold a context of the run too.
+        for (const child of this.children()) this.send(child, { t: 'end', runId: id, reason: abortMessage(signal) });
       }, { once: true });
     }
     return runId;
   }
 
-  private childProcess(): SandboxChild {
-    if (this.child) return this.child;
-    const { log: _log, idleMs: _idle, pureCode: _pure, ...options } = this.opts;
+  private childProcess(lane: Lane): SandboxChild {
+    if (lane.child) return lane.child;
+    const { log: _log, idleMs: _idle, pureCode: _pure, crashBudget: _budget, ...rest } = this.opts;
+    const options: SandboxProcessOptions = { ...rest, poolSize: lane.poolSize };
     // --no-node-snapshot: isolated-vm needs it on Node 20 and later. A young generation of 1 MB (the flag reaches
     // the isolates too): 99 against 134 MB after 4,000 calls, calls/s the same (docs/architecture.md, The sandbox process).
     const proc = startModuleProcess(import.meta.url, 'sandbox-process', [JSON.stringify(options)], {
@@ -173,6 +239,7 @@ export class ProcessSandbox implements SandboxPort {
     let ready!: () => void;
     let failed!: (e: Error) => void;
     const child: SandboxChild = {
+      lane,
       proc,
       ready: new Promise<void>((resolve, reject) => {
         ready = resolve;
@@ -188,14 +255,21 @@ export class ProcessSandbox implements SandboxPort {
     });
     proc.on('exit', (code, sig) => {
       failed(new SandboxError(`the sandbox process could not start (${sig ?? `exit code ${code}`})`));
-      if (this.child === child) this.child = undefined;
+      if (lane.child === child) lane.child = undefined;
       this.stoppedCounts.created += child.contexts.created;
       this.stoppedCounts.reused += child.contexts.reused;
       const lost = [...this.pending.entries()].filter(([, p]) => p.child === child);
       const started = lost.filter(([, p]) => p.started);
+      if (started.length > 0) {
+        // Code was running: one of these calls ended the process (a stop of ours fails its calls first).
+        this.stops++;
+        this.budget.recordCrash(started.map(([, p]) => p.msg.tenant));
+      }
       if (lost.length > 0 || (sig !== null && sig !== 'SIGTERM')) {
-        this.opts.log?.warn({ code, signal: sig, failedCalls: started.length, resentCalls: lost.length - started.length },
-          'the sandbox process stopped; the next call starts a new one');
+        this.opts.log?.warn({
+          code, signal: sig, lane: lane.name, failedCalls: started.length, resentCalls: lost.length - started.length,
+          workspaces: [...new Set(started.map(([, p]) => p.msg.tenant))],
+        }, 'the sandbox process stopped; the next call starts a new one');
       }
       // Calls whose code may have run fail (the one that ended the process among them); the others never ran
       // and go to a new process: another workspace's call waiting for an isolate is not lost with it.
@@ -211,7 +285,7 @@ export class ProcessSandbox implements SandboxPort {
     // Never keeps the server alive by itself.
     proc.unref();
     proc.channel?.unref();
-    this.child = child;
+    lane.child = child;
     return child;
   }
 
@@ -270,37 +344,43 @@ export class ProcessSandbox implements SandboxPort {
     // Both: the process handle delivers its 'exit', which fails the calls of a process that stopped.
     child.proc.ref();
     child.proc.channel?.ref();
-    clearTimeout(this.idleTimer);
+    clearTimeout(child.lane.idleTimer);
   }
 
   private letGo(child: SandboxChild): void {
     if (--child.calls > 0) return;
     child.proc.unref();
     child.proc.channel?.unref();
-    if (child === this.child) this.armIdle();
+    if (child === child.lane.child) this.armIdle(child.lane);
   }
 
-  /** Sends calls that never ran in a stopped process to a new one. */
+  /**
+   * Sends calls that never ran in a stopped process to a new one, in the lane each workspace has now (the
+   * crash may have just made it a suspect, or paused it).
+   */
   private resend(stopped: SandboxChild, calls: [number, Pending][]): void {
     if (calls.length === 0) return;
     if (this.disposed) {
       this.failCalls(stopped, new SandboxError('the sandbox has been shut down'));
       return;
     }
-    const next = this.childProcess();
-    for (const [, p] of calls) {
+    for (const [id, p] of calls) {
+      const lane = this.laneFor(p.msg.tenant);
+      if (lane instanceof SandboxError) {
+        this.settle(id, (q) => q.reject(lane));
+        continue;
+      }
+      const next = this.childProcess(lane);
       p.child = next;
       this.hold(next);
       stopped.calls--;
+      next.ready.then(
+        () => {
+          if (this.pending.get(id) === p) this.send(next, p.msg);
+        },
+        (err: unknown) => this.settle(id, (q) => q.reject(err instanceof Error ? err : new SandboxError(String(err)))),
+      );
     }
-    next.ready.then(
-      () => {
-        for (const [id, p] of calls) if (this.pending.get(id) === p) this.send(next, p.msg);
-      },
-      (err: unknown) => {
-        for (const [id] of calls) this.settle(id, (p) => p.reject(err instanceof Error ? err : new SandboxError(String(err))));
-      },
-    );
   }
 
   private failCalls(child: SandboxChild, err: Error): void {
@@ -308,15 +388,15 @@ export class ProcessSandbox implements SandboxPort {
   }
 
   /** Lets the sandbox process go after `idleMs` without a call: an idle server holds no isolate. */
-  private armIdle(): void {
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => {
-      const child = this.child;
+  private armIdle(lane: Lane): void {
+    clearTimeout(lane.idleTimer);
+    lane.idleTimer = setTimeout(() => {
+      const child = lane.child;
       if (!child || child.calls > 0) return;
-      this.child = undefined;
+      lane.child = undefined;
       this.stop(child, new SandboxError('the sandbox process was let go while idle'));
     }, this.idleMs);
-    this.idleTimer.unref();
+    lane.idleTimer.unref();
   }
 
   private stop(child: SandboxChild, err: Error): void {

@@ -1,8 +1,10 @@
 // One run cannot freeze the server, and a server killed during a runaway run comes back (security finding, critical 2).
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrappedDatabase, request, startTestServer, type TestServer } from '../support/harness.js';
 import { freePort, spawnServer } from '../support/cli.js';
 import { deploy } from '../support/workflows.js';
+import { createKey, createWorkspace } from '../support/accounts.js';
 
 /** A loop of 1,000 around a loop of 1,000 around a variables block: a million block executions unless stopped. */
 const nestedLoops = (levels: number) => {
@@ -81,30 +83,73 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     await t?.close();
   });
 
+  /** The test server as seen by a new workspace of its own, with its own key. */
+  async function newWorkspace(): Promise<TestServer> {
+    const ws = await createWorkspace(t.server.ctx.db, `ws-${randomUUID().slice(0, 8)}`, t.userId, 'enterprise');
+    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+    return { ...t, workspaceId: ws.id, apiKey: key.secret, call: (method, path, body, headers = {}) => request(t.url + path, method, body, { 'x-api-key': key.secret, ...headers }) };
+  }
+  const oneFunction = (code: string) => ({
+    blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'f', type: 'function', name: 'F', config: { code } }],
+    edges: [{ from: 'start', to: 'f' }],
+  });
+  const mapBomb = 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);';
+  // A callback: outside pure code, so it needs an isolate.
+  const needsIsolate = 'return [2].map((x) => x * 21)[0]';
+
   // Growing a Map, an object's properties or a huge array past the isolate's limit ends in a V8 fatal
   // out-of-memory error that aborts the process the isolate lives in (isolated-vm cannot stop it). That
-  // process is the sandbox's own, not the server (src/sandbox/process-sandbox.ts).
+  // process is the sandbox's own, not the server (src/sandbox/process-sandbox.ts). Each case in a workspace
+  // of its own: two such crashes pause a workspace's code (the next test).
   it.each([
-    ['a Map', 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);'],
+    ['a Map', mapBomb],
     ["an object's properties", 'const o = {}; for (let i = 0; ; i++) o["k" + i] = i;'],
     ['a huge array', 'return new Array(4e7).fill(0).length'],
   ])('fails the run when it grows %s, and the server and the next run go on', async (_what, code) => {
-    const id = await deploy(t, `bomb-${Math.random().toString(36).slice(2)}`, {
-      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'bomb', type: 'function', name: 'Bomb', config: { code } }],
-      edges: [{ from: 'start', to: 'bomb' }],
-    });
-    const r = await t.call('POST', `/api/workflows/${id}/execute`, {});
+    const w = await newWorkspace();
+    const id = await deploy(w, 'bomb', oneFunction(code));
+    const r = await w.call('POST', `/api/workflows/${id}/execute`, {});
     expect(r.status).toBe(500);
     expect(r.body.success).toBe(false);
     expect(r.body.error).toMatch(/memory/);
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
-    const next = await deploy(t, `after-bomb-${Math.random().toString(36).slice(2)}`, {
-      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'f', type: 'function', name: 'F', config: { code: 'return [2].map((x) => x * 21)[0]' } }],
-      edges: [{ from: 'start', to: 'f' }],
-    });
-    const ok = await t.call('POST', `/api/workflows/${next}/execute`, {});
+    const next = await deploy(w, 'after-bomb', oneFunction(needsIsolate));
+    const ok = await w.call('POST', `/api/workflows/${next}/execute`, {});
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.output).toBe(42);
+  }, 60_000);
+
+  it("pauses a workspace's code that needs an isolate once it has stopped the sandbox process twice; other workspaces and its pure code go on", async () => {
+    const hostile = await newWorkspace();
+    const other = await newWorkspace();
+    const bomb = await deploy(hostile, 'bomb', oneFunction(mapBomb));
+    const isolated = await deploy(hostile, 'isolated', oneFunction(needsIsolate));
+    const pure = await deploy(hostile, 'pure', oneFunction('return 6 * 7'));
+    const othersCode = await deploy(other, 'others', oneFunction(needsIsolate));
+    for (let i = 0; i < 2; i++) {
+      const r = await hostile.call('POST', `/api/workflows/${bomb}/execute`, {});
+      expect(r.status).toBe(500);
+      expect(r.body.error).toMatch(/sandbox process stopped/);
+    }
+    // Paused: refused at once, saying why and for how long, without starting a process to crash.
+    const stops = () => t.call('GET', '/metrics').then((m) => Number(/^weft_sandbox_process_stops_total (\d+)/m.exec(m.text)?.[1]));
+    const stopsBefore = await stops();
+    for (const id of [bomb, isolated]) {
+      const refused = await hostile.call('POST', `/api/workflows/${id}/execute`, {});
+      expect(refused.status).toBe(500);
+      expect(refused.body.error).toMatch(/refused in this workspace for \d+ s more: its code stopped the sandbox process 2 times/);
+    }
+    expect(await stops()).toBe(stopsBefore);
+    const metrics = (await t.call('GET', '/metrics')).text;
+    expect(metrics).toMatch(/^weft_sandbox_refused_calls_total [1-9]/m);
+    expect(metrics).toMatch(/^weft_sandbox_charged_stops_total [2-9]/m);
+    // Pure code never reaches the sandbox process; another workspace's code still gets its isolate.
+    const pureRun = await hostile.call('POST', `/api/workflows/${pure}/execute`, {});
+    expect(pureRun.status, pureRun.text).toBe(200);
+    expect(pureRun.body.output).toBe(42);
+    const othersRun = await other.call('POST', `/api/workflows/${othersCode}/execute`, {});
+    expect(othersRun.status, othersRun.text).toBe(200);
+    expect(othersRun.body.output).toBe(42);
   }, 60_000);
 });
 

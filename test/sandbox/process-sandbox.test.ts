@@ -12,6 +12,7 @@ afterEach(() => {
 
 // Calls a callback: outside pure code, so it needs an isolate.
 const viaIsolate = (expr: string) => `return [0].map(() => ${expr})[0]`;
+const bomb = 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);';
 const open = (opts: ConstructorParameters<typeof ProcessSandbox>[0] = {}) => (sandbox = new ProcessSandbox({ poolSize: 2, contextPerRun: true, ...opts }));
 
 describe('ProcessSandbox', () => {
@@ -97,4 +98,34 @@ describe('ProcessSandbox', () => {
     sb.dispose();
     await expect(sb.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 })).rejects.toThrow(/shut down/);
   });
+
+  it('runs apart the calls of workspaces whose code shared a crash, charges the next crash there to its cause, then pauses it', async () => {
+    const sb = open({ crashBudget: { strikesToPause: 1, firstPauseMs: 60_000 } });
+    const a = sb.forTenant('a');
+    const b = sb.forTenant('b');
+    await a.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 });
+    const sharedPid = sb.pid;
+    // b's code has its isolate and runs when a's ends the process: either could have been the cause.
+    const busy = b.run({ code: viaIsolate('(() => { const t = Date.now(); while (Date.now() - t < 8000) {} return 1; })()'), bindings: {}, timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    await expect(a.run({ code: bomb, bindings: {}, timeoutMs: 20_000 })).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    await expect(busy).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    expect(sb.crashStats).toEqual({ stops: 1, charged: 0, refused: 0 });
+    // Both are suspects: their calls now run in a process apart; a third workspace stays in the shared one.
+    expect(await b.run({ code: viaIsolate('"apart"'), bindings: {}, timeoutMs: 2000 })).toEqual({ value: 'apart', logs: [] });
+    const apartPid = sb.apartPid;
+    expect(apartPid).toBeGreaterThan(0);
+    expect(await sb.forTenant('c').run({ code: viaIsolate('"shared"'), bindings: {}, timeoutMs: 2000 })).toEqual({ value: 'shared', logs: [] });
+    expect(sb.pid).toBeGreaterThan(0);
+    expect(sb.pid).not.toBe(apartPid);
+    expect(sb.pid).not.toBe(sharedPid);
+    // Alone in that process, a's crash can only be a's: charged, and with a budget of one crash, paused.
+    await expect(a.run({ code: bomb, bindings: {}, timeoutMs: 20_000 })).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    expect(sb.crashStats).toEqual({ stops: 2, charged: 1, refused: 0 });
+    await expect(a.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 })).rejects.toThrow(/refused in this workspace for \d+ s more/);
+    // Pure code is the server's: never refused.
+    expect(await a.run({ code: 'return 6 * 7', bindings: {}, timeoutMs: 2000 })).toEqual({ value: 42, logs: [] });
+    expect(await b.run({ code: viaIsolate('"still"'), bindings: {}, timeoutMs: 2000 })).toEqual({ value: 'still', logs: [] });
+    expect(sb.crashStats).toEqual({ stops: 2, charged: 1, refused: 1 });
+  }, 60_000);
 });
