@@ -196,7 +196,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
 
   const embedders = createEmbedders(config.knowledge.embeddings);
   const kc = config.knowledge;
-  const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb });
+  const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb, parseTimeoutMs: kc.parseTimeoutMs });
   const knowledge = new KnowledgeService({
     db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage, gate: core.scans, queryTimeout: core.queryTimeout,
     options: {

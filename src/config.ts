@@ -88,6 +88,7 @@ const envSchema = z.object({
   WEFT_KNOWLEDGE_MAX_ROWS: z.coerce.number().int().min(1).max(100_000_000).default(200_000),
   WEFT_KNOWLEDGE_MAX_CHUNKS: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   WEFT_KNOWLEDGE_INGEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(24 * 3_600_000).default(1_800_000),
+  WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   WEFT_KNOWLEDGE_MAX_CRASH_RETRIES: z.coerce.number().int().min(0).max(100).default(2),
   // Observability: /metrics wants this token when set; without it, /metrics is served only on a loopback listener.
   // Traces only with an OTLP endpoint.
@@ -229,6 +230,8 @@ export interface KnowledgeConfig {
   /** Documents parsed at once, each in its own worker thread with a `workerHeapMb` heap. */
   ingestWorkers: number;
   workerHeapMb: number;
+  /** How long one document may parse in its worker before the worker is terminated and the document fails. */
+  parseTimeoutMs: number;
   /** Bounds on one document (src/knowledge/ingest-bounds.ts). */
   bounds: IngestBounds;
   /** Wall time of one ingest. */
@@ -333,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxFileBytes: e.WEFT_KNOWLEDGE_MAX_FILE_BYTES,
       ingestWorkers: e.WEFT_KNOWLEDGE_INGEST_WORKERS,
       workerHeapMb: e.WEFT_KNOWLEDGE_WORKER_HEAP_MB,
+      parseTimeoutMs: e.WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS,
       bounds: {
         maxArchiveBytes: e.WEFT_KNOWLEDGE_MAX_ARCHIVE_BYTES,
         maxCompressionRatio: e.WEFT_KNOWLEDGE_MAX_COMPRESSION_RATIO,

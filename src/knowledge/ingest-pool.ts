@@ -57,7 +57,7 @@ export class IngestWorkerCrash extends Error {
 export class ParseTimeLimitError extends DocumentParseError {
   override name = 'ParseTimeLimitError';
   constructor(limitMs: number) {
-    super(`Reading the document took longer than ${formatSeconds(limitMs)}, the limit for one document; it was stopped`);
+    super(`Reading the document took longer than ${formatSeconds(limitMs)}, the limit for one document (WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS); it was stopped`);
   }
 }
 
@@ -123,11 +123,9 @@ export class IngestWorkerPool {
     return new Promise<ParsedChunks>((resolve, reject) => {
       const id = this.nextId++;
       const limitMs = this.options.parseTimeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS;
-      // Counted from when the worker gets the document, not from the upload: waiting for a worker is not its time.
-      const timer = setTimeout(() => {
-        done();
-        reject(new ParseTimeLimitError(limitMs));
-      }, limitMs);
+      // Counted from when the worker begins to read the document: neither waiting for a worker nor a new
+      // worker's start (seconds on a busy host) is the document's time. The ingest deadline bounds the rest.
+      let timer: NodeJS.Timeout | undefined;
       const done = (): void => {
         clearTimeout(timer);
         worker.off('message', onMessage);
@@ -137,6 +135,13 @@ export class IngestWorkerPool {
       };
       const onMessage = (reply: IngestReply): void => {
         if (reply.id !== id) return;
+        if ('reading' in reply) {
+          timer = setTimeout(() => {
+            done();
+            reject(new ParseTimeLimitError(limitMs));
+          }, limitMs);
+          return;
+        }
         done();
         if (reply.ok) resolve({ chunks: reply.chunks, characterCount: reply.characterCount });
         else reject(reply.documentError ? new DocumentParseError(reply.error) : new Error(reply.error));

@@ -19,6 +19,8 @@ export interface IngestRequest {
 }
 
 export type IngestReply =
+  /** The worker has the document and begins to read it: its parse time counts from here, not from the worker's start. */
+  | { id: number; reading: true }
   | { id: number; ok: true; chunks: DocumentChunk[]; characterCount: number }
   /** `documentError`: the file itself is at fault (message safe to show); otherwise a bug or environment failure. */
   | { id: number; ok: false; documentError: boolean; error: string };
@@ -40,5 +42,6 @@ async function handle(req: IngestRequest): Promise<IngestReply> {
 
 // One document at a time: the pool sends the next only after the reply.
 port.on('message', (req: IngestRequest) => {
+  port.postMessage({ id: req.id, reading: true } satisfies IngestReply);
   void handle(req).then((reply) => port.postMessage(reply));
 });

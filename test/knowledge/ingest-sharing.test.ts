@@ -101,3 +101,29 @@ describe('deleting a document whose ingest is running', () => {
     expect((await k.document(baseId, doomed.id)).status).toBe(404);
   });
 });
+
+describe('the parse time limit, set by WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS', () => {
+  let t: TestServer;
+  let k: KnowledgeClient;
+  beforeAll(async () => {
+    t = await startTestServer({ env: { ...fakeEnv(), WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS: '1000' } });
+    k = new KnowledgeClient(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('fails a document that reads longer than the limit, naming it, and reads the next one', async () => {
+    const baseId = (await k.createBase(uniqueName('parse limit'))).id;
+    // A PDF of 1,500 pages: seconds of parsing, far past one second on any host.
+    const pages = Array.from({ length: 1500 }, (_, i) => [`Page ${i}: ${'words of a long report '.repeat(40)}`]);
+    const up = await k.uploadFiles(baseId, [{ name: 'long.pdf', bytes: await makePdf(pages) }]);
+    expect(up.status, up.text).toBe(200);
+    const doc = await k.processed(baseId, up.body.data.document.id, 120_000);
+    expect(doc.processingStatus).toBe('failed');
+    expect(doc.processingError).toBe('Reading the document took longer than 1 s, the limit for one document (WEFT_KNOWLEDGE_PARSE_TIMEOUT_MS); it was stopped');
+    const next = await k.uploadText(baseId, 'small.md', '# Small\n\nRead well inside the limit.');
+    const after = await k.processed(baseId, next.id);
+    expect(after.processingStatus, after.processingError).toBe('completed');
+  });
+});
