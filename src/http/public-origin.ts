@@ -4,12 +4,13 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors.js';
 
-const PUBLIC_PATHS = /^\/(?:api\/webhooks\/trigger\/|healthz(?:$|\?)|readyz(?:$|\?))/;
+/** The routes (as registered, not the raw URL: a percent-encoded path reaches the same route) served there. */
+const PUBLIC_ROUTES = new Set(['/api/webhooks/trigger/:path', '/healthz', '/readyz']);
 
 export function registerPublicOrigin(app: FastifyInstance, publicBaseUrl: string | undefined): void {
   if (!publicBaseUrl) return;
   const publicHost = new URL(publicBaseUrl).host.toLowerCase();
   app.addHook('onRequest', async (request) => {
-    if (request.host.toLowerCase() === publicHost && !PUBLIC_PATHS.test(request.url)) throw new HttpError(404, 'Not Found');
+    if (request.host.toLowerCase() === publicHost && !PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) throw new HttpError(404, 'Not Found');
   });
 }

@@ -17,17 +17,19 @@ export const SERVICE_HEADERS: readonly string[] = ['allow', 'x-execution-id'];
 /** A page opened from an API answer gets no script, no plugin, no form and an opaque origin. */
 export const API_ANSWER_CSP = "default-src 'none'; sandbox";
 
-/** The API's own HTML pages: the reference page needs its scripts. */
-const OWN_PAGES = /^\/api\/docs(?:\/|$|\?)/;
+/** The API's reference page (Swagger UI) needs its scripts: its routes, as registered. */
+const REFERENCE_PAGE_ROUTE = /^\/api\/docs(?:\/|$)/;
 
 /**
- * Every answer says `nosniff`. Every answer under `/api/` (the reference page aside) gets the sandboxing
- * policy unless its route set a policy of its own, so no route added later can forget it.
+ * Every answer says `nosniff`, and every answer gets the sandboxing policy unless its route set a policy of
+ * its own (the dashboard's page, the resume page) or is the API reference page. Decided by the route that
+ * matched, never by the raw URL: `/%61pi/...` reaches the same handlers as `/api/...`, and a default that
+ * covers every route cannot be forgotten by one added later.
  */
 export function registerWorkflowAnswerPolicy(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-content-type-options', 'nosniff');
-    if (request.url.startsWith('/api/') && !OWN_PAGES.test(request.url) && !reply.hasHeader('content-security-policy')) {
+    if (!reply.hasHeader('content-security-policy') && !REFERENCE_PAGE_ROUTE.test(request.routeOptions.url ?? '')) {
       reply.header('content-security-policy', API_ANSWER_CSP);
     }
     if (request.routeOptions.config.workflowAnswer) reply.removeHeader('set-cookie');

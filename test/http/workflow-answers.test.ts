@@ -106,6 +106,28 @@ describe('answers a workflow controls', () => {
     const docs = await request(`${t.url}/api/docs/`, 'GET');
     expect(docs.headers.get('content-security-policy')).not.toBe(SANDBOX);
   });
+
+  it('a percent-encoded path reaches the same routes with the same policy: a page another site sends a browser to stays inert', async () => {
+    // `/%61pi/...` is `/api/...` to the router; the policy once went by the raw URL, and a webhook answering HTML
+    // there ran its script on the dashboard's origin (a security audit, reproduced in Chromium).
+    const def = {
+      blocks: [hook({ responseMode: 'result', path: 'encoded-path' }), respond({ 'Content-Type': 'text/html' })],
+      edges: [{ from: 'hook', to: 'reply' }],
+    };
+    await webhookWorkflow(t, def);
+    const viaWebhook = await request(`${t.url}/%61pi/webhooks/trigger/encoded-path`, 'POST', { a: 1 });
+    expect(viaWebhook.status).toBe(200);
+    expect(viaWebhook.text).toContain('<script>');
+    expect(viaWebhook.headers.get('content-security-policy')).toBe(SANDBOX);
+    const wf = await deploy(t, 'html-encoded', viaStart({ 'Content-Type': 'text/html' }));
+    const viaExecute = await request(`${t.url}/%61pi/workflows/${wf}/%65xecute`, 'POST', { inputs: {} }, { 'x-api-key': t.apiKey });
+    expect(viaExecute.status).toBe(200);
+    expect(viaExecute.headers.get('content-security-policy')).toBe(SANDBOX);
+    // Every other answer too, inside /api/ or not; the dashboard's page keeps its own policy.
+    for (const path of ['/healthz', '/%61pi/v1/nothing', '/nothing.js']) {
+      expect((await request(`${t.url}${path}`, 'GET')).headers.get('content-security-policy'), path).toBe(SANDBOX);
+    }
+  });
 });
 
 /** A POST whose Host header names another site. */
@@ -177,6 +199,9 @@ describe('WEFT_PUBLIC_BASE_URL: trigger URLs on an origin of their own', () => {
     for (const path of [`/api/v1/workflows?workspaceId=${p.workspaceId}`, '/api/v1/auth/session', '/', '/workflows']) {
       expect((await withHost(`${p.url}${path}`, 'GET', 'hooks.example.test', { 'x-api-key': p.apiKey })).status).toBe(404);
     }
+    // Decided by the route, not the raw URL: an encoded path reaches the trigger, and nothing else.
+    expect((await withHost(`${p.url}/%61pi/webhooks/trigger/public-origin`, 'POST', 'hooks.example.test', {}, '{}')).status).toBe(200);
+    expect((await withHost(`${p.url}/%61pi/v1/workflows?workspaceId=${p.workspaceId}`, 'GET', 'hooks.example.test', { 'x-api-key': p.apiKey })).status).toBe(404);
     // The server's own origin serves everything as before.
     expect((await p.call('GET', `/api/v1/workflows?workspaceId=${p.workspaceId}`)).status).toBe(200);
   });
