@@ -1,8 +1,11 @@
 // Masking of secret values in what a run reports (trace, step records, output, errors, variables,
-// pause responses). A value is replaced by `***` wherever it appears whole, also in its JSON-escaped
-// and URL-encoded spellings, and so is any stretch of a text that shares at least MIN_FRAGMENT
-// consecutive characters with a value (user code that slices, reverses or re-joins part of a secret
-// still leaks a part long enough to matter; shorter overlaps are ordinary text).
+// pause responses). A value is replaced by `***` wherever it appears whole, also in its JSON-escaped,
+// URL-encoded, lower-case and upper-case spellings (a URL's host is lower-cased by the parser, and an
+// error naming it would otherwise carry the value), and so is any stretch of a text that shares at least
+// MIN_FRAGMENT consecutive characters with a spelling (user code that slices or re-joins part of a secret
+// still leaks a part long enough to matter; shorter overlaps are ordinary text). Code that transforms a
+// value otherwise (reverses, encodes it) can still reveal it: masking keeps values out of reports by
+// accident, it does not keep them from the workspace's own editors.
 //
 // Cost: a run's result holds megabytes of block outputs, often the same string many times (each
 // block's output, the outputs that pass it on, the final output), and is masked on the main thread.
@@ -54,9 +57,11 @@ export class SecretMask {
     const spellings = new Set<string>();
     for (const v of values) {
       if (v.length === 0) continue;
-      spellings.add(v);
-      spellings.add(JSON.stringify(v).slice(1, -1));
-      spellings.add(encodeURIComponent(v));
+      for (const cased of [v, v.toLowerCase(), v.toUpperCase()]) {
+        spellings.add(cased);
+        spellings.add(JSON.stringify(cased).slice(1, -1));
+        spellings.add(encodeURIComponent(cased));
+      }
     }
     this.needles = [...spellings].sort((a, b) => b.length - a.length);
     this.shortNeedles = this.needles.filter((n) => n.length < MIN_FRAGMENT);

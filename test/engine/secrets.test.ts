@@ -13,6 +13,9 @@ describe('secret masking', () => {
     expect(mask.text(`x ${VALUE.slice(3, 10)} y`)).toBe(`x ${VALUE.slice(3, 10)} y`); // 7 characters: ordinary text
     expect(mask.text(JSON.stringify({ v: 'a"b\nc' }))).toBe('{"v":"***"}');
     expect(mask.text(`?k=${encodeURIComponent('a"b\nc')}`)).toBe('?k=***');
+    // A URL's host is lower-cased by the parser: the value in either case is masked too.
+    expect(mask.text(`http://${VALUE.toUpperCase()}/`)).toBe('http://***/');
+    expect(new SecretMask(['Zq9xW3rT7vY2pL8k']).text('request to zq9xw3rt7vy2pl8k.invalid failed')).toBe('request to ***.invalid failed');
   });
 
   it('masks inside values: keys, nested strings and numbers, leaving the rest as it is', () => {

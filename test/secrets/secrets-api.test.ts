@@ -197,6 +197,22 @@ describe('workspace secrets', () => {
       expect(listed[0].lastUsedAt).not.toBeNull();
     });
 
+    it('masks a value the URL parser lower-cased: a secret in an HTTP block\'s host, named by the request\'s error', async () => {
+      const mixed = `Host${randomBytes(8).toString('hex').toUpperCase()}Part`;
+      expect((await put('HOST_PART', { workspaceId: t.workspaceId, value: mixed })).status).toBe(201);
+      const { id } = await deployAs(t.apiKey, t.workspaceId, 'host-secret', {
+        blocks: [start(), { id: 'call', type: 'http', name: 'Call', config: { url: 'http://{{HOST_PART}}.invalid/x' } }],
+        edges: [{ from: 'start', to: 'call' }],
+      });
+      const r = await t.call('POST', `/api/workflows/${id!}/execute`, {});
+      expect(r.body.success).toBe(false);
+      expect(r.body.error).toContain('***.invalid');
+      const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
+      for (const text of [r.text, log.text]) {
+        expect(text.toLowerCase()).not.toContain(mixed.toLowerCase().slice(0, 12));
+      }
+    });
+
     it('keeps every secret readable by runs after the key is rotated', async () => {
       const keyIds = async () => (await t.server.ctx.db.query<{ key_id: string }>('SELECT key_id FROM secrets')).map((r) => r.key_id);
       const before = await keyIds();
