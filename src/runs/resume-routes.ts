@@ -7,6 +7,7 @@ import { HttpError } from '../http/errors.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { formsPage, keyPage, resultPage } from './resume-page.js';
+import { checkResumeInputSize, resumeInputCap } from './resume-input.js';
 import { baseUrl } from './routes.js';
 import type { ExecutionService } from './service.js';
 
@@ -17,6 +18,9 @@ const pointParams = pathParams.extend({ contextId: z.string().min(1).max(512) })
 export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { pauses } = runs;
+    // Resume input is bounded before the resume is admitted (no charge reserved, no bucket token, no write);
+    // the pause's form is applied where the pause point is read (validateSubmission, in the same transaction).
+    const inputCap = resumeInputCap(ctx.config.maxBlockOutputBytes);
     const load = async (workspaceId: string, workflowId: string, executionId: string) => {
       const row = await pauses.find(workspaceId, workflowId, executionId);
       if (!row) throw new HttpError(404, 'Paused execution not found');
@@ -65,6 +69,7 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
       const { access } = await workflows.forCaller(request.auth, workflowId, 'write');
       const body = request.body as Record<string, unknown> | undefined;
       const input = body && 'input' in body ? body.input : body ?? {};
+      checkResumeInputSize(input, inputCap);
       const abort = new AbortController();
       const outcome = await runs.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, input, { apiKeyId: access.keyId, signal: abort.signal });
       if (outcome.kind === 'queued') {
@@ -142,6 +147,7 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
         const { access } = await formAuth(request, workflowId, executionId, 'write');
         const { apiKey: _k, token: _t, ...input } = request.body as Record<string, string>;
         const submitted = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== ''));
+        checkResumeInputSize(submitted, inputCap);
         const outcome = await runs.resume({ workspaceId: access.workspaceId, workflowId, executionId, contextId }, submitted,
           { apiKeyId: access.keyId, signal: new AbortController().signal });
         if (outcome.kind === 'queued') return html(reply, resultPage('Answer received', `Queued behind another answer (position ${outcome.queuePosition}).`, true));

@@ -14,6 +14,7 @@ import { rateHeaders } from '../limits/service.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { streamRun } from './execute-stream.js';
 import { idSelectors } from './output-selection.js';
+import { checkResumeInputSize, resumeInputCap } from './resume-input.js';
 import { finishedRunData, queuedResumeResource, runListItem, runResource, storedStatuses } from './run-resource.js';
 import type { ExecutionService } from './service.js';
 
@@ -324,6 +325,9 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
     }, async (request, reply) => {
       const { id, runId } = request.params;
       const { access } = await workflows.forCaller(request.auth, id, 'write').catch(concealAsRun);
+      // Bounded before the resume is admitted; the pause's form is applied when the pause point is read.
+      const input = request.body.input ?? {};
+      checkResumeInputSize(input, resumeInputCap(ctx.config.maxBlockOutputBytes));
       const abort = new AbortController();
       const onClose = () => {
         if (!reply.sent) abort.abort(new Error('Client cancelled request'));
@@ -332,7 +336,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       try {
         const outcome = await service.resume(
           { workspaceId: access.workspaceId, workflowId: id, executionId: runId, contextId: request.body.contextId },
-          request.body.input ?? {},
+          input,
           { apiKeyId: access.keyId, signal: abort.signal },
         );
         if (outcome.kind !== 'finished') {
