@@ -86,9 +86,10 @@ export async function cancelRun(deps: CancelDeps, row: ExecutionRow): Promise<Ca
       await store.updateRunState(deps.db, row.id, { status: 'cancelled', output: row.output ?? null, error: 'Run cancelled', errorBlock: null });
       return { runId, success: true, reason: 'recorded', durablyRecorded: true, locallyAborted: false, pausedCancelled: false };
     }
-    // Resumes of this run already admitted (queued or running) stop too.
+    // Resumes of this run already admitted (queued or running) stop too; queued ones give back their slots.
+    for (const slot of resumes.freedSlots) await deps.releaseSlot(row.billed_account, slot).catch(() => undefined);
     let locallyAborted = false;
-    for (const id of resumes) locallyAborted = (await stopRun(deps, id)).locallyAborted || locallyAborted;
+    for (const id of resumes.started) locallyAborted = (await stopRun(deps, id)).locallyAborted || locallyAborted;
     return { runId, success: true, reason: 'recorded', durablyRecorded: true, locallyAborted, pausedCancelled: true };
   }
   const { recorded, locallyAborted } = await stopRun(deps, row.id);
@@ -105,13 +106,13 @@ export async function cancelRun(deps: CancelDeps, row: ExecutionRow): Promise<Ca
  * timeouts stop. Returns the execution ids of resumes already started (to stop them), or null when
  * the run was no longer paused.
  */
-async function cancelPaused(db: Database, executionId: string): Promise<string[] | null> {
+async function cancelPaused(db: Database, executionId: string): Promise<{ started: string[]; freedSlots: string[] } | null> {
   return db.tx(async (q) => {
     const paused = await ps.lockPaused(q, executionId);
     if (!paused || (paused.status !== 'paused' && paused.status !== 'partially_resumed')) return null;
-    const started = await ps.cancelPausedExecution(q, paused.id);
+    const resumes = await ps.cancelPausedExecution(q, paused.id);
     const row = await store.findExecution(q, executionId);
     await store.updateRunState(q, executionId, { status: 'cancelled', output: row?.output ?? null, error: 'Run cancelled', errorBlock: null });
-    return started;
+    return resumes;
   });
 }

@@ -38,6 +38,8 @@ export interface QueueRow {
   completed_at: Date | null; failure_reason: string | null;
   /** While claimed and not yet handed to an async job: until when its holder (a request running it) is known alive. */
   lease_until: Date | null;
+  /** The concurrency slot of the admission of a resume queued behind another (its job frees it). */
+  slot_token: string | null;
 }
 
 const stamp = "date_trunc('milliseconds', clock_timestamp())";
@@ -103,13 +105,13 @@ const leaseFromNow = (param: string) => `clock_timestamp() + (${param}::int * in
 /** A resume entry, claimed (with a lease of `leaseMs`) or pending behind a running resume. */
 export const insertResumeEntry = (
   q: Queryable,
-  e: { pausedId: string; parentExecutionId: string; contextId: string; input: unknown; claimed: boolean; leaseMs: number },
+  e: { pausedId: string; parentExecutionId: string; contextId: string; input: unknown; claimed: boolean; leaseMs: number; slotToken?: string | null },
 ) =>
   q.query<QueueRow>(
-    `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at, lease_until)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END, CASE WHEN $7 = 'claimed' THEN ${leaseFromNow('$8')} END)
+    `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at, lease_until, slot_token)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END, CASE WHEN $7 = 'claimed' THEN ${leaseFromNow('$8')} END, $9)
      RETURNING *`,
-    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending', e.leaseMs],
+    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending', e.leaseMs, e.slotToken ?? null],
   ).then((r) => r[0] as QueueRow);
 
 /** A claim still held: claimed, and its lease (if it has its own) not lapsed. A lapsed one is no one's until released. */
@@ -189,18 +191,18 @@ export const dueTimeouts = (q: Queryable) =>
  * Cancels a paused execution (locked by the caller): no resume is accepted any more, its timeouts
  * stop and queued resumes fail. Returns the execution ids of resumes already claimed (running).
  */
-export async function cancelPausedExecution(q: Queryable, pausedId: string): Promise<string[]> {
+export async function cancelPausedExecution(q: Queryable, pausedId: string): Promise<{ started: string[]; freedSlots: string[] }> {
   await q.query(`UPDATE paused_executions SET status = 'cancelled', next_timeout_at = NULL, updated_at = ${stamp} WHERE id = $1`, [pausedId]);
-  await q.query(
+  const failed = await q.query<{ slot_token: string | null }>(
     `UPDATE resume_queue SET status = 'failed', completed_at = clock_timestamp(), failure_reason = 'Run cancelled'
-      WHERE paused_execution_id = $1 AND status = 'pending'`,
+      WHERE paused_execution_id = $1 AND status = 'pending' RETURNING slot_token`,
     [pausedId],
   );
   const claimed = await q.query<{ new_execution_id: string }>(
     "SELECT new_execution_id FROM resume_queue WHERE paused_execution_id = $1 AND status = 'claimed'",
     [pausedId],
   );
-  return claimed.map((r) => r.new_execution_id);
+  return { started: claimed.map((r) => r.new_execution_id), freedSlots: failed.flatMap((r) => (r.slot_token ? [r.slot_token] : [])) };
 }
 
 /** A resume of a workspace's workflow by the run id it was given, before its run exists (queued behind another). */

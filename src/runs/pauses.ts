@@ -32,6 +32,11 @@ export interface PauseDeps {
   startResumed(run: RunContext, graph: CompiledGraph, opts: { input: Record<string, unknown>; mode: 'sync' | 'async'; signal: AbortSignal;
     recorded?: ReadonlyMap<string, StepRecord>; onStep?: (s: StepRecord, how: StepRecording) => Promise<void> }): Promise<RunResult>;
   charge(q: Queryable, account: string, executionId: string): Promise<unknown>;
+  /**
+   * Admits a resume the service starts itself (a timeout's approval) like an async run of the paused run's
+   * account: usage cap, rate, a concurrency slot. Throws the refusal (an HttpError) when it may not run now.
+   */
+  admitResume(paused: PausedRow): Promise<{ slot: string | null; release(): Promise<void> }>;
   planOf(workspaceId: string): Promise<string>;
   baseUrl(): string;
   /** Registers a run of this process under its execution id, so a cancel reaches it (see InFlightRuns). */
@@ -206,6 +211,10 @@ export class PauseService {
     executionId: string,
     contextId: string,
     rawInput: unknown,
+    /** The admission's concurrency slot: a resume queued behind another keeps it until its own job ends. */
+    slotToken: string | null = null,
+    /** Set by the service itself (a timeout's `timedOut`), added after the form is applied to the input. */
+    marks: Record<string, unknown> = {},
   ): Promise<{ entry: QueueRow; paused: PausedRow; queuePosition: number | null }> {
     return this.db.tx(async (q) => {
       const paused = await ps.findPaused(q, workspaceId, workflowId, storedExecutionIds(executionId, [workspaceId]), true);
@@ -214,10 +223,12 @@ export class PauseService {
       const point = paused.pause_points[contextId];
       if (!point) throw new HttpError(404, 'Pause point not found for execution');
       if (point.resumeStatus !== 'paused') throw new HttpError(409, 'Pause point already resumed or in progress');
-      const input = validateSubmission(formFields(point), rawInput);
+      const input = { ...validateSubmission(formFields(point), rawInput), ...marks };
       const busy = await ps.activeResumeCount(q, paused.id);
       const claimed = busy === 0;
-      const entry = await ps.insertResumeEntry(q, { pausedId: paused.id, parentExecutionId: paused.execution_id, contextId, input, claimed, leaseMs: this.deps.leaseMs });
+      const entry = await ps.insertResumeEntry(q, {
+        pausedId: paused.id, parentExecutionId: paused.execution_id, contextId, input, claimed, leaseMs: this.deps.leaseMs, slotToken: claimed ? null : slotToken,
+      });
       const map = { ...paused.pause_points, [contextId]: { ...point, resumeStatus: (claimed ? 'resuming' : 'queued') as ResumeStatus } };
       await ps.updatePaused(q, paused.id, { points: map, nextTimeoutAt: nextTimeout(map) });
       return { entry, paused, queuePosition: claimed ? null : busy };
@@ -234,7 +245,7 @@ export class PauseService {
     input: unknown,
     caller: { apiKeyId: string | null; signal: AbortSignal; slotToken?: string | null },
   ): Promise<ResumeOutcome> {
-    const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input);
+    const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input, caller.slotToken);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
     if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry, caller.slotToken) };
     // The claim's lease is renewed while the run lasts: a process that dies here leaves a claim that lapses
@@ -368,39 +379,63 @@ export class PauseService {
       return { row: { ...row, pause_points: points }, entry: claimed };
     });
     if (next === 'lost') return { output, lost: true };
-    if (next) await this.enqueueEntryJob(next.row, next.entry);
+    if (next) await this.enqueueEntryJob(next.row, next.entry, next.entry.slot_token);
     return { output };
   }
 
   /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run. */
   async fireTimeouts(): Promise<number> {
     let fired = 0;
+    // Accounts refused admission in this pass: their other due approvals wait for a later pass too.
+    const refused = new Set<string>();
     for (const executionId of await ps.dueTimeouts(this.db)) {
       const row = await ps.findPausedByExecution(this.db, executionId);
       if (!row) continue;
       const now = Date.now();
       for (const p of Object.values(row.pause_points)) {
         if (p.resumeStatus !== 'paused' || !p.timeoutAt || Date.parse(p.timeoutAt) > now) continue;
-        fired++;
-        if (p.onTimeout === 'approve') await this.approveOnTimeout(row, p);
-        else await this.failOnTimeout(row.execution_id, p.contextId);
+        if (p.onTimeout !== 'approve') {
+          fired++;
+          await this.failOnTimeout(row.execution_id, p.contextId);
+        } else if (!refused.has(row.billed_account)) {
+          if (await this.approveOnTimeout(row, p)) fired++;
+          else refused.add(row.billed_account);
+        }
       }
     }
     return fired;
   }
 
-  private async approveOnTimeout(row: PausedRow, p: StoredPoint): Promise<void> {
+  /**
+   * Resumes a point whose timeout approves, admitted like any async run of its account: a workspace cannot
+   * run more at once than its plan allows by letting pauses time out. Refused, the point stays paused and a
+   * later pass tries again (false).
+   */
+  private async approveOnTimeout(row: PausedRow, p: StoredPoint): Promise<boolean> {
+    let admission: { slot: string | null; release(): Promise<void> };
+    try {
+      admission = await this.deps.admitResume(row);
+    } catch (err) {
+      if (err instanceof HttpError) return false;
+      throw err;
+    }
     const fields = formFields(p);
     const defaults = Object.fromEntries(fields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]));
     const filled = Object.fromEntries(fields.filter((f) => f.required && defaults[f.name] === undefined)
       .map((f) => [f.name, f.type === 'boolean' ? true : f.type === 'number' ? 0 : 'approved']));
+    let handedOver = false;
     try {
       const { entry, paused, queuePosition } = await this.enqueueResume(row.workspace_id, row.workflow_id, row.execution_id, p.contextId,
-        { ...defaults, timedOut: true, ...filled });
-      if (queuePosition === null) await this.enqueueEntryJob(paused, entry);
+        { ...defaults, ...filled }, admission.slot, { timedOut: true });
+      // Its job (or, queued, its entry and then its job) frees the slot when it ends.
+      handedOver = true;
+      if (queuePosition === null) await this.enqueueEntryJob(paused, entry, admission.slot);
     } catch (err) {
       if (!(err instanceof HttpError)) throw err; // someone resumed it meanwhile
+    } finally {
+      if (!handedOver) await admission.release();
     }
+    return true;
   }
 
   private async failOnTimeout(executionId: string, contextId: string): Promise<void> {
@@ -419,7 +454,7 @@ export class PauseService {
   /** Releases lapsed resume claims and hands the resumes queued behind them to jobs (see resume-claims.ts). */
   async releaseLapsedClaims(all: boolean): Promise<void> {
     for (const { paused, entry } of await releaseLapsedResumeClaims(this.db, { all, leaseMs: this.deps.leaseMs })) {
-      await this.enqueueEntryJob(paused, entry);
+      await this.enqueueEntryJob(paused, entry, entry.slot_token);
     }
   }
 

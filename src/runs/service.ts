@@ -91,6 +91,10 @@ export class ExecutionService {
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
       charge: (q, account, executionId) => this.deps.limits.chargeRun(account, executionId, q),
       planOf: (workspaceId) => this.deps.accounts.workspacePlan(workspaceId),
+      admitResume: async (paused) => {
+        const plan = await this.deps.accounts.workspacePlan(paused.workspace_id);
+        return this.limits.admitRun(paused.billed_account, plan, { bucket: 'async', mode: 'async' });
+      },
       baseUrl: () => this.baseUrl(),
       track: (executionId, parent) => this.inFlight.start(executionId, parent),
       leaseMs: deps.config.jobLeaseMs,
@@ -137,7 +141,8 @@ export class ExecutionService {
    * The door of a resume (the API's and the resume page's): the paused run's account is admitted like a
    * new run of the paused run's mode (usage cap, that mode's bucket, a concurrency slot), then the resume
    * runs. A sync resume holds its admission while it runs; an async one hands its slot to its job (freed by
-   * the worker that ends it); one queued behind another resume frees it at once.
+   * the worker that ends it); one queued behind another resume keeps it on its queue entry, then hands it to
+   * its job in turn (a queued resume is a run of the account's, and counts as one).
    */
   async resume(
     target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
@@ -152,7 +157,7 @@ export class ExecutionService {
     let handedOver = false;
     try {
       const outcome = await this.pauses.resume(target, input, { ...caller, slotToken: admission.slot });
-      handedOver = outcome.kind === 'job';
+      handedOver = outcome.kind === 'job' || outcome.kind === 'queued';
       return outcome;
     } finally {
       if (!handedOver) await admission.release();
