@@ -18,8 +18,9 @@ import { HttpError } from '../http/errors.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import type { ExecutionService } from '../runs/service.js';
 import type { WorkflowService } from '../workflows/service.js';
+import { admitMessages, invalidParamsError, type RequestSchemas } from './admission.js';
 import { callWorkflowTool, DEFAULT_WAIT_SECONDS, toolError, WAIT_META_KEY } from './tool-call.js';
-import { workspaceTools } from './tool-catalog.js';
+import { ToolCatalog } from './tool-catalog.js';
 
 const SERVER_INFO = { name: 'weft', version: '0.1.0' };
 
@@ -40,6 +41,8 @@ interface RequestScope {
   auth: AuthContext | undefined;
   workspaceId: string;
   baseUrl: string;
+  /** The workspace's tools, read at most once for the whole request (its admission included). */
+  catalog: ToolCatalog;
 }
 
 /** The MCP SDK (about 90 ms to load), loaded by the first MCP request rather than by every process. */
@@ -51,9 +54,15 @@ async function importSdk() {
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
   ]);
+  // The requests this server answers, each with the schema its params must match (else -32602).
+  const requestSchemas: RequestSchemas = {
+    initialize: types.InitializeRequestSchema, ping: types.PingRequestSchema,
+    'tools/list': types.ListToolsRequestSchema, 'tools/call': types.CallToolRequestSchema,
+  };
   return {
     Server: server.Server, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
     CallToolRequestSchema: types.CallToolRequestSchema, ListToolsRequestSchema: types.ListToolsRequestSchema,
+    requestSchemas,
   };
 }
 function mcpSdk(): Promise<McpSdk> {
@@ -74,7 +83,7 @@ function mcpServer(sdk: McpSdk, runs: ExecutionService, workflows: WorkflowServi
   });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: (await workspaceTools(workflows, scope.workspaceId)).map((t) => ({
+    tools: (await scope.catalog.list()).map((t) => ({
       name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema,
       annotations: { title: t.title, readOnlyHint: false, openWorldHint: true },
     })),
@@ -82,7 +91,7 @@ function mcpServer(sdk: McpSdk, runs: ExecutionService, workflows: WorkflowServi
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args, _meta: meta } = request.params;
-    const tool = (await workspaceTools(workflows, scope.workspaceId)).find((t) => t.name === name);
+    const tool = await scope.catalog.find(name);
     // Like the SDK's own McpServer: an unknown tool (never deployed, undeployed, renamed) is a tool error.
     if (!tool) return toolError(`Tool ${name} not found: no deployed workflow of this workspace has that tool name`);
     const token = meta?.progressToken;
@@ -107,14 +116,13 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
   return async (app, { ctx }) => {
     // A workspace the key cannot reach is answered like a missing one (404), never 403: the key learns nothing of it.
     const reach = (auth: AuthContext | undefined, workspaceId: string) => accounts.authorize(auth, workspaceId, 'read', { conceal: true });
-    // Inside the API rate limit like /api/v1: a request carrying anything but tools/call (initialize,
-    // tools/list, ...) takes a token of the caller's api bucket (429 with Retry-After when empty).
-    // tools/call runs a workflow and is admitted as a run instead (the sync bucket: its caller waits).
-    const admitRequest = async (auth: AuthContext | undefined, body: unknown) => {
-      const messages = (Array.isArray(body) ? body : [body]) as { method?: string }[];
-      if (!auth || !messages.some((m) => m.method !== undefined && m.method !== 'tools/call' && !m.method.startsWith('notifications/'))) return;
-      const { account, plan } = await accounts.billedAccount(auth);
-      await runs.limits.admitApi(account, plan);
+    // Inside the API rate limit like /api/v1, one token per JSON-RPC message (admission.ts): a valid
+    // tools/call runs a workflow and is admitted as a run instead (the sync bucket: its caller waits); every
+    // other message, a tools/call of an unknown tool or with arguments that do not match included, takes a
+    // token of the caller's api bucket. A request the bucket cannot cover is refused whole (429, Retry-After).
+    const admitRequest = async (auth: AuthContext | undefined, body: unknown, schemas: RequestSchemas, catalog: ToolCatalog) => {
+      if (!auth || !runs.limits.enabled) return;
+      await admitMessages({ limits: runs.limits, billed: () => accounts.billedAccount(auth), schemas, catalog, body });
     };
     app.post('/api/mcp/:workspaceId', {
       config: { auth: 'bearer', errorFamily: 'v1', rateLimitHeaders: false },
@@ -137,9 +145,10 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
       },
     }, async (request, reply) => {
       const access = await reach(request.auth, request.params.workspaceId);
-      await admitRequest(request.auth, request.body);
-      const scope = { auth: request.auth, workspaceId: access.workspaceId, baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}` };
       const sdk = await mcpSdk();
+      const catalog = new ToolCatalog(workflows, access.workspaceId);
+      await admitRequest(request.auth, request.body, sdk.requestSchemas, catalog);
+      const scope = { auth: request.auth, workspaceId: access.workspaceId, baseUrl: ctx.config.baseUrl ?? `${request.protocol}://${request.host}`, catalog };
       const server = mcpServer(sdk, runs, workflows, scope);
       const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       // From here the transport writes the answer on the raw response; headers set so far go with it.
@@ -151,6 +160,14 @@ export function mcpRoutes(runs: ExecutionService, workflows: WorkflowService, ac
       });
       try {
         await server.connect(transport);
+        // Params a method does not take are -32602 "Invalid params" (the SDK would answer -32603): such a
+        // request is answered here and never reaches the server.
+        const deliver = transport.onmessage;
+        transport.onmessage = (message, extra) => {
+          const invalid = invalidParamsError(sdk.requestSchemas, message);
+          if (invalid) void transport.send(invalid).catch((err: unknown) => request.log.warn({ err }, 'MCP answer not sent'));
+          else deliver?.(message, extra);
+        };
         await transport.handleRequest(request.raw, reply.raw, request.body);
       } catch (err) {
         request.log.error({ err }, 'MCP request failed');
