@@ -4,7 +4,10 @@
 // must answer every request, the hostile runs fail, and the other workspace's runs succeed, except one whose
 // code was running in the process at the moment it stopped.
 //
-//   npm run bench -- sandbox-hostile [--bombs 5]
+//   npm run bench -- sandbox-hostile [--bombs 5] [--seconds S]
+//
+// With --seconds, the bombs go on one after another for that long (however many that makes), which shows the
+// workspace's budget of crashes: after two, its code is refused and the process no longer stops.
 //
 // Weft from dist/main.js as `compare` runs it (embedded, npm start's flags). Another workspace (made with the
 // CLI) runs a workflow whose function block needs an isolate, one request after another, first alone (the
@@ -49,6 +52,8 @@ async function executeWhile(url: string, key: string, until: Promise<unknown>) {
 export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const i = argv.indexOf('--bombs');
   const bombs = i >= 0 ? Number(argv[i + 1]) : 5;
+  const j = argv.indexOf('--seconds');
+  const attackMs = j >= 0 ? Number(argv[j + 1]) * 1000 : 0;
   installExitHandlers();
   try {
     const w = await startEmbedded('http://127.0.0.1:9/v1', true);
@@ -64,7 +69,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const alone = await executeWhile(normalUrl, key2, sleep(2000));
     const bombRuns: { status: number; ms: number; error?: string }[] = [];
     const attack = (async () => {
-      for (let b = 0; b < bombs; b++) {
+      const began = performance.now();
+      for (let b = 0; attackMs > 0 ? performance.now() - began < attackMs : b < bombs; b++) {
         const t0 = performance.now();
         const r = await apiCall(`${w.url}/api/workflows/${bomb}/execute`, w.apiKey, 'POST', { inputs: {} });
         bombRuns.push({ status: r.status, ms: round2(performance.now() - t0), error: typeof r.body.error === 'string' ? r.body.error.slice(0, 80) : undefined });
@@ -74,7 +80,16 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
     const after = await apiCall(normalUrl, key2, 'POST', { inputs: {} });
     const sameServer = w.api().child.pid === serverPid && w.api().child.exitCode === null;
     await w.close();
-    return { bombs, sameServer, otherWorkspaceAlone: alone, otherWorkspaceDuring: during, otherWorkspaceAfter: after.status, bombRuns };
+    // By what each bomb's run said: the process stopped under it, or its code was refused (the budget).
+    const bombOutcomes: Record<string, number> = {};
+    for (const r of bombRuns) {
+      const kind = r.error?.includes('sandbox process stopped') ? 'stoppedTheProcess' : r.error?.includes('refused') ? 'refused' : `status ${r.status}`;
+      bombOutcomes[kind] = (bombOutcomes[kind] ?? 0) + 1;
+    }
+    return {
+      bombs: bombRuns.length, attackSeconds: attackMs / 1000, sameServer, otherWorkspaceAlone: alone, otherWorkspaceDuring: during,
+      otherWorkspaceAfter: after.status, bombOutcomes, bombRuns: bombRuns.slice(0, 10),
+    };
   } finally {
     await cleanupAll();
   }
