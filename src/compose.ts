@@ -92,7 +92,11 @@ export function composeCore(
   ctx: AppContext, observer?: Observer, opts: ComposeOptions = {}, lifecycles = new Lifecycles(ctx.log),
 ): CoreServices {
   const { config, db } = ctx;
-  const accounts = new AccountsService(db, { keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail });
+  const accounts = new AccountsService(db, {
+    keyCacheMs: config.keyCacheMs, defaultPlan: config.defaultPlan, adminEmail: config.dashboard.adminEmail,
+    // Pages' scoped tokens are signed with a secret the database does not hold (accounts/scoped-token.ts).
+    tokenSecret: () => secrets.signingKey(),
+  });
   // Session lookups are cached like key lookups: a sign-out elsewhere bites within the same few seconds.
   const sessions = new SessionService(db, accounts, {
     idleMs: config.dashboard.sessionIdleMs, maxMs: config.dashboard.sessionMaxMs, cacheMs: config.keyCacheMs, passwords: opts.passwords ?? scryptHasher(config.dashboard.passwordHashCost),

@@ -21,7 +21,7 @@ export function createLogger(config: Config): Logger {
  */
 export function lockDataDir(config: Config): () => void {
   if (config.databaseUrl) return () => undefined;
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  ownerOnly(config.dataDir);
   const file = path.join(config.dataDir, 'weft.lock');
   const mine = lockOwner(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -195,4 +195,16 @@ export async function openDatabase(
     unlock();
     throw err;
   }
+}
+
+/**
+ * The data directory holds the database (password hashes, key hashes, every tenant's data) and the secrets'
+ * key file: only the server's own account may enter it, whatever the umask made of it or its files. An existing
+ * directory is narrowed too (one made by an earlier version, or by hand); one owned by another account is left
+ * as it is (the operator chose it).
+ */
+export function ownerOnly(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = fs.statSync(dir);
+  if ((st.mode & 0o077) !== 0 && st.uid === process.getuid?.()) fs.chmodSync(dir, st.mode & 0o7700);
 }

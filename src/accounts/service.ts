@@ -59,6 +59,8 @@ export interface AccountsOptions {
   defaultPlan: string;
   /** Email of the admin user the first bootstrap creates (default admin@localhost). */
   adminEmail?: string;
+  /** The server secret scoped tokens are signed with (not stored in the database; scoped-token.ts). */
+  tokenSecret?: () => Buffer;
 }
 
 /**
@@ -78,6 +80,11 @@ export class AccountsService implements AccessControlled {
 
   verifyKey = (secret: string): Promise<AuthContext | undefined> => this.keys.authenticate(secret);
 
+  private tokenSecret(): Buffer {
+    if (!this.opts.tokenSecret) throw new Error('scoped tokens need a server secret (AccountsOptions.tokenSecret)');
+    return this.opts.tokenSecret();
+  }
+
   authorize(auth: AuthContext | undefined, workspaceId: string, minRole: Role, opts: AuthorizeOptions = {}): Promise<WorkspaceAccess> {
     return this.access.authorize(auth, workspaceId, minRole, opts);
   }
@@ -86,7 +93,7 @@ export class AccountsService implements AccessControlled {
   async issueScopedToken(auth: AuthContext, scope: string, ttlMs: number): Promise<string> {
     const key = await store.findKey(this.db, auth.keyId);
     if (!key || key.revoked_at) throw new HttpError(401, 'Invalid API key');
-    return signScopedToken(key.id, key.key_hash, scope, Date.now() + ttlMs);
+    return signScopedToken(this.tokenSecret(), key.id, key.key_hash, scope, Date.now() + ttlMs);
   }
 
   /** The caller behind a scoped token, or undefined when it is malformed, expired, for another scope, or its key was revoked. */
@@ -94,7 +101,7 @@ export class AccountsService implements AccessControlled {
     const parsed = parseScopedToken(token);
     if (!parsed) return undefined;
     const key = await store.findKey(this.db, parsed.keyId);
-    if (!key || key.revoked_at || !scopedTokenValid(parsed, key.key_hash, scope, Date.now())) return undefined;
+    if (!key || key.revoked_at || !scopedTokenValid(this.tokenSecret(), parsed, key.key_hash, scope, Date.now())) return undefined;
     return { keyId: key.id, keyType: key.type, userId: key.user_id, keyWorkspaceId: key.workspace_id };
   }
 

@@ -1,6 +1,7 @@
 // Workspace secrets: set, list, delete, and resolve for runs. Values are sealed before they reach the
 // store and opened only for a run's block that references them (the engine's secrets port); no method
 // here returns a value to a caller outside a run.
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
@@ -61,6 +62,8 @@ export class SecretsService {
   private readonly lastMarked = new Map<string, number>();
   private readonly providerKeys = new Map<string, { keys: Partial<Record<KeyedProvider, string>>; until: number }>();
 
+  private signing?: { keyId: string; bytes: Buffer };
+
   constructor(private readonly deps: SecretsDeps) {}
 
   /**
@@ -81,6 +84,18 @@ export class SecretsService {
 
   private get ring(): KeyRing {
     return this.keys().ring;
+  }
+
+  /**
+   * A secret of the server for signing (the scoped tokens of pages), derived from the primary encryption key:
+   * every process holds it, the database does not. A key rotation changes it (tokens last 30 minutes).
+   */
+  signingKey(): Buffer {
+    const primary = this.ring.primary;
+    if (this.signing?.keyId !== primary.id) {
+      this.signing = { keyId: primary.id, bytes: createHmac('sha256', primary.bytes).update('weft signing key: scoped tokens').digest() };
+    }
+    return this.signing.bytes;
   }
 
   list(workspaceId: string): Promise<PublicSecret[]> {

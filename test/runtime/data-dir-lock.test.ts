@@ -65,3 +65,17 @@ describe('data directory lock', () => {
     expect(fs.existsSync(path.join(dir, 'weft.lock'))).toBe(false);
   });
 });
+
+describe('the data directory', () => {
+  // It holds password and key hashes, every tenant's data and the secrets' key file (an audit read the
+  // database as another local user from a directory the umask had left open).
+  it('is the server\'s account\'s only: made 0700, and an existing open one narrowed', () => {
+    const made = path.join(tempDir(), 'fresh');
+    lockDataDir(configFor(made))();
+    expect(fs.statSync(made).mode & 0o777).toBe(0o700);
+    const open = tempDir();
+    fs.chmodSync(open, 0o755);
+    lockDataDir(configFor(open))();
+    expect(fs.statSync(open).mode & 0o777).toBe(0o700);
+  });
+});
