@@ -9,6 +9,7 @@ import type { DocumentKind } from './file-types.js';
 import { checkBound, count, type IngestBounds } from './ingest-bounds.js';
 import { parseDocument } from './parse.js';
 import { DocumentParseError } from './parsed-document.js';
+import { countTokens } from '../tokenizer.js';
 
 export interface IngestRequest {
   id: number;
@@ -39,6 +40,10 @@ async function handle(req: IngestRequest): Promise<IngestReply> {
     return { id: req.id, ok: false, documentError: false, error: err instanceof Error ? err.message : String(err) };
   }
 }
+
+// The tokenizer's ranks (every document's chunks are counted) load before this worker listens: a document's
+// parse time, counted from the 'reading' message, is then its own, not this worker's start (seconds on a busy host).
+countTokens('');
 
 // One document at a time: the pool sends the next only after the reply.
 port.on('message', (req: IngestRequest) => {

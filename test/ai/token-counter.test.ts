@@ -6,7 +6,8 @@ import { countTokens } from '../../src/tokenizer.js';
 
 const counters: OffThreadTokenCounter[] = [];
 const counter = (opts: ConstructorParameters<typeof OffThreadTokenCounter>[0] = {}) => {
-  const c = new OffThreadTokenCounter(opts);
+  // A generous timeout unless a test sets one: starting the thread and loading the ranks can take seconds on a busy host.
+  const c = new OffThreadTokenCounter({ timeoutMs: 60_000, ...opts });
   counters.push(c);
   return c;
 };

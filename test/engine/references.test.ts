@@ -93,11 +93,12 @@ describe('references in code', () => {
 
   it('inside string and template literals they read as text', async () => {
     const d = workflow(
-      [start(inputs), fn('f', "return ['Hi <start.name>!', \"<start.n>\", `n=<start.n> obj=<start.obj.a> ${1 + <start.n>}`, 'x'.length, \"{{TOKEN}}\".toUpperCase(), 'Bearer {{TOKEN}}'.length, '{{NOPE}}']")],
+      [start(inputs), fn('f', "return ['Hi <start.name>!', \"<start.n>\", `n=<start.n> obj=<start.obj.a> ${1 + <start.n>}`, 'x'.length, \"{{TOKEN}}\".split('').reverse().join(''), 'Bearer {{TOKEN}}'.length, '{{NOPE}}']")],
       chain('start', 'f'),
     );
     const r = await run(d, { input, secrets: { TOKEN: 'tok' } });
-    expect(r.output).toEqual(['Hi Ada!', '7', 'n=7 obj={"b":[10,20]} 8', 1, 'TOK', 10, '{{NOPE}}']);
+    // Reversed: the value reached the code (masking covers its spellings and cases, not a reversal).
+    expect(r.output).toEqual(['Hi Ada!', '7', 'n=7 obj={"b":[10,20]} 8', 1, 'kot', 10, '{{NOPE}}']);
   });
 
   it('keeps comparisons, comments and regex literals intact', async () => {

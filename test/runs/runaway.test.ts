@@ -89,8 +89,9 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
     return { ...t, workspaceId: ws.id, apiKey: key.secret, call: (method, path, body, headers = {}) => request(t.url + path, method, body, { 'x-api-key': key.secret, ...headers }) };
   }
-  const oneFunction = (code: string) => ({
-    blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'f', type: 'function', name: 'F', config: { code } }],
+  // Bombs get the longest time a block may have: on a busy host, filling 128 MB can take longer than the default 10 s.
+  const oneFunction = (code: string, timeoutMs?: number) => ({
+    blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'f', type: 'function', name: 'F', config: { code, ...(timeoutMs ? { timeoutMs } : {}) } }],
     edges: [{ from: 'start', to: 'f' }],
   });
   const mapBomb = 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);';
@@ -107,7 +108,7 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     ['a huge array', 'return new Array(4e7).fill(0).length'],
   ])('fails the run when it grows %s, and the server and the next run go on', async (_what, code) => {
     const w = await newWorkspace();
-    const id = await deploy(w, 'bomb', oneFunction(code));
+    const id = await deploy(w, 'bomb', oneFunction(code, 60_000));
     const r = await w.call('POST', `/api/workflows/${id}/execute`, {});
     expect(r.status).toBe(500);
     expect(r.body.success).toBe(false);
@@ -122,7 +123,7 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
   it("pauses a workspace's code that needs an isolate once it has stopped the sandbox process twice; other workspaces and its pure code go on", async () => {
     const hostile = await newWorkspace();
     const other = await newWorkspace();
-    const bomb = await deploy(hostile, 'bomb', oneFunction(mapBomb));
+    const bomb = await deploy(hostile, 'bomb', oneFunction(mapBomb, 60_000));
     const isolated = await deploy(hostile, 'isolated', oneFunction(needsIsolate));
     const pure = await deploy(hostile, 'pure', oneFunction('return 6 * 7'));
     const othersCode = await deploy(other, 'others', oneFunction(needsIsolate));

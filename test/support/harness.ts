@@ -76,7 +76,9 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const where = opts.reuse ?? (await freshDatabase());
   const config = loadConfig(
     // Settlements before the answer, so a balance read right after a request has it (test/ai/settle-window.test.ts opts in).
-    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_SETTLE_WINDOW_MS: '0', WEFT_EMBEDDED_FSYNC: process.env.WEFT_EMBEDDED_FSYNC, ...FAST_PASSWORD_HASHING, ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
+    // Prompt counts wait for the counting thread as long as it takes: on a host busy with the whole suite, its
+    // start can pass the 2 s default and the count would fall back to an estimate (tests that mean that set it).
+    { LOG_LEVEL: 'silent', WEFT_DEFAULT_PLAN: 'enterprise', WEFT_AI_SETTLE_WINDOW_MS: '0', WEFT_AI_TOKEN_COUNT_TIMEOUT_MS: '60000', WEFT_EMBEDDED_FSYNC: process.env.WEFT_EMBEDDED_FSYNC, ...FAST_PASSWORD_HASHING, ...(where.databaseUrl ? { WEFT_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY } : {}), ...opts.env },
     {
       port: 0,
       host: '127.0.0.1',
