@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
+import { isUuid } from '../ids.js';
 import { errorResponses } from '../http/schemas.js';
 import { actorOf, publicKey, type AccountsService, type WorkspaceRow } from './service.js';
 
@@ -146,6 +147,24 @@ export function accountRoutes(accounts: AccountsService): FastifyPluginAsyncZod 
     if (!user) throw new HttpError(404, 'User not found');
     await accounts.addMember(access.workspaceId, user.id, request.body.role, actorOf(access));
     return { success: true as const, data: { userId: user.id, role: request.body.role } };
+  });
+
+  app.delete('/api/v1/workspaces/:id/members/:userId', {
+    schema: {
+      tags: ['workspaces'],
+      summary: 'Remove a user from the workspace (workspace admins): their keys, sessions and the workspace keys they created no longer reach it',
+      params: z.object({ id: z.string().min(1).max(128), userId: z.string().min(1).max(128) }),
+      response: {
+        200: z.object({ success: z.literal(true), data: z.object({ userId: z.string(), removed: z.literal(true) }) }),
+        ...errorResponses,
+      },
+    },
+  }, async (request) => {
+    const access = await accounts.authorize(request.auth, request.params.id, 'admin', { conceal: true });
+    if (access.keyType !== 'personal') throw new HttpError(403, 'Workspace API keys cannot manage members; use a personal key of a workspace admin or the CLI');
+    if (!isUuid(request.params.userId)) throw new HttpError(404, 'Member not found');
+    await accounts.removeMember(access.workspaceId, request.params.userId, actorOf(access));
+    return { success: true as const, data: { userId: request.params.userId, removed: true as const } };
   });
 };
 }

@@ -315,6 +315,26 @@ export class AccountsService implements AccessControlled {
     });
     this.invalidate();
   }
+
+  /**
+   * Takes a user out of a workspace: their personal keys and sessions no longer reach it, and the workspace
+   * keys they created stop too (a workspace key's role is its creator's). The last admin cannot be removed.
+   * Other processes notice within WEFT_KEY_CACHE_MS.
+   */
+  async removeMember(workspaceId: string, userId: string, actor: Actor = { type: 'cli' }): Promise<void> {
+    await this.db.tx(async (q) => {
+      const admins = await store.lockAdmins(q, workspaceId);
+      if (admins.length === 1 && admins[0] === userId) {
+        throw new HttpError(409, 'The last admin of a workspace cannot be removed: make another member admin first', { code: 'LAST_ADMIN' });
+      }
+      const role = await store.deleteMembership(q, workspaceId, userId);
+      if (!role) throw new HttpError(404, 'Member not found');
+      await recordAudit(q, {
+        workspaceId, ...auditActor(actor), action: 'member.removed', resourceType: 'membership', resourceId: userId, metadata: { role },
+      });
+    });
+    this.invalidate();
+  }
 }
 
 function auditActor(actor: Actor) {

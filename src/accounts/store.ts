@@ -53,6 +53,16 @@ export const upsertMembership = (q: Queryable, workspaceId: string, userId: stri
     [workspaceId, userId, role],
   );
 
+/** Removes a membership; its role, or undefined when the user was not a member. */
+export const deleteMembership = (q: Queryable, workspaceId: string, userId: string) =>
+  q.query<{ role: Role }>('DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2 RETURNING role', [workspaceId, userId])
+    .then((r) => r[0]?.role);
+
+/** The workspace's admins, their rows locked (a removal checks it leaves one). */
+export const lockAdmins = (q: Queryable, workspaceId: string) =>
+  q.query<{ user_id: string }>("SELECT user_id FROM memberships WHERE workspace_id = $1 AND role = 'admin' ORDER BY user_id FOR UPDATE", [workspaceId])
+    .then((r) => r.map((x) => x.user_id));
+
 export const findRole = (q: Queryable, workspaceId: string, userId: string) =>
   q.query<{ role: Role }>('SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2', [workspaceId, userId])
     .then((r) => r[0]?.role);

@@ -147,6 +147,23 @@ export const operations = {
     },
   }),
 
+  /** Takes a user (by email) out of a workspace: their keys and sessions, and the workspace keys they created, stop reaching it. */
+  'workspaces.remove-member': op({
+    args: z.object({ workspace: z.string().min(1), email: z.string().trim().min(1) }),
+    async run({ services: s }, a) {
+      const ws = await workspace(s, a.workspace);
+      const userId = await s.sessions.userIdByEmail(a.email);
+      if (!userId || !(await s.accounts.roleOf(ws.id, userId))) throw new CommandError(`${a.email} is not a member of workspace "${ws.name}"`);
+      try {
+        await s.accounts.removeMember(ws.id, userId);
+      } catch (err) {
+        if (err instanceof HttpError) throw new CommandError(err.message);
+        throw err;
+      }
+      return { workspaceId: ws.id, workspace: ws.name, userId, email: a.email, removed: true };
+    },
+  }),
+
   'keys.create': op({
     args: z.object({ workspace: z.string().min(1), personal: z.boolean().default(false), user: z.string().optional(), name: z.string().optional() }),
     async run({ services: s }, a) {

@@ -94,6 +94,17 @@ export function registerAccountCommands(program: Command): void {
       emit(json, { id: out.id, plan: out.plan }, () => `Workspace "${out.name}" is on plan ${out.plan}`);
     });
 
+  workspaces
+    .command('remove-member')
+    .argument('<workspace>', 'workspace id or name')
+    .requiredOption('--email <email>', 'the member to remove')
+    .option('--json', 'machine-readable output')
+    .action(async (ref: string, o: { email: string; json?: boolean }) => {
+      const json = Boolean(o.json);
+      const out = await withSession(json, ['workspaces.remove-member'], (s) => s.call('workspaces.remove-member', { workspace: ref, email: o.email }));
+      emit(json, out, () => `${out.email} is no longer a member of "${out.workspace}": their keys and sessions, and the workspace keys they created, no longer reach it`);
+    });
+
   const keys = program.command('keys').description('Manage API keys');
   keys
     .command('create')
