@@ -127,11 +127,16 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     const isolated = await deploy(hostile, 'isolated', oneFunction(needsIsolate));
     const pure = await deploy(hostile, 'pure', oneFunction('return 6 * 7'));
     const othersCode = await deploy(other, 'others', oneFunction(needsIsolate));
-    for (let i = 0; i < 2; i++) {
+    // Most such bombs end the process; now and then V8 stops one inside its isolate instead (a memory error
+    // the run reports, no crash, nothing charged to the budget): bomb until two have ended the process.
+    let stopped = 0;
+    for (let i = 0; i < 10 && stopped < 2; i++) {
       const r = await hostile.call('POST', `/api/workflows/${bomb}/execute`, {});
       expect(r.status).toBe(500);
-      expect(r.body.error).toMatch(/sandbox process stopped/);
+      expect(r.body.error).toMatch(/memory/);
+      if (/sandbox process stopped/.test(r.body.error)) stopped++;
     }
+    expect(stopped).toBe(2);
     // Paused: refused at once, saying why and for how long, without starting a process to crash.
     const stops = () => t.call('GET', '/metrics').then((m) => Number(/^weft_sandbox_process_stops_total (\d+)/m.exec(m.text)?.[1]));
     const stopsBefore = await stops();
@@ -151,7 +156,7 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     const othersRun = await other.call('POST', `/api/workflows/${othersCode}/execute`, {});
     expect(othersRun.status, othersRun.text).toBe(200);
     expect(othersRun.body.output).toBe(42);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a server killed during a runaway async run', () => {

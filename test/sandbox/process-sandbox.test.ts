@@ -13,6 +13,20 @@ afterEach(() => {
 // Calls a callback: outside pure code, so it needs an isolate.
 const viaIsolate = (expr: string) => `return [0].map(() => ${expr})[0]`;
 const bomb = 'const m = new Map(); for (let i = 0; ; i++) m.set(i, i);';
+
+/**
+ * Runs the bomb until it ends the sandbox process: now and then V8 stops one inside its isolate instead (a
+ * memory error, no crash).
+ */
+async function crash(port: { run: ProcessSandbox['run'] }): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    const err = await port.run({ code: bomb, bindings: {}, timeoutMs: 30_000 }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    if ((err as Error).message.includes(SANDBOX_PROCESS_STOPPED)) return;
+    expect((err as Error).message).toMatch(/memory/);
+  }
+  throw new Error('the bomb never ended the sandbox process');
+}
 const open = (opts: ConstructorParameters<typeof ProcessSandbox>[0] = {}) => (sandbox = new ProcessSandbox({ poolSize: 2, contextPerRun: true, ...opts }));
 
 describe('ProcessSandbox', () => {
@@ -106,9 +120,9 @@ describe('ProcessSandbox', () => {
     await a.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 });
     const sharedPid = sb.pid;
     // b's code has its isolate and runs when a's ends the process: either could have been the cause.
-    const busy = b.run({ code: viaIsolate('(() => { const t = Date.now(); while (Date.now() - t < 8000) {} return 1; })()'), bindings: {}, timeoutMs: 20_000 });
+    const busy = b.run({ code: viaIsolate('(() => { const t = Date.now(); while (Date.now() - t < 40000) {} return 1; })()'), bindings: {}, timeoutMs: 50_000 });
     await new Promise((r) => setTimeout(r, 300));
-    await expect(a.run({ code: bomb, bindings: {}, timeoutMs: 20_000 })).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    await crash(a);
     await expect(busy).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
     expect(sb.crashStats).toEqual({ stops: 1, charged: 0, refused: 0 });
     // Both are suspects: their calls now run in a process apart; a third workspace stays in the shared one.
@@ -120,12 +134,12 @@ describe('ProcessSandbox', () => {
     expect(sb.pid).not.toBe(apartPid);
     expect(sb.pid).not.toBe(sharedPid);
     // Alone in that process, a's crash can only be a's: charged, and with a budget of one crash, paused.
-    await expect(a.run({ code: bomb, bindings: {}, timeoutMs: 20_000 })).rejects.toThrow(SANDBOX_PROCESS_STOPPED);
+    await crash(a);
     expect(sb.crashStats).toEqual({ stops: 2, charged: 1, refused: 0 });
     await expect(a.run({ code: viaIsolate('1'), bindings: {}, timeoutMs: 2000 })).rejects.toThrow(/refused in this workspace for \d+ s more/);
     // Pure code is the server's: never refused.
     expect(await a.run({ code: 'return 6 * 7', bindings: {}, timeoutMs: 2000 })).toEqual({ value: 42, logs: [] });
     expect(await b.run({ code: viaIsolate('"still"'), bindings: {}, timeoutMs: 2000 })).toEqual({ value: 'still', logs: [] });
     expect(sb.crashStats).toEqual({ stops: 2, charged: 1, refused: 1 });
-  }, 60_000);
+  }, 120_000);
 });
