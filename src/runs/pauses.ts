@@ -1,6 +1,6 @@
-// Human in the loop: pause records, the resume queue and its runs, pause timeouts. Over 400 lines: the
-// resume's life (admit, claim, run, record, hand to the next) is kept in one place on purpose; claim leases
-// live in resume-claims.ts and the SQL in pause-store.ts. The timeout sweep is the next seam to move out.
+// Human in the loop: pause records, the resume queue and its runs. Over 400 lines: the resume's life (admit,
+// claim, run, record, hand to the next) is kept in one place on purpose; claim leases live in
+// resume-claims.ts, the timeout sweep in pause-timeouts.ts and the SQL in pause-store.ts.
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.js';
 import type { CompiledGraph, PausePoint, RunResult, StepRecord, StepRecording } from '../engine/index.js';
@@ -12,7 +12,8 @@ import { nextTimeout, type PausedRow, type PointMap, type QueueRow, type ResumeL
 import { holdResumeClaim, releaseLapsedResumeClaims } from './resume-claims.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { finishedFrom } from './run-options.js';
-import { validateSubmission, type FormField } from './resume-input.js';
+import { fireTimeouts } from './pause-timeouts.js';
+import { formFields, validateSubmission } from './resume-input.js';
 import type { RunContext } from './run-context.js';
 import * as store from './store.js';
 
@@ -104,7 +105,6 @@ export type RecordResume = (q: Queryable, result: RunResult, output: unknown) =>
 /** A resume whose claim was released (its lease lapsed) before it recorded its end: it records nothing. */
 class ClaimReleased extends Error {}
 
-const formFields = (point: StoredPoint): FormField[] => ((point.response as { fields?: FormField[] } | null)?.fields ?? []);
 
 /** Human-in-the-loop: stores paused runs, queues and runs resumes, and fires pause timeouts. */
 export class PauseService {
@@ -383,71 +383,13 @@ export class PauseService {
     return { output };
   }
 
-  /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run. */
-  async fireTimeouts(): Promise<number> {
-    let fired = 0;
-    // Accounts refused admission in this pass: their other due approvals wait for a later pass too.
-    const refused = new Set<string>();
-    for (const executionId of await ps.dueTimeouts(this.db)) {
-      const row = await ps.findPausedByExecution(this.db, executionId);
-      if (!row) continue;
-      const now = Date.now();
-      for (const p of Object.values(row.pause_points)) {
-        if (p.resumeStatus !== 'paused' || !p.timeoutAt || Date.parse(p.timeoutAt) > now) continue;
-        if (p.onTimeout !== 'approve') {
-          fired++;
-          await this.failOnTimeout(row.execution_id, p.contextId);
-        } else if (!refused.has(row.billed_account)) {
-          if (await this.approveOnTimeout(row, p)) fired++;
-          else refused.add(row.billed_account);
-        }
-      }
-    }
-    return fired;
-  }
-
-  /**
-   * Resumes a point whose timeout approves, admitted like any async run of its account: a workspace cannot
-   * run more at once than its plan allows by letting pauses time out. Refused, the point stays paused and a
-   * later pass tries again (false).
-   */
-  private async approveOnTimeout(row: PausedRow, p: StoredPoint): Promise<boolean> {
-    let admission: { slot: string | null; release(): Promise<void> };
-    try {
-      admission = await this.deps.admitResume(row);
-    } catch (err) {
-      if (err instanceof HttpError) return false;
-      throw err;
-    }
-    const fields = formFields(p);
-    const defaults = Object.fromEntries(fields.filter((f) => f.default !== undefined).map((f) => [f.name, f.default]));
-    const filled = Object.fromEntries(fields.filter((f) => f.required && defaults[f.name] === undefined)
-      .map((f) => [f.name, f.type === 'boolean' ? true : f.type === 'number' ? 0 : 'approved']));
-    let handedOver = false;
-    try {
-      const { entry, paused, queuePosition } = await this.enqueueResume(row.workspace_id, row.workflow_id, row.execution_id, p.contextId,
-        { ...defaults, ...filled }, admission.slot, { timedOut: true });
-      // Its job (or, queued, its entry and then its job) frees the slot when it ends.
-      handedOver = true;
-      if (queuePosition === null) await this.enqueueEntryJob(paused, entry, admission.slot);
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err; // someone resumed it meanwhile
-    } finally {
-      if (!handedOver) await admission.release();
-    }
-    return true;
-  }
-
-  private async failOnTimeout(executionId: string, contextId: string): Promise<void> {
-    await this.db.tx(async (q) => {
-      const row = await ps.lockPaused(q, executionId);
-      const point = row?.pause_points[contextId];
-      if (!row || !point || point.resumeStatus !== 'paused') return;
-      const map: PointMap = { ...row.pause_points, [contextId]: { ...point, resumeStatus: 'failed' } };
-      await ps.updatePaused(q, row.id, { points: map, nextTimeoutAt: null, status: 'failed' });
-      await store.updateRunState(q, executionId, {
-        status: 'failed', output: null, error: `Block "${point.blockId}" timed out waiting for a human response`, errorBlock: point.blockId,
-      });
+  /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run (pause-timeouts.ts). */
+  fireTimeouts(): Promise<number> {
+    return fireTimeouts({
+      db: this.db,
+      admitResume: (row) => this.deps.admitResume(row),
+      enqueueResume: (...args) => this.enqueueResume(...args),
+      enqueueEntryJob: (paused, entry, slotToken) => this.enqueueEntryJob(paused, entry, slotToken),
     });
   }
 

@@ -1,8 +1,12 @@
 import { describedSize } from '../engine/json-size.js';
 import { HttpError } from '../http/errors.js';
+import type { StoredPoint } from './pause-store.js';
 
 /** A field of a human block's form. */
 export interface FormField { name: string; type: string; required?: boolean; default?: unknown }
+
+/** The form a pause point asks to be filled. */
+export const formFields = (point: StoredPoint): FormField[] => ((point.response as { fields?: FormField[] } | null)?.fields ?? []);
 
 /**
  * The most a resume's input may measure as JSON. The input becomes the human block's output and is stored
