@@ -132,7 +132,7 @@ export function accountRoutes(accounts: AccountsService): FastifyPluginAsyncZod 
 
   app.put('/api/v1/workspaces/:id/members/:userId', {
     schema: {
-      tags: ['workspaces'], summary: 'Add a user to the workspace or change their role (workspace admins)',
+      tags: ['workspaces'], summary: 'Change a member\'s role (workspace admins), or add a user to the workspace (instance administrators)',
       params: z.object({ id: z.string().min(1).max(128), userId: z.string().min(1).max(128) }),
       body: z.object({ role: z.enum(['admin', 'write', 'read']) }).strict(),
       response: {
@@ -145,6 +145,11 @@ export function accountRoutes(accounts: AccountsService): FastifyPluginAsyncZod 
     if (access.keyType !== 'personal') throw new HttpError(403, 'Workspace API keys cannot manage members; use a personal key of a workspace admin or the CLI');
     const user = await accounts.findUser(request.params.userId);
     if (!user) throw new HttpError(404, 'User not found');
+    // Adding someone is for instance administrators (and the CLI): a workspace admin could otherwise enrol any
+    // user of the instance without their say, and see their personal keys' names in the key list.
+    if (!(await accounts.roleOf(access.workspaceId, user.id)) && !(await accounts.isInstanceAdmin(access.userId))) {
+      throw new HttpError(403, 'Only instance administrators add users to a workspace; workspace admins change the roles of its members and remove them');
+    }
     await accounts.addMember(access.workspaceId, user.id, request.body.role, actorOf(access));
     return { success: true as const, data: { userId: user.id, role: request.body.role } };
   });

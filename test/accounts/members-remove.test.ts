@@ -60,3 +60,28 @@ describe('DELETE /api/v1/workspaces/{id}/members/{userId}', () => {
     expect((await writer('DELETE', `/api/v1/workspaces/${randomUUID()}/members/${t.userId}`)).status).toBe(404);
   });
 });
+
+describe('PUT /api/v1/workspaces/{id}/members/{userId}', () => {
+  // An audit: a workspace admin enrolled any user of the instance by id, without their say, and then saw their
+  // personal keys in the workspace's key list.
+  it('adds a user only for an instance administrator; a workspace admin changes the roles of members', async () => {
+    const db = t.server.ctx.db;
+    const wsAdmin = await createUser(db, `ws-admin-${randomUUID().slice(0, 8)}@example.test`);
+    await addMember(db, t.workspaceId, wsAdmin.id, 'admin');
+    const asWsAdmin = as((await createKey(db, { workspaceId: t.workspaceId, userId: wsAdmin.id, type: 'personal' })).secret);
+    const outsider = await createUser(db, `outsider-${randomUUID().slice(0, 8)}@example.test`);
+    const refused = await asWsAdmin('PUT', `/api/v1/workspaces/${t.workspaceId}/members/${outsider.id}`, { role: 'read' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatch(/Only instance administrators add users/);
+    const keys = await asWsAdmin('GET', `/api/v1/keys?workspaceId=${t.workspaceId}`);
+    expect(keys.status).toBe(200);
+    // A member's role is the workspace admin's to change.
+    const member = await createUser(db, `member-${randomUUID().slice(0, 8)}@example.test`);
+    await addMember(db, t.workspaceId, member.id, 'read');
+    expect((await asWsAdmin('PUT', `/api/v1/workspaces/${t.workspaceId}/members/${member.id}`, { role: 'write' })).status).toBe(200);
+    // The bootstrap user is the instance administrator: it may add.
+    const instanceAdmin = as((await createKey(db, { workspaceId: t.workspaceId, userId: t.userId, type: 'personal' })).secret);
+    const added = await instanceAdmin('PUT', `/api/v1/workspaces/${t.workspaceId}/members/${outsider.id}`, { role: 'read' });
+    expect(added.status, added.text).toBe(200);
+  });
+});

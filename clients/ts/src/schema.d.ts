@@ -1000,7 +1000,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Add a user to the workspace or change their role (workspace admins) */
+        /** Change a member's role (workspace admins), or add a user to the workspace (instance administrators) */
         put: {
             parameters: {
                 query?: never;
