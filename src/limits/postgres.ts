@@ -12,21 +12,21 @@ const INTERVAL_MS = 60_000;
 export class PostgresLimits implements RateLimiter, ConcurrencySlots {
   constructor(private readonly db: Database, private readonly clock: Clock) {}
 
-  /** Takes a token. The bucket row commits without waiting for the WAL flush: a lost update costs nothing. */
-  async take(key: string, rate: number, burst: number): Promise<{ allowed: boolean; state: BucketState }> {
+  /** Takes `tokens` when all are there. The bucket row commits without waiting for the WAL flush: a lost update costs nothing. */
+  async take(key: string, rate: number, burst: number, tokens = 1): Promise<{ allowed: boolean; state: BucketState }> {
     const now = this.clock.now();
     const refill = `LEAST(s.burst, b.tokens + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0)) * s.rate)`;
     const rows = await this.db.query<{ tokens: number; last_refill: string | number; last_allowed: boolean }>(
       `WITH ${ASYNC_COMMIT},
-            s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst FROM ${ASYNC_COMMIT_NAME})
+            s AS (SELECT $2::bigint AS now, $3::float8 AS rate, $4::float8 AS burst, $5::float8 AS want FROM ${ASYNC_COMMIT_NAME})
        INSERT INTO rate_buckets AS b (key, tokens, last_refill, last_allowed)
-       SELECT $1, s.burst - 1, s.now, true FROM s
+       SELECT $1, CASE WHEN s.burst >= s.want THEN s.burst - s.want ELSE s.burst END, s.now, s.burst >= s.want FROM s
        ON CONFLICT (key) DO UPDATE SET
-         tokens = (SELECT ${refill} - CASE WHEN ${refill} >= 1 THEN 1 ELSE 0 END FROM s),
+         tokens = (SELECT ${refill} - CASE WHEN ${refill} >= s.want THEN s.want ELSE 0 END FROM s),
          last_refill = (SELECT b.last_refill + GREATEST(0, floor((s.now - b.last_refill) / ${INTERVAL_MS}.0))::bigint * ${INTERVAL_MS} FROM s),
-         last_allowed = (SELECT ${refill} >= 1 FROM s)
+         last_allowed = (SELECT ${refill} >= s.want FROM s)
        RETURNING tokens, last_refill, last_allowed`,
-      [key, now, rate, burst],
+      [key, now, rate, burst, tokens],
     );
     const r = rows[0];
     return { allowed: r.last_allowed, state: stateOf(r.tokens, Number(r.last_refill), rate, burst, now) };

@@ -2,7 +2,11 @@ import { TokenBuckets, type BucketState, type Clock } from './token-bucket.js';
 
 /** Token buckets per key: discrete refill of `rate` tokens a minute, capacity `burst`. */
 export interface RateLimiter {
-  take(key: string, ratePerMinute: number, burst: number): Promise<{ allowed: boolean; state: BucketState }>;
+  /**
+   * Takes `tokens` (default 1) at once when the bucket holds them all, else takes none: a request that costs
+   * several tokens is admitted whole or not at all, whatever other requests do meanwhile.
+   */
+  take(key: string, ratePerMinute: number, burst: number, tokens?: number): Promise<{ allowed: boolean; state: BucketState }>;
   peek(key: string, ratePerMinute: number, burst: number): Promise<BucketState>;
   close(): Promise<void>;
 }
@@ -21,8 +25,8 @@ export class MemoryRateLimiter implements RateLimiter {
   constructor(clock: Clock) {
     this.buckets = new TokenBuckets(clock);
   }
-  async take(key: string, rate: number, burst: number) {
-    return this.buckets.take(key, rate, burst);
+  async take(key: string, rate: number, burst: number, tokens = 1) {
+    return this.buckets.take(key, rate, burst, tokens);
   }
   async peek(key: string, rate: number, burst: number) {
     return this.buckets.peek(key, rate, burst);

@@ -8,7 +8,7 @@ const INTERVAL_MS = 60_000;
 /** ioredis takes about 40 ms to load: only a process given REDIS_URL loads it. */
 const loadIoredis = () => createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
 
-// One atomic step of a token bucket: refill by whole minutes, optionally take a token.
+// One atomic step of a token bucket: refill by whole minutes, then take ARGV[5] tokens when all are there (0: a peek).
 const BUCKET_SCRIPT = `
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'last')
 local now = tonumber(ARGV[1]); local rate = tonumber(ARGV[2]); local burst = tonumber(ARGV[3]); local interval = tonumber(ARGV[4])
@@ -17,8 +17,9 @@ if tokens == nil then tokens = burst; last = now end
 local n = math.floor((now - last) / interval)
 if n > 0 then tokens = math.min(burst, tokens + n * rate); last = last + n * interval end
 if tokens > burst then tokens = burst end
+local want = tonumber(ARGV[5])
 local allowed = 0
-if ARGV[5] == '1' and tokens >= 1 then tokens = tokens - 1; allowed = 1 end
+if want > 0 and tokens >= want then tokens = tokens - want; allowed = 1 end
 redis.call('HSET', KEYS[1], 'tokens', tokens, 'last', last)
 redis.call('PEXPIRE', KEYS[1], interval * (math.ceil(burst / rate) + 2))
 return {allowed, tostring(tokens), tostring(last)}
@@ -49,10 +50,10 @@ export class RedisLimits implements RateLimiter, ConcurrencySlots {
     this.redis.defineCommand('weftAcquire', { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
   }
 
-  private async bucket(key: string, rate: number, burst: number, take: boolean): Promise<{ allowed: boolean; state: BucketState }> {
+  private async bucket(key: string, rate: number, burst: number, take: number): Promise<{ allowed: boolean; state: BucketState }> {
     const now = this.clock.now();
     const run = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<BucketReply>>).weftBucket;
-    const [allowed, tokens, last] = await run.call(this.redis, `${this.prefix}tb:${key}`, now, rate, burst, INTERVAL_MS, take ? '1' : '0');
+    const [allowed, tokens, last] = await run.call(this.redis, `${this.prefix}tb:${key}`, now, rate, burst, INTERVAL_MS, String(take));
     const resetAt = Number(last) + INTERVAL_MS;
     return {
       allowed: allowed === 1,
@@ -60,12 +61,12 @@ export class RedisLimits implements RateLimiter, ConcurrencySlots {
     };
   }
 
-  take(key: string, rate: number, burst: number) {
-    return this.bucket(key, rate, burst, true);
+  take(key: string, rate: number, burst: number, tokens = 1) {
+    return this.bucket(key, rate, burst, tokens);
   }
 
   async peek(key: string, rate: number, burst: number) {
-    return (await this.bucket(key, rate, burst, false)).state;
+    return (await this.bucket(key, rate, burst, 0)).state;
   }
 
   async acquire(account: string, limit: number, ttlMs: number, token: string): Promise<boolean> {

@@ -215,15 +215,28 @@ export class LimitsService {
     await Promise.all([this.slots.release(account, slot), releaseCharges(this.db, [slot])]);
   }
 
-  /** Takes a token of the `api` bucket for an /api/v1 request. */
-  async admitApi(account: string, plan: string): Promise<BucketState> {
+  /**
+   * Takes a token of the `api` bucket for an /api/v1 request, or `tokens` at once for a request that costs
+   * several (all or none: 429 when the bucket does not hold them all). `explain` words the refusal's reason.
+   */
+  async admitApi(account: string, plan: string, tokens = 1, explain?: (state: BucketState) => string): Promise<BucketState> {
     if (!this.enabled) return this.limiter.peek(...this.bucket(account, plan, 'api'));
-    const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, 'api'));
-    if (!allowed) {
-      this.observer?.limitRejected({ kind: 'api' });
-      throw rateRefusal('Rate limit exceeded', state, { message: `API rate limit exceeded. Please retry after ${state.resetAt.toISOString()}` });
-    }
+    const { allowed, state } = await this.limiter.take(...this.bucket(account, plan, 'api'), tokens);
+    if (!allowed) throw this.apiRefusal(state, explain);
     return state;
+  }
+
+  /** Refuses like `admitApi` when the `api` bucket holds fewer than `tokens`, taking nothing either way. */
+  async checkApi(account: string, plan: string, tokens: number, explain?: (state: BucketState) => string): Promise<void> {
+    if (!this.enabled) return;
+    const state = await this.limiter.peek(...this.bucket(account, plan, 'api'));
+    if (state.remaining < tokens) throw this.apiRefusal(state, explain);
+  }
+
+  private apiRefusal(state: BucketState, explain?: (state: BucketState) => string): HttpError {
+    this.observer?.limitRejected({ kind: 'api' });
+    const why = explain ? `: ${explain(state)}` : `. Please retry after ${state.resetAt.toISOString()}`;
+    return rateRefusal('Rate limit exceeded', state, { message: `API rate limit exceeded${why}` });
   }
 
   /** Records the base charge of a finished run (once per execution id), in the caller's transaction when given. */

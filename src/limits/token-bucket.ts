@@ -37,11 +37,11 @@ export class TokenBuckets {
     return { b, now };
   }
 
-  /** Takes one token when available; the state after the attempt either way. */
-  take(key: string, ratePerMinute: number, burst: number): { allowed: boolean; state: BucketState } {
+  /** Takes `tokens` when all are there (else none); the state after the attempt either way. */
+  take(key: string, ratePerMinute: number, burst: number, tokens = 1): { allowed: boolean; state: BucketState } {
     const { b, now } = this.refill(key, ratePerMinute, burst);
-    const allowed = b.tokens >= 1;
-    if (allowed) b.tokens -= 1;
+    const allowed = b.tokens >= tokens;
+    if (allowed) b.tokens -= tokens;
     return { allowed, state: this.state(b, ratePerMinute, burst, now) };
   }
 

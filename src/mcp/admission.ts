@@ -5,12 +5,11 @@
 // sync bucket, a concurrency slot, the charge; tool-call.ts), so it takes nothing here. Every other message
 // takes one token of the caller's api bucket: initialize, ping, tools/list, notifications, responses, an
 // unknown method, and a tools/call with malformed params, an unknown tool or arguments that do not match (it
-// read the workspace's tools and answered, so it is work like a listing). A request whose tokens the bucket
-// cannot cover is refused as a whole, before its messages are handled: 429 with Retry-After, the answer
-// of the API rate limit (/api/v1).
+// read the workspace's tools and answered, so it is work like a listing). A request's tokens are taken at
+// once, all or none, before its messages are handled; one the bucket cannot cover is refused as a whole
+// (429 with Retry-After, the answer of the API rate limit, /api/v1) and spends nothing.
 import type { BucketState } from '../limits/token-bucket.js';
-import { rateHeaders, type LimitsService } from '../limits/service.js';
-import { HttpError } from '../http/errors.js';
+import type { LimitsService } from '../limits/service.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { checkArguments } from './tool-input.js';
 
@@ -64,29 +63,17 @@ async function runsAWorkflow(catalog: ToolCatalog, ask: ToolCallAsk): Promise<bo
   return tool !== undefined && checkArguments(tool.fields, ask.arguments).ok;
 }
 
-/** Whole seconds until the bucket refills, at least 1 (the Retry-After of an API rate-limit refusal). */
-const retryAfterSeconds = (state: BucketState) => Math.max(1, Math.ceil(state.retryAfterMs / 1000));
-
-/**
- * The 429 of a request needing more tokens than are left (at least one was): the API rate limit's answer
- * (`{error, message, retryAfter, retryAfterSeconds}`, Retry-After), its message saying what it needed.
- */
-function notCovered(state: BucketState, needed: number, taken: number): HttpError {
-  const left = state.remaining + taken; // the tokens taken so far, to learn the bucket's state, count as left
-  const why = needed > state.limit
+/** Why a request needing `needed` tokens was refused, for the 429's message. */
+function notCovered(state: BucketState, needed: number): string {
+  return needed > state.limit
     ? `this request holds ${needed} JSON-RPC messages that each take an API token, more than the ${state.limit} the API rate limit ever allows at once; send fewer per request`
-    : `this request holds ${needed} JSON-RPC messages that each take an API token and ${left} were left. Please retry after ${state.resetAt.toISOString()}`;
-  return new HttpError(429, 'Rate limit exceeded', {
-    message: `API rate limit exceeded: ${why}`,
-    retryAfter: state.resetAt.getTime(),
-    retryAfterSeconds: retryAfterSeconds(state),
-  }, rateHeaders(state, true));
+    : `this request holds ${needed} JSON-RPC messages that each take an API token and ${state.remaining} were left. Please retry after ${state.resetAt.toISOString()}`;
 }
 
 /**
- * Takes what a request's messages cost from the caller's api bucket, or refuses the request (429). The
- * messages known to cost a token without looking at the workspace's tools take their first token before
- * the tools are read, so an empty bucket refuses them without that read.
+ * Takes what a request's messages cost from the caller's api bucket, all at once, or refuses the request
+ * (429). Messages known to cost a token without looking at the workspace's tools are checked against the
+ * bucket first, so an empty bucket refuses them without reading the tools.
  */
 export async function admitMessages(opts: {
   limits: LimitsService;
@@ -105,17 +92,14 @@ export async function admitMessages(opts: {
     else needed += 1;
   }
   let billed: { account: string; plan: string } | undefined;
-  let state: BucketState | undefined;
-  let taken = 0;
-  const takeOne = async () => {
-    billed ??= await opts.billed();
-    state = await opts.limits.admitApi(billed.account, billed.plan); // 429 when the bucket is empty
-    taken += 1;
-  };
-  if (needed > 0) await takeOne();
+  if (needed > 0) {
+    billed = await opts.billed();
+    const known = needed;
+    await opts.limits.checkApi(billed.account, billed.plan, known, (state) => notCovered(state, known));
+  }
   for (const ask of asks) if (!(await runsAWorkflow(opts.catalog, ask))) needed += 1;
-  if (needed > taken && taken === 0) await takeOne();
-  // Refused as a whole when the rest cannot be covered: nothing more is spent and no message is handled.
-  if (state && needed - taken > state.remaining) throw notCovered(state, needed, taken);
-  while (taken < needed) await takeOne(); // a concurrent request may still empty the bucket first: 429
+  if (needed === 0) return;
+  billed ??= await opts.billed();
+  const total = needed;
+  await opts.limits.admitApi(billed.account, billed.plan, total, (state) => notCovered(state, total));
 }

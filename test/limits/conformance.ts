@@ -32,6 +32,27 @@ export function limiterConformance(name: string, make: (clock: FakeClock) => Pro
       await l.close();
     });
 
+    it('takes several tokens all at once or none, also when requests race', async () => {
+      const clock = fakeClock();
+      const l = await make(clock);
+      const key = `m-${Math.random()}`;
+      const first = await l.take(key, 5, 10, 4);
+      expect(first).toMatchObject({ allowed: true, state: { remaining: 6 } });
+      expect(await l.take(key, 5, 10, 7)).toMatchObject({ allowed: false, state: { remaining: 6 } });
+      expect((await l.peek(key, 5, 10)).remaining).toBe(6); // the refusal took nothing
+      // Two requests of 4 against 6 tokens: one is admitted whole, the other takes nothing.
+      const raced = await Promise.all([l.take(key, 5, 10, 4), l.take(key, 5, 10, 4)]);
+      expect(raced.filter((r) => r.allowed)).toHaveLength(1);
+      expect((await l.peek(key, 5, 10)).remaining).toBe(2);
+      // More than the burst never passes, even on a full bucket.
+      const fresh = `f-${Math.random()}`;
+      expect((await l.take(fresh, 5, 10, 11)).allowed).toBe(false);
+      expect((await l.peek(fresh, 5, 10)).remaining).toBe(10);
+      expect((await l.take(fresh, 5, 10, 10)).allowed).toBe(true);
+      expect((await l.take(fresh, 5, 10)).allowed).toBe(false);
+      await l.close();
+    });
+
     it('peeking does not consume', async () => {
       const l = await make(fakeClock());
       const key = `p-${Math.random()}`;

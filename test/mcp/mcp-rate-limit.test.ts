@@ -137,8 +137,20 @@ describe('MCP requests draw on the api bucket, one token per message', () => {
     const over = await b.mcp([...batch(4, list), { jsonrpc: '2.0', id: 5, method: 'ping' }]);
     expectRefused(over);
     expect(over.body.message).toMatch(/5 JSON-RPC messages/);
-    // The refusal handled nothing and spent at most the one token that read the bucket: 3 still pass.
-    expect((await b.mcp(batch(3, list))).answers).toHaveLength(3);
+    // The refusal handled nothing and spent nothing: the 4 still pass.
+    expect((await b.mcp(batch(4, list))).answers).toHaveLength(4);
+    expectRefused(await b.mcp(list(1)));
+  });
+
+  it('requests racing for the last tokens: one is admitted whole, the other refused whole and spends nothing', async () => {
+    const a = await freshAccount();
+    expect((await a.mcp(batch(API_BURST - 5, list))).status).toBe(200); // 5 left
+    // Unknown-tool calls are priced after the tools are read, so both requests read the bucket before either takes.
+    const raced = await Promise.all([a.mcp(batch(3, unknownTool)), a.mcp(batch(3, unknownTool))]);
+    expect(raced.map((r) => r.status).sort()).toEqual([200, 429]);
+    expectRefused(raced.find((r) => r.status === 429)!);
+    expect((await a.mcp(batch(2, list))).status).toBe(200); // what the refused one would have taken is still there
+    expectRefused(await a.mcp(list(1)));
   });
 
   it('initialize, notifications and ping each take a token too (the SDK client connecting spends two)', async () => {
