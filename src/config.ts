@@ -44,6 +44,8 @@ const envSchema = z.object({
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_RUN_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_TRACE_ENTRIES: z.coerce.number().int().min(10).max(1_000_000).default(2_000),
+  WEFT_MAX_TRACE_OUTPUT_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  WEFT_MAX_TRACE_LOG_CHARS: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(1024 * 1024),
   WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
@@ -163,6 +165,10 @@ export interface Config {
   maxRunResultBytes: number;
   /** Trace entries kept per run. */
   maxTraceEntries: number;
+  /** JSON bytes of block outputs one run's trace keeps (the rest are named by size). */
+  maxTraceOutputBytes: number;
+  /** Characters of console lines one run's trace keeps. */
+  maxTraceLogChars: number;
   /** Blocks in one workflow definition, nested ones included. */
   maxBlocksPerWorkflow: number;
   /** Crashes an async run may be interrupted by before it is failed instead of retried. */
@@ -307,6 +313,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
     maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,
     maxTraceEntries: e.WEFT_MAX_TRACE_ENTRIES,
+    maxTraceOutputBytes: e.WEFT_MAX_TRACE_OUTPUT_BYTES,
+    maxTraceLogChars: e.WEFT_MAX_TRACE_LOG_CHARS,
     maxBlocksPerWorkflow: e.WEFT_MAX_BLOCKS_PER_WORKFLOW,
     maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
     tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,

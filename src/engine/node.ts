@@ -12,7 +12,7 @@ import type { CompiledBlock } from './compile.js';
 import type { SandboxLogEntry } from './ports.js';
 import { BlockLimitError } from './run-state.js';
 import { findUp, type HaltFlag, type NodeResult, type ScopeInfo, type ScopeRun } from './scope.js';
-import { appendLog, appendLogs, errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
+import { errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
 import type { PausePoint, StepRecord } from './types.js';
 
 /** What one execution of a block (all its attempts) produced, handed to finishNode. */
@@ -22,6 +22,8 @@ interface Execution {
   result: BlockResult | undefined;
   error: unknown;
   logs: SandboxLogEntry[];
+  /** Console lines the trace did not keep (see TraceLog.keepLogs). */
+  logsDropped: number;
   attempts: number;
   /** The block (or a child of the container) changed run variables. */
   variablesChanged: boolean;
@@ -108,9 +110,14 @@ function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execu
     },
     resolve: (value) => scope.resolveLoose(value),
     runCode: (source, opts) => scope.runCode(source, opts),
-    log: (level, message) => appendLog(exec.logs, { level, message }),
+    log: (level, message) => keepLogs(scope, exec, [{ level, message }]),
     container,
   };
+}
+
+/** A block's console lines, as far as the trace keeps them. */
+function keepLogs(scope: ScopeRun, exec: Execution, logs: Iterable<SandboxLogEntry>): void {
+  exec.logsDropped += scope.run.trace.keepLogs(exec.logs, logs);
 }
 
 function newExecution(scope: ScopeRun): Execution {
@@ -120,6 +127,7 @@ function newExecution(scope: ScopeRun): Execution {
     result: undefined,
     error: undefined,
     logs: [],
+    logsDropped: 0,
     attempts: 0,
     variablesChanged: false,
   };
@@ -143,7 +151,7 @@ async function runLeaf(scope: ScopeRun, b: CompiledBlock, key: string): Promise<
       } catch (err) {
         exec.error = err;
         const logs = errorLogs(err);
-        if (logs) appendLogs(exec.logs, logs);
+        if (logs) keepLogs(scope, exec, logs);
         if (exec.attempts >= maxAttempts || run.signal.aborted || err instanceof RunStoppedError) break;
         const backoff = (b.retry?.backoffMs ?? 0) * 2 ** (exec.attempts - 1);
         if (backoff > 0) {
@@ -196,7 +204,7 @@ async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind
       const view = scope.child(b, kind, frame, halt, outputs);
       const timeoutMs = Math.max(1, Math.min(5000, run.remainingMs()));
       const res = await view.runCode(source, { timeoutMs });
-      appendLogs(exec.logs, res.logs);
+      keepLogs(scope, exec, res.logs);
       return res.value;
     },
     stopped: () => halt.halted || scope.isHalted(),
@@ -228,10 +236,12 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
 
   let { result, error } = exec;
   let output: unknown = null;
+  let outputBytes = 0;
   if (error === undefined && result !== undefined && !('pause' in result)) {
     output = result.output === undefined ? null : result.output;
-    if (result.logs) appendLogs(exec.logs, result.logs);
+    if (result.logs) keepLogs(scope, exec, result.logs);
     const size = run.measureOutput(b.name, output);
+    outputBytes = size.bytes;
     // The run's bound comes second: an output over the block cap fails only its block (an error edge may
     // catch it) and is not held.
     const tooLarge = size.error ?? run.holdOutput(b.id, b.name, size.bytes, scope.parent === null);
@@ -246,6 +256,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
     startedAt: isoTime(exec.startedAt), durationMs: run.clock.now() - exec.startedAt,
     ...(exec.config !== undefined ? { input: summarizeInput(masked(exec.config, b.type.maskedFields), run.mask) } : {}),
     ...(exec.logs.length ? { logs: exec.logs } : {}),
+    ...(exec.logsDropped > 0 ? { logsDropped: exec.logsDropped } : {}),
     ...(exec.attempts > 1 ? { attempts: exec.attempts } : {}),
   };
 
@@ -266,7 +277,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
     return { kind: 'paused' };
   }
 
-  run.addTrace({ ...base, status: 'success', output });
+  run.addTrace({ ...base, status: 'success', output }, outputBytes);
   const step: StepRecord = { key, blockId: b.id, output };
   if (exec.variablesChanged) step.variables = { ...run.variables };
   const recorded = await record(scope, b, step);

@@ -25,6 +25,8 @@ export const RUN_DEFAULTS = {
   maxBlockOutputBytes: 4 * 1024 * 1024,
   /** 16 times the default block output cap (64 MiB); a run given another block cap gets 16 times that. */
   maxRunOutputBytes: HELD_OUTPUT_BLOCK_CAPS * 4 * 1024 * 1024,
+  maxTraceOutputBytes: 4 * 1024 * 1024,
+  maxTraceLogChars: 1024 * 1024,
 } as const;
 
 /** The scheduler lets the event loop run after this many steps ... */
@@ -147,7 +149,10 @@ export class RunState {
     this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
     this.maxRunOutputBytes = opts.maxRunOutputBytes ?? HELD_OUTPUT_BLOCK_CAPS * this.maxBlockOutputBytes;
     this.maxTraceEntries = Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries);
-    this.trace = new TraceLog(this.maxTraceEntries);
+    this.trace = new TraceLog(this.maxTraceEntries, {
+      logChars: Math.max(0, opts.maxTraceLogChars ?? RUN_DEFAULTS.maxTraceLogChars),
+      outputBytes: Math.max(0, opts.maxTraceOutputBytes ?? RUN_DEFAULTS.maxTraceOutputBytes),
+    });
     if (opts.secrets) this.addSecrets(opts.secrets);
     this.depth = opts.depth ?? 0;
     this.deadline = opts.timeoutMs !== undefined ? this.startedAt + opts.timeoutMs : Infinity;
@@ -265,9 +270,9 @@ export class RunState {
   }
 
   /** Every trace entry goes through here, so that holdOutput knows whether the trace still keeps entries. */
-  addTrace(entry: BlockTrace): void {
+  addTrace(entry: BlockTrace, outputBytes?: number): void {
     this.traceEntries++;
-    this.trace.add(entry);
+    this.trace.add(entry, outputBytes);
   }
 
   // -- stopping ---------------------------------------------------------------------------------

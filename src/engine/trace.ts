@@ -1,5 +1,8 @@
 // The run's trace: one entry per block execution, capped (entries past the cap are counted, not
-// kept), with each block's resolved config summarised and its secrets masked.
+// kept), with each block's resolved config summarised and its secrets masked. What the trace keeps of
+// block outputs and console lines is bounded per run (docs/architecture.md, Run traces): the trace is
+// held in memory until the run ends and then stored with it, so without a bound one run's console lines
+// (1,000 lines of 10,000 characters per call, times every iteration of a loop) grew the server by gigabytes.
 import type { SandboxLogEntry } from './ports.js';
 import { formatInterpolated } from './references.js';
 import type { SecretMask } from './secret-mask.js';
@@ -14,13 +17,51 @@ export class TraceLog {
   private readonly entries: BlockTrace[] = [];
   private dropped = 0;
   private closed = false;
+  /** Characters of console lines the trace still keeps, all entries together. */
+  private logRoom: number;
+  /** JSON bytes of block outputs the trace still keeps, all entries together. */
+  private outputRoom: number;
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(private readonly maxEntries: number, budget: { logChars: number; outputBytes: number }) {
+    this.logRoom = budget.logChars;
+    this.outputRoom = budget.outputBytes;
+  }
 
-  add(entry: BlockTrace): void {
+  /**
+   * Appends console lines to one entry's list while the entry (1,000 lines) and the run's budget have room;
+   * returns how many were not kept.
+   */
+  keepLogs(into: SandboxLogEntry[], from: Iterable<SandboxLogEntry>): number {
+    let dropped = 0;
+    for (const entry of from) {
+      const chars = entry.message.length;
+      if (into.length >= MAX_TRACE_LOGS || chars > this.logRoom) dropped++;
+      else {
+        this.logRoom -= chars;
+        into.push(entry);
+      }
+    }
+    return dropped;
+  }
+
+  /** Whether an output of `bytes` (its JSON) still fits the run's budget; it takes that room when it does. */
+  private keepOutput(bytes: number): boolean {
+    if (bytes > this.outputRoom) return false;
+    this.outputRoom -= bytes;
+    return true;
+  }
+
+  /** Keeps an entry while there is room for entries; its output (of `outputBytes`) while the run's budget lasts. */
+  add(entry: BlockTrace, outputBytes?: number): void {
     if (this.closed) return;
-    if (this.entries.length < this.maxEntries) this.entries.push(entry);
-    else this.dropped++;
+    if (this.entries.length >= this.maxEntries) {
+      this.dropped++;
+      return;
+    }
+    if (outputBytes !== undefined && 'output' in entry && !this.keepOutput(outputBytes)) {
+      const { output: _notKept, ...rest } = entry;
+      this.entries.push({ ...rest, outputOmittedBytes: outputBytes });
+    } else this.entries.push(entry);
   }
 
   /** Ends the trace: later entries (blocks still unwinding) are ignored. */
@@ -28,18 +69,6 @@ export class TraceLog {
     this.closed = true;
     return { entries: this.entries.slice(), dropped: this.dropped };
   }
-}
-
-/** Appends log lines up to the per-entry cap. */
-export function appendLogs(into: SandboxLogEntry[], from: Iterable<SandboxLogEntry>): void {
-  for (const entry of from) {
-    if (into.length >= MAX_TRACE_LOGS) return;
-    into.push(entry);
-  }
-}
-
-export function appendLog(into: SandboxLogEntry[], entry: SandboxLogEntry): void {
-  if (into.length < MAX_TRACE_LOGS) into.push(entry);
 }
 
 /** ISO 8601 form of a clock reading. */

@@ -112,8 +112,12 @@ export interface BlockTrace {
   /** Resolved config, summarised to about 2 KB (secret values masked). */
   input?: unknown;
   output?: unknown;
+  /** The output's JSON size when the trace did not keep it (past the run's maxTraceOutputBytes). */
+  outputOmittedBytes?: number;
   error?: string;
   logs?: SandboxLogEntry[];
+  /** Console lines not kept (past 1,000 an entry or the run's maxTraceLogChars). */
+  logsDropped?: number;
   attempts?: number;
 }
 
@@ -177,6 +181,16 @@ export interface RunOptions {
    * (default 16 times maxBlockOutputBytes, 64 MiB). Past it the run fails naming the limit and the block.
    */
   maxRunOutputBytes?: number;
+  /**
+   * JSON bytes of block outputs the run's trace keeps, all entries together (default 4 MiB); an entry whose
+   * output does not fit has `outputOmittedBytes` instead. The run's answer and its final output are whole.
+   */
+  maxTraceOutputBytes?: number;
+  /**
+   * Characters of console lines the run's trace keeps, all entries together (default 1 MiB; also at most
+   * 1,000 lines an entry); lines past it are counted in the entry's `logsDropped`.
+   */
+  maxTraceLogChars?: number;
 }
 
 export interface RunResult {

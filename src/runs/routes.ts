@@ -308,7 +308,11 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
               trace: z.array(z.object({
                 blockId: z.string(), key: z.string(), name: z.string(), type: z.string(), status: z.string(),
                 startedAt: z.string(), durationMs: z.number(), input: z.unknown().optional(), output: z.unknown().optional(),
-                error: z.string().optional(), logs: z.array(z.unknown()).optional(), attempts: z.number().optional(),
+                outputOmittedBytes: z.number().optional()
+                  .describe("The output's JSON size, when the trace did not keep it (past the run's WEFT_MAX_TRACE_OUTPUT_BYTES)"),
+                error: z.string().optional(), logs: z.array(z.unknown()).optional(),
+                logsDropped: z.number().optional().describe('Console lines not kept (past 1,000 a block or the run\'s WEFT_MAX_TRACE_LOG_CHARS)'),
+                attempts: z.number().optional(),
               })),
             }),
           }),

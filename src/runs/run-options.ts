@@ -11,6 +11,8 @@ export function runLimits(config: Config, plan: PlanLimits, mode: 'sync' | 'asyn
     maxSteps: config.maxRunSteps,
     maxBlockOutputBytes: config.maxBlockOutputBytes,
     maxTraceEntries: config.maxTraceEntries,
+    maxTraceOutputBytes: config.maxTraceOutputBytes,
+    maxTraceLogChars: config.maxTraceLogChars,
   };
 }
 

@@ -21,15 +21,25 @@ export const PRELUDE = `(function () {
   if (raw[1] !== 'F') hostFetch = undefined;
   const input = raw.slice(2);
   const logs = [];
+  // Console output one call hands back: 1,000 lines of at most 10,000 characters, 1 MiB in all (the run's trace
+  // keeps less still, engine/trace.ts); past that a line says so and the rest is dropped here.
+  let logChars = 0;
+  let logsFull = false;
   const fmt = (v) => {
     if (typeof v === 'string') return v;
     if (v instanceof Error) return String(v.stack || (v.name + ': ' + v.message));
     try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; } catch (e) { return String(v); }
   };
   const writer = (level) => (...args) => {
-    if (logs.length >= 1000) return;
+    if (logsFull || logs.length >= 1000) return;
     let m = args.map(fmt).join(' ');
     if (m.length > 10000) m = m.slice(0, 10000) + '…';
+    if (logChars + m.length > 1048576) {
+      logsFull = true;
+      logs.push({ level: 'warn', message: '[console output past 1,048,576 characters in this call was not kept]' });
+      return;
+    }
+    logChars += m.length;
     logs.push({ level, message: m });
   };
   g.console = { log: writer('log'), info: writer('info'), warn: writer('warn'), error: writer('error'), debug: writer('log') };

@@ -3222,8 +3222,10 @@ export interface paths {
                                     durationMs: number;
                                     input?: unknown;
                                     output?: unknown;
+                                    outputOmittedBytes?: number;
                                     error?: string;
                                     logs?: unknown[];
+                                    logsDropped?: number;
                                     attempts?: number;
                                 }[];
                             };

@@ -38,9 +38,13 @@ function BlockDetail({ bar, id }: { bar: WaterfallBar; id: string }) {
       {e.error ? <div><h3>Error</h3><pre className="wf-detail__error">{e.error}</pre></div> : null}
       <div className="grid-2">
         <div><h3>Input</h3>{e.input === undefined ? <p className="muted">No input recorded.</p> : <pre>{prettyValue(e.input)}</pre>}</div>
-        <div><h3>Output</h3>{e.output === undefined ? <p className="muted">No output recorded.</p> : <pre>{prettyValue(e.output)}</pre>}</div>
+        <div><h3>Output</h3>{e.output !== undefined ? <pre>{prettyValue(e.output)}</pre>
+          : e.outputOmittedBytes !== undefined
+            ? <p className="muted">Not kept in the trace: {e.outputOmittedBytes.toLocaleString()} bytes, past the run's trace budget (WEFT_MAX_TRACE_OUTPUT_BYTES).</p>
+            : <p className="muted">No output recorded.</p>}</div>
       </div>
       {e.logs && e.logs.length > 0 ? <div><h3>Console</h3><pre>{e.logs.map(logLine).join('\n')}</pre></div> : null}
+      {e.logsDropped ? <p className="muted">{e.logsDropped.toLocaleString()} more console lines were not kept (1,000 a block, and the run's WEFT_MAX_TRACE_LOG_CHARS).</p> : null}
     </div>
   );
 }
