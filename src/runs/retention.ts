@@ -2,7 +2,9 @@
 // with them their traces, step records and stored outputs (docs/architecture.md, "Run-log retention").
 // Paused runs stay while a person may still answer them. Usage totals live in the limits area and are
 // untouched. Deletes go in small batches, one workspace at a time along the logs index, so no statement
-// holds a lock for long and the embedded database's one connection is never kept from other work.
+// holds a lock for long and the embedded database's one connection is never kept from other work. Each sweep
+// also deletes the step records of runs that ended (they serve only to resume a run that is not over), also
+// when the retention keeps everything: they copy every block output of an async run in full.
 import type { Database } from '../db/database.js';
 import type { Logger } from 'pino';
 import { systemClock, type SchedulerClock, type TimerHandle } from '../schedules/clock.js';
@@ -59,6 +61,21 @@ const DELETE_EXPIRED = `
     LIMIT $3) RETURNING 1)
   SELECT count(*)::int AS n FROM gone`;
 
+/**
+ * One batch of step records of runs that ended more than a minute ago (a minute: a run that ended and is read
+ * at once, as a finished job, never needs them; paused runs keep theirs). The step table holds only records of
+ * runs not over and of runs that ended since the last sweep, so it is scanned, and each run found by its key.
+ */
+const DELETE_ENDED_STEPS = `
+  WITH gone AS (DELETE FROM execution_steps WHERE (execution_id, step_key) IN (
+    SELECT s.execution_id, s.step_key FROM execution_steps s JOIN executions e ON e.id = s.execution_id
+    WHERE e.status IN ('completed', 'failed', 'cancelled') AND e.ended_at < $1
+    LIMIT $2) RETURNING 1)
+  SELECT count(*)::int AS n FROM gone`;
+
+/** Step records of a run that ended are kept this long. */
+const ENDED_STEPS_KEPT_MS = 60_000;
+
 export class RunRetention {
   private timer?: TimerHandle;
   private running?: Promise<number>;
@@ -73,7 +90,7 @@ export class RunRetention {
   ) {}
 
   start(): void {
-    if (this.opts.days <= 0 || this.timer) return;
+    if (this.timer) return;
     this.stopped = false;
     this.arm();
   }
@@ -113,7 +130,11 @@ export class RunRetention {
   }
 
   private async sweepAll(): Promise<number> {
-    if (this.opts.days <= 0) return 0;
+    const steps = await this.deleteEndedSteps();
+    if (this.opts.days <= 0) {
+      if (steps > 0) await this.opts.reclaim?.();
+      return 0;
+    }
     const cutoff = new Date(this.clock.now() - this.opts.days * 86_400_000);
     const workspaces = await this.db.query<{ workspace_id: string }>(WORKSPACES_WITH_RUNS);
     let deleted = 0;
@@ -124,10 +145,19 @@ export class RunRetention {
         if (n < this.opts.batchSize) break;
       }
     }
-    if (deleted > 0) {
-      this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
-      await this.opts.reclaim?.();
-    }
+    if (deleted > 0) this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
+    if (deleted > 0 || steps > 0) await this.opts.reclaim?.();
     return deleted;
+  }
+
+  /** Deletes the step records of runs that ended (see DELETE_ENDED_STEPS); returns how many. */
+  private async deleteEndedSteps(): Promise<number> {
+    const endedBefore = new Date(this.clock.now() - ENDED_STEPS_KEPT_MS);
+    let deleted = 0;
+    for (;;) {
+      const [{ n }] = await this.db.query<{ n: number }>(DELETE_ENDED_STEPS, [endedBefore, this.opts.batchSize]);
+      deleted += n;
+      if (n < this.opts.batchSize) return deleted;
+    }
   }
 }

@@ -5,7 +5,7 @@ import { RunRetention } from '../../src/runs/retention.js';
 import { systemClock } from '../../src/schedules/clock.js';
 import { ManualClock, startScheduledServer, T0 } from '../schedules/support.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { deploy, fn, start } from '../support/workflows.js';
+import { deploy, fn, start, waitForJob } from '../support/workflows.js';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -95,3 +95,44 @@ describe('run-log retention', () => {
     }
   });
 });
+
+describe('step records of runs that ended', () => {
+  const stepCount = async (executionId: string) =>
+    (await t.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_steps WHERE execution_id = $1', [executionId]))[0].n;
+
+  it('go with the next sweep once the run has ended (also when the retention keeps everything); a paused run keeps its own', async () => {
+    const chain = await deploy(t, 'retention-steps', {
+      blocks: [start(), fn('a', 'return { big: "x".repeat(20000) }'), fn('b', 'return { n: <a.big>.length }')],
+      edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }],
+    });
+    const human = await deploy(t, 'retention-steps-paused', {
+      blocks: [start(), fn('a', 'return 7'), { id: 'ask', type: 'human', name: 'Ask', config: { message: 'ok?', fields: [{ name: 'ok', type: 'boolean' }] } }],
+      edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'ask' }],
+    });
+    const accepted = await t.call('POST', `/api/workflows/${chain}/execute`, { inputs: {}, async: true });
+    expect(accepted.status, accepted.text).toBe(202);
+    const job = await waitForJob(t, accepted.body.taskId);
+    expect(job.status).toBe('completed');
+    const ended = accepted.body.executionId as string;
+    const pausedRun = await t.call('POST', `/api/workflows/${human}/execute`, { inputs: {}, async: true });
+    const paused = pausedRun.body.executionId as string;
+    for (let i = 0; i < 200 && (await t.call('GET', `/api/v1/logs/${paused}`)).body.data?.status !== 'paused'; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await t.call('GET', `/api/v1/logs/${paused}`)).body.data.status).toBe('paused');
+    expect(await stepCount(ended)).toBeGreaterThan(0);
+    expect(await stepCount(paused)).toBeGreaterThan(0);
+
+    // Within a minute of its end a run keeps them; after it, a sweep takes them, retention 0 (keep every run) too.
+    const keepAll = (days: number) => new RunRetention(t.server.ctx.db, { days: 0, batchSize: 1, intervalMs: 60_000 }, t.server.ctx.log, at(days));
+    await keepAll(0).sweep();
+    expect(await stepCount(ended)).toBeGreaterThan(0);
+    await keepAll(0.01).sweep(); // 14.4 minutes on
+    expect(await stepCount(ended)).toBe(0);
+    expect(await stepCount(paused)).toBeGreaterThan(0);
+    // The finished run's log is whole: its trace never came from the steps.
+    const log = await t.call('GET', `/api/v1/logs/${ended}`);
+    expect(log.status).toBe(200);
+    expect(log.body.data.output).toEqual({ n: 20000 });
+    expect(log.body.data.trace.find((e: { blockId: string }) => e.blockId === 'a').output).toEqual({ big: 'x'.repeat(20000) });
+  });
+});
+
