@@ -1,6 +1,7 @@
 // Masking of secret values in what a run reports (trace, step records, output, errors, variables,
 // pause responses). A value is replaced by `***` wherever it appears whole, also in its JSON-escaped,
-// URL-encoded, lower-case and upper-case spellings (a URL's host is lower-cased by the parser, and an
+// URL-encoded (as a component, as a form field, and as each part of a URL encodes it: user, password, path,
+// query, fragment), lower-case and upper-case spellings (a URL's host is lower-cased by the parser, and an
 // error naming it would otherwise carry the value), and so is any stretch of a text that shares at least
 // MIN_FRAGMENT consecutive characters with a spelling (user code that slices or re-joins part of a secret
 // still leaks a part long enough to matter; shorter overlaps are ordinary text). Code that transforms a
@@ -38,6 +39,27 @@ const PACE_CHECK_WORK = 1 << 16;
 /** The clock `valueYielding` paces itself by: without `yield` it masks in one go. */
 export type MaskPacing = Pick<ClockPort, 'now' | 'yield'>;
 
+/**
+ * A value as URLs carry it: a component (encodeURIComponent), a form field (URLSearchParams, which the http
+ * block and connectors use for query parameters: spaces become `+`), and each part of a URL, whose parser
+ * percent-encodes a different set of characters in each (an echoed request URL or a redirect shows those).
+ */
+function urlSpellings(value: string): string[] {
+  const out = [encodeURIComponent(value), new URLSearchParams([['', value]]).toString().slice(1)];
+  try {
+    const url = new URL('http://h/');
+    url.username = value;
+    url.password = value;
+    url.pathname = `/${value}`;
+    url.search = `?${value}`;
+    url.hash = `#${value}`;
+    out.push(url.username, url.password, url.pathname.slice(1), url.search.slice(1), url.hash.slice(1));
+  } catch {
+    // A value no URL part takes as it is: the component spellings above stand.
+  }
+  return out;
+}
+
 export class SecretMask {
   /** Whole spellings of every value, longest first. */
   private readonly needles: string[];
@@ -60,7 +82,7 @@ export class SecretMask {
       for (const cased of [v, v.toLowerCase(), v.toUpperCase()]) {
         spellings.add(cased);
         spellings.add(JSON.stringify(cased).slice(1, -1));
-        spellings.add(encodeURIComponent(cased));
+        for (const encoded of urlSpellings(cased)) spellings.add(encoded);
       }
     }
     this.needles = [...spellings].sort((a, b) => b.length - a.length);

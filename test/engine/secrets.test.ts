@@ -18,6 +18,21 @@ describe('secret masking', () => {
     expect(new SecretMask(['Zq9xW3rT7vY2pL8k']).text('request to zq9xw3rt7vy2pl8k.invalid failed')).toBe('request to ***.invalid failed');
   });
 
+  it('masks a value as each part of a URL and a form field spell it (found by an audit: words under 8 characters)', () => {
+    const phrase = new SecretMask(['correct horse battery staple']);
+    // URLSearchParams (the http block's and connectors' query parameters): spaces become '+'.
+    expect(phrase.text('GET /echo?key=correct+horse+battery+staple')).toBe('GET /echo?key=***');
+    expect(phrase.text(`https://x/p?key=${new URLSearchParams({ k: "it's (~x) correct horse battery staple" }).toString()}`)).not.toContain('correct+horse');
+    const odd = 'p@ss word"<é>`{|}';
+    const url = new URL('http://h/');
+    url.username = odd;
+    url.pathname = `/${odd}`;
+    url.search = `?${odd}`;
+    url.hash = `#${odd}`;
+    const masked = new SecretMask([odd]).text(url.href);
+    for (const part of [url.username, url.pathname.slice(1), url.search.slice(1), url.hash.slice(1)]) expect(masked).not.toContain(part);
+  });
+
   it('masks inside values: keys, nested strings and numbers, leaving the rest as it is', () => {
     const numeric = new SecretMask(['12345678901']);
     expect(numeric.value({ n: 12345678901, list: ['12345678901x', 3], ['k12345678901']: true })).toEqual({ n: '***', list: ['***x', 3], ['k***']: true });
