@@ -4,7 +4,7 @@ import type { BlockContext } from './block-type.js';
 import type { CompiledGraph } from './compile.js';
 import type { ClockPort } from './ports.js';
 import { NO_SECRETS, SecretMask } from './secret-mask.js';
-import { describedSize, measureJson } from './json-size.js';
+import { describedSize, measureJson, unstorableReason } from './json-size.js';
 import { TraceLog } from './trace.js';
 import type { BlockTrace, PausePoint, RunOptions, RunResult } from './types.js';
 
@@ -237,14 +237,17 @@ export class RunState {
 
   /**
    * A block's output measured against the block output cap: its JSON size (exact up to a multiple of the
-   * cap) and the error when it is over. A value that is not JSON (a port's value) is measured as far as it
-   * goes; the stored result is checked where it is written.
+   * cap) and the error when it is over, or when the databases could not store it (a NUL character, an
+   * unpaired surrogate, nesting past MAX_JSON_DEPTH: a run's writes would fail after it had done its work). A
+   * value that is not JSON (a port's value) is measured as far as it goes; the stored result is checked where
+   * it is written.
    */
   measureOutput(blockName: string, output: unknown): { bytes: number; error: BlockLimitError | null } {
     const limit = this.maxBlockOutputBytes;
     const size = describedSize(output, limit);
-    if (size.bytes <= limit) return { bytes: size.bytes, error: null };
-    return { bytes: size.bytes, error: outputTooLarge(blockName, size.text, limit) };
+    if (size.bytes > limit) return { bytes: size.bytes, error: outputTooLarge(blockName, size.text, limit) };
+    if (size.unstorable) return { bytes: size.bytes, error: new BlockLimitError(`Block "${blockName}" output cannot be stored: ${unstorableReason(size.unstorable)}`) };
+    return { bytes: size.bytes, error: null };
   }
 
   /** A running count of the results one container collects (see CollectedOutputs). */

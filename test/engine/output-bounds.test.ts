@@ -132,9 +132,24 @@ describe('measureJson', () => {
       'é€😀', '\ud800 lone \udc00', [1, undefined, () => 1, Symbol('s'), null], { a: undefined, b: () => 1, c: 1, 'k\u00e9y': ['x'] },
       { when: new Date(0), nested: { deep: [[[]], {}] } }, Object.assign(Object.create(null) as object, { x: 1 }),
       [new Number(3), new String('s'), new Boolean(false)], { toJSON: (key: string) => `k:${key}` }, new Array(5),
+      // Long strings are measured natively (byte length, then the characters JSON escapes).
+      `${'é€😀 "q" \\ \n\u0001'.repeat(40)}`, `${'x'.repeat(300)}\ud800`, `\udc00${'y'.repeat(300)}\ud83d\ude00`,
     ];
-    for (const v of values) expect(measureJson(v, Infinity), JSON.stringify(v)).toEqual({ bytes: exact(v), json: true });
+    for (const v of values) expect(measureJson(v, Infinity), JSON.stringify(v)).toMatchObject({ bytes: exact(v), json: true });
     expect(measureJson(undefined, Infinity).bytes).toBe(0);
+  });
+
+  it('says why the databases could not store a value: a NUL, an unpaired surrogate, nesting past 1,000 levels', () => {
+    const deep = (levels: number) => {
+      let v: unknown = 1;
+      for (let i = 0; i < levels; i++) v = [v];
+      return v;
+    };
+    for (const [v, why] of [
+      ['a\u0000b', 'nul'], [`${'x'.repeat(300)}\u0000`, 'nul'], [{ ['k\u0000']: 1 }, 'nul'],
+      ['\ud800', 'surrogate'], [`${'x'.repeat(300)}\udc00`, 'surrogate'], [deep(1001), 'depth'],
+    ] as [unknown, string][]) expect(measureJson(v, Infinity).unstorable, JSON.stringify(v).slice(0, 40)).toBe(why);
+    for (const v of ['😀', `${'x'.repeat(300)}😀`, deep(1000), { a: ['\t\n'] }]) expect(measureJson(v, Infinity).unstorable).toBeUndefined();
   });
 
   it('stops past its bound without walking the rest', () => {
