@@ -64,7 +64,8 @@ export async function executeNode(scope: ScopeRun, b: CompiledBlock): Promise<No
 
 function replay(scope: ScopeRun, b: CompiledBlock, key: string, rec: StepRecord): NodeResult {
   const run = scope.run;
-  if (rec.variables) run.setVariables(rec.variables);
+  // Recorded within the bound when the step ran: restored as they were.
+  if (rec.variables) run.restoreVariables(rec.variables);
   // A replayed output is held like a computed one (a resumed run keeps to the same bound).
   if (rec.error === undefined) {
     const overHeld = run.holdOutput(b.id, b.name, run.measureOutput(b.name, rec.output).bytes, scope.parent === null);
@@ -99,7 +100,7 @@ function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execu
     limits: run.limits,
     remainingMs: () => run.remainingMs(),
     setVariables: (values) => {
-      run.setVariables(values);
+      run.setVariables(values, b.name);
       exec.variablesChanged = true;
     },
     secret: async (name) => {

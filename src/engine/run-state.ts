@@ -103,6 +103,8 @@ export class RunState {
   /** Entries offered to the trace; past maxTraceEntries it keeps none, so their outputs are not held. */
   private traceEntries = 0;
   private readonly maxTraceEntries: number;
+  /** The run hands its steps to `onStep`, which keeps their outputs (see holdOutput). */
+  private readonly recordsSteps: boolean;
   /** Secret values this run has resolved so far (given up front, or fetched through the secrets port). */
   private readonly secretValues = new Map<string, string>();
   secretNames: ReadonlySet<string> = new Set();
@@ -149,6 +151,7 @@ export class RunState {
     this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
     this.maxRunOutputBytes = opts.maxRunOutputBytes ?? HELD_OUTPUT_BLOCK_CAPS * this.maxBlockOutputBytes;
     this.maxTraceEntries = Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries);
+    this.recordsSteps = opts.onStep !== undefined;
     this.trace = new TraceLog(this.maxTraceEntries, {
       logChars: Math.max(0, opts.maxTraceLogChars ?? RUN_DEFAULTS.maxTraceLogChars),
       outputBytes: Math.max(0, opts.maxTraceOutputBytes ?? RUN_DEFAULTS.maxTraceOutputBytes),
@@ -199,7 +202,23 @@ export class RunState {
     this.mask = new SecretMask(this.secretValues.values());
   }
 
-  setVariables(values: Record<string, unknown>): void {
+  /**
+   * Assigns run variables, all of them together at most the block output cap of JSON: past it the block fails
+   * and the variables stay as they were (assigned before the block's output is measured, a variable doubled
+   * through an error edge reached 268 million characters).
+   */
+  setVariables(values: Record<string, unknown>, blockName: string): void {
+    const next = { ...this.variables, ...values };
+    const size = describedSize(next, this.maxBlockOutputBytes);
+    if (size.bytes > this.maxBlockOutputBytes) {
+      throw new BlockLimitError(`Block "${blockName}" would make the run's variables ${size.text}, over the limit of ${this.maxBlockOutputBytes} bytes (maxBlockOutputBytes)`);
+    }
+    if (size.unstorable) throw new BlockLimitError(`Block "${blockName}" would make the run's variables unstorable: ${unstorableReason(size.unstorable)}`);
+    this.restoreVariables(values);
+  }
+
+  /** Assigns variables a recorded step held (a replay): they were within the bound when it ran. */
+  restoreVariables(values: Record<string, unknown>): void {
     Object.assign(this.variables, values);
     this.variablesVersion++;
   }
@@ -261,7 +280,9 @@ export class RunState {
    * (no error edge catches it: the outputs are held all the same) and the error is returned; null otherwise.
    */
   holdOutput(blockId: string, blockName: string, bytes: number, topLevel: boolean): BlockLimitError | null {
-    if (!topLevel && this.traceEntries >= this.maxTraceEntries) return null;
+    // Step records keep every output (in memory for a sync run until it ends, in the database for an async
+    // one): then each counts, also once the trace keeps no more entries.
+    if (!topLevel && !this.recordsSteps && this.traceEntries >= this.maxTraceEntries) return null;
     const held = this.heldOutputBytes + bytes;
     if (held > this.maxRunOutputBytes) {
       const message = `Run output limit exceeded: the run would hold ${held} bytes of block outputs (limit ${this.maxRunOutputBytes} bytes, maxRunOutputBytes); stopped at block "${blockName}"`;
