@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { retryWhileUnavailable, type Database, type Queryable } from '../db/database.js';
 import { isUuid } from '../ids.js';
+import { type StorageGuard, StorageLimitExceeded } from '../limits/storage.js';
 import type { JobChannel } from '../queue/shared.js';
 import type { EmbedderSet } from './embedder.js';
 import type { DocumentKind } from './file-types.js';
@@ -9,6 +10,7 @@ import { IngestWorkerCrash, type ParsedChunks, type ParseJob } from './ingest-po
 import { DocumentParseError } from './parsed-document.js';
 import { chunkContext, documentTitle, textToEmbed } from './ranking.js';
 import * as store from './store.js';
+import { chunksStoredBytes } from './stored-bytes.js';
 
 /**
  * The durable ingest job of one document (the document row is the job): parse and chunk in a worker with
@@ -44,8 +46,23 @@ export interface IngestDeps {
   jobs: JobChannel;
   parser: DocumentParser;
   options: IngestOptions;
+  /** The workspace's storage limit, which the document's chunks count toward (stored-bytes.ts). */
+  storage: StorageGuard;
   /** Bills a hosted embedder's tokens (inside the completing transaction). */
   chargeEmbedding(account: string, tokens: number, key: string, metadata: Record<string, unknown>, q: Queryable): Promise<void>;
+}
+
+/**
+ * A storage refusal as the document's processing error (the ingest runs off the request: nobody gets the
+ * 403); any other error unchanged.
+ */
+function storageFailure(err: unknown, chunkBytes: number): unknown {
+  if (!(err instanceof StorageLimitExceeded)) return err;
+  return new DocumentParseError(
+    `Storage limit exceeded: indexing the document needs ${chunkBytes} bytes for its chunks (text, full-text index and embeddings) `
+    + `and the workspace's plan allows ${err.limitBytes} bytes, of which ${err.freeBytes} are free. No chunk was kept: `
+    + 'free space (delete documents or table rows) or move to a larger plan, then delete this document and upload it again',
+  );
 }
 
 /** Texts per embedding call: large enough to batch well, small enough to renew the lease in between. */
@@ -142,6 +159,12 @@ export class IngestJobs {
       const { chunks } = parsed;
       if (chunks.length === 0) throw new DocumentParseError('The document contains no text');
       const parsedAt = performance.now();
+      // The chunks count toward the workspace's storage: refused before the embedding work when they cannot
+      // fit, and checked again with the write (docs/architecture.md, Knowledge ingest).
+      const chunkBytes = chunksStoredBytes(chunks, doc.embedding_dimension);
+      await this.deps.storage.checkRoom(db, doc.workspace_id, chunkBytes).catch((err: unknown) => {
+        throw storageFailure(err, chunkBytes);
+      });
       // The document's name leads each embedded text and its indexed words (see ranking.ts).
       const title = documentTitle(doc.filename);
       const vectors: number[][] = [];
@@ -161,10 +184,14 @@ export class IngestJobs {
           })),
           { tokens: chunks.reduce((n, c) => n + c.tokenCount, 0), characters: parsed.characterCount },
         );
+        // Over the limit, the transaction rolls back: no chunk is kept, and the document fails below.
+        if (ok) await this.deps.storage.checkAfterWrite(q, doc.workspace_id, chunkBytes);
         if (ok && doc.billed_account) {
           await this.deps.chargeEmbedding(doc.billed_account, billedTokens, `knowledge-ingest:${doc.id}:${attempt}`, { documentId: doc.id }, q);
         }
         return ok;
+      }).catch((err: unknown) => {
+        throw storageFailure(err, chunkBytes);
       });
       if (completed) {
         const ms = (a: number, b: number) => Math.round(b - a);

@@ -4,6 +4,7 @@ import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js';
 import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
+import { holdsUnstorableString, storableText } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
 import { errorSchema } from '../http/schemas.js';
 import {
@@ -259,6 +260,14 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
   };
 }
 
+/** Why a multipart field cannot be stored, as the JSON body parser words it (http/json-body.ts). */
+const unstorableField = (name: string) =>
+  new HttpError(400, `${name} holds a NUL character (\\u0000) or an unpaired surrogate, which cannot be stored`);
+
+/**
+ * A multipart field holding JSON. The JSON body parser refuses text the databases cannot store before any
+ * route sees it; a form field's JSON never meets that parser, so it is checked here, keys included.
+ */
 function parseJsonField(text: string | undefined, name: string, schema: z.ZodType<Record<string, unknown>>): Record<string, unknown> | undefined {
   if (text === undefined || text === '') return undefined;
   let value: unknown;
@@ -267,6 +276,7 @@ function parseJsonField(text: string | undefined, name: string, schema: z.ZodTyp
   } catch {
     throw new HttpError(400, `${name} must be a JSON object`);
   }
+  if (holdsUnstorableString(value)) throw unstorableField(name);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new HttpError(400, `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   return parsed.data;
@@ -274,6 +284,7 @@ function parseJsonField(text: string | undefined, name: string, schema: z.ZodTyp
 
 function parseSourceUrlField(text: string | undefined): string | null {
   if (text === undefined || text === '') return null;
+  if (!storableText(text)) throw unstorableField('sourceUrl');
   const parsed = z.string().url().max(2048).safeParse(text);
   if (!parsed.success) throw new HttpError(400, 'sourceUrl must be a URL of at most 2048 characters');
   return parsed.data;

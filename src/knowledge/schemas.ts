@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableText } from '../db/storable-text.js';
 import { errorSchema, errorResponses } from '../http/schemas.js';
 import { DOCUMENT_SORT_COLUMNS } from './store.js';
 import { TAG_SLOTS } from './tag-filter-sql.js';
@@ -111,7 +112,8 @@ const intParam = (name: string, min: number, max: number, def: number) =>
 export const documentsQuery = workspaceQuery.extend({
   limit: intParam('limit', 1, 100, 50),
   offset: intParam('offset', 0, 1_000_000_000, 0),
-  search: z.string().max(255).optional().describe('Filename contains (case-insensitive)'),
+  // A query string never meets the JSON body parser's check: a NUL (%00) would reach PostgreSQL, which refuses it.
+  search: z.string().max(255).refine(storableText, 'must not contain a NUL character (%00)').optional().describe('Filename contains (case-insensitive)'),
   enabledFilter: z.enum(['all', 'enabled', 'disabled']).default('all'),
   sortBy: z.enum(Object.keys(DOCUMENT_SORT_COLUMNS) as [keyof typeof DOCUMENT_SORT_COLUMNS]).default('uploadedAt'),
   sortOrder: z.enum(['asc', 'desc']).default('desc'),

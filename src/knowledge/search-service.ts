@@ -3,6 +3,7 @@
 // default: it wins on bench/knowledge-quality.ts); or, without a query, the chunks that pass the tag filters.
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
+import { holdsUnstorableString } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
@@ -49,6 +50,11 @@ export class KnowledgeSearch {
 
   /** The best `topK` chunks of the given bases, best first, and the mode that ranked them. */
   search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+    // A request body passed the JSON parser's check, but a workflow's knowledge block searches with text other
+    // blocks produced: a NUL or a lone surrogate would reach PostgreSQL, which refuses it in text and jsonb.
+    if (holdsUnstorableString([req.query ?? '', req.filters ?? {}, req.tagFilters ?? []])) {
+      return Promise.reject(new HttpError(400, 'The search holds a NUL character (\\u0000) or an unpaired surrogate, which cannot be searched for'));
+    }
     return this.deps.gate.run(scope.workspaceId, () => this.searchNow(scope, req));
   }
 

@@ -29,7 +29,7 @@ import {
  * job (the document row is the job), then searched by similarity. Every call is scoped to a workspace.
  */
 
-/** Bytes a workspace's knowledge files take (one of the storage limit's sources). */
+/** Bytes a workspace's knowledge documents store: files, rows and chunks (one of the storage limit's sources; stored-bytes.ts). */
 export const knowledgeStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL };
 
 export interface KnowledgeOptions extends IngestOptions {
@@ -80,10 +80,10 @@ export class KnowledgeService {
     // Every ingest in flight (up to the worker concurrency) listens on this one signal.
     setMaxListeners(0, this.shutdown.signal);
     this.ingests = new IngestJobs({
-      db: deps.db, log: deps.log, embedders: deps.embedders, jobs: deps.jobs, parser: deps.parser, options: deps.options,
+      db: deps.db, log: deps.log, embedders: deps.embedders, jobs: deps.jobs, parser: deps.parser, options: deps.options, storage: deps.storage,
       chargeEmbedding: (account, tokens, key, metadata, q) => this.chargeEmbedding(account, tokens, key, metadata, q),
     }, this.shutdown.signal);
-    this.tags = new KnowledgeTags(deps.db, (q, workspaceId, baseId) => this.requireBase(q, workspaceId, baseId));
+    this.tags = new KnowledgeTags(deps.db, (q, workspaceId, baseId) => this.requireBase(q, workspaceId, baseId), deps.storage);
     this.searcher = new KnowledgeSearch({
       db: deps.db, log: deps.log, embedders: deps.embedders, tags: this.tags, efSearch: deps.options.efSearch ?? 100, gate: deps.gate ?? new WorkspaceGate(), queryTimeout: deps.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
       charge: (account, tokens, key, metadata) => this.chargeEmbedding(account, tokens, key, metadata),
@@ -106,6 +106,8 @@ export class KnowledgeService {
         await store.insertBase(q, {
           id, workspaceId, name: input.name, description: input.description ?? '', embeddingModel: embedder.model, embeddingDimension: dimension, chunking,
         });
+        // A base holds nothing countable yet, but a workspace over its storage takes no new ones.
+        await this.deps.storage.checkRoom(q, workspaceId, 0);
         await audit(q, workspaceId, actor, 'knowledge_base.created', id, input.name);
         return publicBase(await this.requireBase(q, workspaceId, id));
       });
@@ -188,7 +190,8 @@ export class KnowledgeService {
           content: f.bytes, tags: extra.tags ?? {}, tagSlots, sourceUrl: extra.sourceUrl ?? null, billedAccount: scope.billedAccount,
         }));
       }
-      const added = typed.reduce((n, f) => n + f.bytes.byteLength, 0);
+      // Files, names and tags alike (stored-bytes.ts): documents of zero bytes with large tags count too.
+      const added = rows.reduce((n, row) => n + Number(row.stored_bytes), 0);
       await this.deps.storage.checkAfterWrite(q, scope.workspaceId, added);
       for (const row of rows) {
         await audit(q, scope.workspaceId, actor, 'knowledge_document.uploaded', row.id, row.filename, { knowledgeBaseId: baseId, fileSize: Number(row.file_size) });
@@ -223,11 +226,17 @@ export class KnowledgeService {
   ): Promise<PublicDocumentDetail> {
     if (changes.filename !== undefined) changes = { ...changes, filename: cleanFilename(changes.filename) };
     return this.db.tx(async (q) => {
-      await this.requireDocument(q, workspaceId, baseId, documentId);
+      const before = await this.requireDocument(q, workspaceId, baseId, documentId);
       const { tagValues, ...plain } = changes;
       if (tagValues) await updateDocumentTagSlots(q, documentId, await this.tags.slotValues(q, baseId, tagValues));
       const row = await store.updateDocument(q, documentId, plain);
       if (!row) throw documentNotFound();
+      // A new name or tags may store more (or free some); enabling or disabling stores nothing.
+      if (changes.filename !== undefined || changes.tags !== undefined || tagValues !== undefined) {
+        // A change that does not shrink the document is refused while the workspace is over its limit.
+        const added = Number(row.stored_bytes) - Number(before.stored_bytes);
+        if (added >= 0) await this.deps.storage.checkRoom(q, workspaceId, 0);
+      }
       await audit(q, workspaceId, actor, 'knowledge_document.updated', documentId, row.filename, { ...changes, knowledgeBaseId: baseId });
       return publicDocumentDetail(row, await this.tags.definitions(q, baseId));
     });

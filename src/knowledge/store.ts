@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { blobFromText, blobParam } from '../db/blob.js';
 import { substringRegex } from '../db/substring-match.js';
+import { chunksStoredBytes } from './stored-bytes.js';
 import { type TagFilterSql, tagFilterSql } from './tag-filter-sql.js';
 
 /** SQL of the knowledge area. Every lookup is scoped by workspace; documents also by their base. */
@@ -45,6 +46,8 @@ export interface DocumentRow {
   tag_slots: Record<string, unknown>;
   source_url: string | null;
   billed_account: string | null;
+  /** What the document counts toward the workspace's storage (stored-bytes.ts); bigint, read as a string. */
+  stored_bytes: number | string;
   created_at: Date;
   updated_at: Date;
 }
@@ -63,7 +66,7 @@ const BASE_COLUMNS = `b.id, b.workspace_id, b.name, b.description, b.embedding_m
   (SELECT COALESCE(sum(d.token_count), 0)::int FROM knowledge_documents d WHERE d.knowledge_base_id = b.id) AS token_count`;
 const DOCUMENT_COLUMNS = `id, knowledge_base_id, workspace_id, filename, mime_type, file_kind, file_size, processing_status,
   processing_error, processing_started_at, processing_completed_at, attempts, chunk_count, token_count, character_count,
-  enabled, tags, tag_slots, source_url, billed_account, created_at, updated_at`;
+  enabled, tags, tag_slots, source_url, billed_account, stored_bytes, created_at, updated_at`;
 
 // ------------------------------------------------------------------------------------------------
 // Knowledge bases
@@ -123,9 +126,11 @@ export async function deleteBase(q: Queryable, id: string): Promise<void> {
   await q.query('DELETE FROM knowledge_bases WHERE id = $1', [id]);
 }
 
-/** Bytes of uploaded files a workspace stores (its share of the storage limit). */
-/** Bytes of a workspace's knowledge files (`$1`: the workspace id). */
-export const WORKSPACE_BYTES_SQL = 'SELECT COALESCE(sum(file_size), 0) FROM knowledge_documents WHERE workspace_id = $1';
+/**
+ * Bytes a workspace's knowledge documents store (`$1`: the workspace id), its share of the storage limit:
+ * files, document rows and chunks, one maintained figure per document (stored-bytes.ts).
+ */
+export const WORKSPACE_BYTES_SQL = 'SELECT COALESCE(sum(stored_bytes), 0) FROM knowledge_documents WHERE workspace_id = $1';
 
 // ------------------------------------------------------------------------------------------------
 // Documents
@@ -288,8 +293,9 @@ export interface IngestedChunk {
 }
 
 /**
- * Ends an ingest that still holds its lease (`attempt`): writes every chunk and the document's counts.
- * False when the lease was lost (another worker took the job over) or the document was deleted.
+ * Ends an ingest that still holds its lease (`attempt`): writes every chunk and the document's counts,
+ * the chunks' storage estimate (`chunk_bytes`, stored-bytes.ts) among them. False when the lease was lost
+ * (another worker took the job over) or the document was deleted.
  */
 export async function completeDocument(
   q: Queryable, doc: { id: string; baseId: string; attempt: number; dimension: number },
@@ -298,9 +304,9 @@ export async function completeDocument(
   const done = await q.query<{ enabled: boolean }>(
     `UPDATE knowledge_documents SET processing_status = 'completed', processing_error = NULL, lease_until = NULL,
             processing_completed_at = ${NOW_MS}, updated_at = ${NOW_MS},
-            chunk_count = $3, token_count = $4, character_count = $5
+            chunk_count = $3, token_count = $4, character_count = $5, chunk_bytes = $6
       WHERE id = $1 AND attempts = $2 AND processing_status = 'processing' RETURNING enabled`,
-    [doc.id, doc.attempt, chunks.length, totals.tokens, totals.characters],
+    [doc.id, doc.attempt, chunks.length, totals.tokens, totals.characters, chunksStoredBytes(chunks, doc.dimension)],
   );
   const row = done[0];
   if (!row) return false;

@@ -6,6 +6,7 @@ import { type Database, type Queryable, uniqueViolation } from '../db/database.j
 import { MAX_SUBSTRING_OPERAND } from '../db/substring-match.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
+import type { StorageGuard } from '../limits/storage.js';
 import {
   type ResolvedTagFilter, slotType, TAG_OPERATORS, TAG_SLOTS, type TagFieldType, type TagOperator, type TagSlot,
 } from './tag-filter-sql.js';
@@ -42,6 +43,18 @@ const byName = (defs: readonly tagStore.TagDefinitionRow[], name: string): tagSt
 /** Text operators matched as substrings (their operands are bounded: db/substring-match.ts). */
 const SUBSTRING_OPERATORS: ReadonlySet<string> = new Set(['contains', 'not_contains', 'starts_with', 'ends_with']);
 
+/**
+ * Whether a four-digit year, month and day make a date PostgreSQL stores and compares (the filters cast
+ * slots to `date`). Its calendar has no year 0, and Date.UTC would read years 0 to 99 as 1900 to 1999, so
+ * the year is set on its own; like tables/columns.ts coerceDate.
+ */
+function storableDate(year: number, month: number, day: number): boolean {
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const date = new Date(Date.UTC(2000, month - 1, day));
+  date.setUTCFullYear(year);
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 /** The value in the slot's stored form, or an error message naming the tag. */
 function typedValue(type: TagFieldType, name: string, value: unknown): TagValue | string[] {
   switch (type) {
@@ -58,9 +71,9 @@ function typedValue(type: TagFieldType, name: string, value: unknown): TagValue 
     case 'date': {
       const text = typeof value === 'string' ? value.trim() : '';
       const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/.exec(text);
-      const date = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : undefined;
-      if (!m || !date || date.getUTCDate() !== Number(m[3]) || date.getUTCMonth() !== Number(m[2]) - 1) {
-        return [`Tag "${name}" is a date tag and needs a date (YYYY-MM-DD)`];
+      if (!m) return [`Tag "${name}" is a date tag and needs a date (YYYY-MM-DD)`];
+      if (!storableDate(Number(m[1]), Number(m[2]), Number(m[3]))) {
+        return [`Tag "${name}" is a date tag and needs a date (YYYY-MM-DD) from 0001-01-01 to 9999-12-31 that exists in the calendar: got "${text.slice(0, 40)}"`];
       }
       return `${m[1]}-${m[2]}-${m[3]}`;
     }
@@ -72,7 +85,12 @@ function typedValue(type: TagFieldType, name: string, value: unknown): TagValue 
 }
 
 export class KnowledgeTags {
-  constructor(private readonly db: Database, private readonly requireBase: (q: Queryable, workspaceId: string, baseId: string) => Promise<unknown>) {}
+  constructor(
+    private readonly db: Database,
+    private readonly requireBase: (q: Queryable, workspaceId: string, baseId: string) => Promise<unknown>,
+    /** A workspace over its storage limit names no new tags (stored-bytes.ts counts the values, not the names). */
+    private readonly storage: StorageGuard,
+  ) {}
 
   async list(workspaceId: string, baseId: string): Promise<PublicTagDefinition[]> {
     await this.requireBase(this.db, workspaceId, baseId);
@@ -94,7 +112,9 @@ export class KnowledgeTags {
           slot = TAG_SLOTS[input.fieldType].find((s) => !defs.some((d) => d.tag_slot === s));
           if (slot === undefined) throw new HttpError(400, `No free ${input.fieldType} tag slot: a knowledge base has ${TAG_SLOTS[input.fieldType].length}`);
         }
-        return publicDefinition(await tagStore.insertTagDefinition(q, { id: newId(), baseId, slot, displayName: input.displayName.trim(), fieldType: input.fieldType }));
+        const created = await tagStore.insertTagDefinition(q, { id: newId(), baseId, slot, displayName: input.displayName.trim(), fieldType: input.fieldType });
+        await this.storage.checkRoom(q, workspaceId, 0);
+        return publicDefinition(created);
       });
     } catch (err) {
       // Two creations racing for one name or slot: the unique indexes decide.

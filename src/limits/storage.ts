@@ -4,7 +4,8 @@ import { HttpError } from '../http/errors.js';
 /**
  * Bytes a workspace stores in one area (table rows, documents, files): a query of one row and one number whose
  * only parameter, `$1`, is the workspace id. The areas' queries are summed in one statement, read inside the
- * caller's transaction (on the embedded database each statement there holds the only connection).
+ * caller's transaction (on the embedded database each statement there holds the only connection), so each
+ * must stay cheap: a sum over a counter kept per table, file or document, never over every row a thing holds.
  */
 export interface StorageSource { sql: string }
 
@@ -19,20 +20,47 @@ export interface StorageGuard {
   /**
    * Call inside the write's transaction after the area's own byte counters include the write.
    * Throws a 403 STORAGE_LIMIT_EXCEEDED error (rolling the transaction back) when the workspace is now
-   * over its plan's storage. Writes that free space (`addedBytes <= 0`) always pass.
+   * over its plan's storage. Writes that add nothing (`addedBytes <= 0`: a delete, an update that does not grow)
+   * always pass; an area that wants a write adding nothing countable refused while the workspace is over its
+   * limit (a new knowledge base) calls `checkRoom(q, id, 0)` (docs/architecture.md, Where limits are enforced).
    */
   checkAfterWrite(q: Queryable, workspaceId: string, addedBytes: number): Promise<void>;
+  /**
+   * Before a write that will add `bytes` (work that is costly to redo first, such as embedding a document's
+   * chunks): throws the same 403 when the workspace has no room for them. Not a reservation: the write
+   * itself is checked again by `checkAfterWrite`. With 0 (before or after a write): refuses while the
+   * workspace stores more than its plan allows.
+   */
+  checkRoom(q: Queryable, workspaceId: string, bytes: number): Promise<void>;
   /** Total bytes the workspaces store across every area. */
   used(q: Queryable, workspaceIds: string[]): Promise<number>;
 }
 
-export function storageLimitError(addedBytes: number, quota: number, usedAfter: number): HttpError {
-  const free = Math.max(0, quota - (usedAfter - addedBytes));
-  return new HttpError(
-    403,
-    `Storage limit exceeded: this write needs ${addedBytes} more bytes and the workspace's plan allows ${quota} bytes (${free} free)`,
-    { code: 'STORAGE_LIMIT_EXCEEDED' },
-  );
+/** The 403 of a refused write; the figures are kept for callers that explain the refusal elsewhere (a failed ingest). */
+export class StorageLimitExceeded extends HttpError {
+  constructor(
+    readonly addedBytes: number,
+    readonly limitBytes: number,
+    /** What the workspace stored before the write. */
+    readonly usedBytes: number,
+  ) {
+    const free = Math.max(0, limitBytes - usedBytes);
+    super(
+      403,
+      usedBytes > limitBytes
+        ? `Storage limit exceeded: the workspace stores ${usedBytes} bytes, more than its plan's ${limitBytes}; delete data to free space before adding more (this write adds ${Math.max(0, addedBytes)} bytes)`
+        : `Storage limit exceeded: this write needs ${addedBytes} more bytes and the workspace's plan allows ${limitBytes} bytes (${free} free)`,
+      { code: 'STORAGE_LIMIT_EXCEEDED' },
+    );
+  }
+
+  get freeBytes(): number {
+    return Math.max(0, this.limitBytes - this.usedBytes);
+  }
+}
+
+export function storageLimitError(addedBytes: number, quota: number, usedAfter: number): StorageLimitExceeded {
+  return new StorageLimitExceeded(addedBytes, quota, usedAfter - addedBytes);
 }
 
 /** Sums every area's bytes (the sources are handed in by the composition root) against the plan's quota. */
@@ -59,5 +87,12 @@ export class StorageAccounting implements StorageGuard {
     if (quota === undefined) return;
     const used = await this.used(q, [workspaceId]);
     if (used > quota) throw storageLimitError(addedBytes, quota, used);
+  }
+
+  async checkRoom(q: Queryable, workspaceId: string, bytes: number): Promise<void> {
+    const quota = await this.quota(workspaceId, q);
+    if (quota === undefined) return;
+    const used = await this.used(q, [workspaceId]);
+    if (used + Math.max(0, bytes) > quota) throw storageLimitError(Math.max(0, bytes), quota, used + Math.max(0, bytes));
   }
 }
