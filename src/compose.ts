@@ -181,7 +181,8 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const sandbox = new ProcessSandbox({
     contextPerRun: true, contexts: config.sandboxContexts, poolSize: config.sandboxPoolSize, pureCode: config.sandboxPureCode, log: ctx.log,
   });
-  const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork });
+  // The http and connector blocks' answers are refused over the block output cap before they are parsed.
+  const http = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork, blockOutputBytes: config.maxBlockOutputBytes });
   const remoteMcp = mcpPort(http);
   // Any worker process may take a job when scaled out: through BullMQ with Redis, through PostgreSQL
   // alone without it (SKIP LOCKED claims woken by LISTEN/NOTIFY). Embedded (PGlite): in-process.

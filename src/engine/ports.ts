@@ -14,6 +14,11 @@ export interface HttpRequest {
   body?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * The body becomes a block's output (http and connector blocks): the port refuses one over the block
+   * output cap, naming it, before anyone parses it (docs/architecture.md, "Where limits are enforced").
+   */
+  blockOutput?: boolean;
 }
 
 export interface HttpResponse {

@@ -3,8 +3,11 @@
 // address and is the lookup the socket actually connects with (no DNS-rebinding window).
 // Refused unless allowPrivateNetwork: private, loopback, link-local, CGNAT, multicast,
 // unspecified, reserved/documentation ranges, IPv6 ULA/link-local/loopback, and IPv6 forms that
-// embed a refused IPv4 address. Redirects are followed (each hop checked), responses are capped
-// (10 MiB by default, after decompression), timeouts and AbortSignals are honoured.
+// embed a refused IPv4 address. Redirects are followed (each hop checked; a hop to another origin
+// keeps only headers that carry no credential), responses are capped (10 MiB by default, after
+// decompression; the block output cap for a block's answer) and read into one buffer, a body must not
+// trickle in tiny pieces, and a decoder stops with its answer; timeouts and AbortSignals are honoured
+// (docs/architecture.md, "Where limits are enforced").
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,6 +20,11 @@ export interface GuardedHttpOptions {
   allowPrivateNetwork?: boolean;
   /** Response size cap in bytes (default 10 MiB). */
   maxResponseBytes?: number;
+  /**
+   * The block output cap (maxBlockOutputBytes): a request marked `blockOutput` is refused past it when it is
+   * the lower cap, before its body is ever parsed (docs/architecture.md, "Where limits are enforced").
+   */
+  blockOutputBytes?: number;
   /** Redirects followed (default 5). */
   maxRedirects?: number;
   userAgent?: string;
@@ -158,9 +166,128 @@ function abortMessage(signal: AbortSignal): string {
   return r instanceof Error ? `request aborted: ${r.message}` : 'request aborted';
 }
 
+/**
+ * Headers a request keeps when a redirect leads to another origin: none of them carries a credential. Every
+ * other header the caller set (Authorization, Cookie, an API key under any name, MCP session headers) stays
+ * with the origin it was meant for, whatever the caller called it.
+ */
+const CROSS_ORIGIN_SAFE_HEADERS = new Set([
+  'accept', 'accept-encoding', 'accept-language', 'cache-control', 'content-language', 'content-length', 'content-type', 'user-agent',
+]);
+
+/**
+ * Pieces a body may arrive in (one 'data' event each: a socket read, or each chunk of a chunked answer) before
+ * they must average MIN_PIECE_BYTES. A piece costs about a microsecond of the event loop's CPU however small
+ * it is: 10 MiB in one-byte chunks took 9 s, in 64 KiB reads a few milliseconds. Real answers come in reads
+ * of kilobytes, or in events or lines of tens of bytes at the least.
+ */
+const FREE_PIECES = 65_536;
+const MIN_PIECE_BYTES = 64;
+/** Bytes of a compressed body handed to its decoder at once (the wire may bring them one byte a chunk). */
+const DECODER_INPUT_BYTES = 16 * 1024;
+/** First room of a body; it doubles as the body grows, up to its cap. */
+const BODY_FIRST_BYTES = 16 * 1024;
+
+/**
+ * A response body in one buffer that grows as bytes arrive, up to a cap. Each chunk is copied in, so none is
+ * kept: the HTTP parser hands out one small Buffer (a view that also pins the socket's read buffer) per chunk
+ * of a chunked answer, and keeping those cost about 200 bytes of heap per body byte for one-byte chunks.
+ */
+export class BodyBuffer {
+  private buf = Buffer.alloc(0);
+  private used = 0;
+
+  constructor(private readonly max: number) {}
+
+  get size(): number {
+    return this.used;
+  }
+
+  /** Bytes held (the body and its spare room): never more than the cap. */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
+  /** Appends a copy of `chunk`; false (nothing appended) when the body would pass the cap. */
+  append(chunk: Buffer): boolean {
+    const need = this.used + chunk.length;
+    if (need > this.max) return false;
+    if (need > this.buf.length) {
+      // Only bytes below `used` are ever read, so the new room need not be zeroed.
+      const next = Buffer.allocUnsafe(Math.min(this.max, Math.max(need, BODY_FIRST_BYTES, this.buf.length * 2)));
+      this.buf.copy(next, 0, 0, this.used);
+      this.buf = next;
+    }
+    chunk.copy(this.buf, this.used);
+    this.used = need;
+    return true;
+  }
+
+  text(): string {
+    return this.buf.toString('utf8', 0, this.used);
+  }
+}
+
+type Decoder = zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress;
+
+/**
+ * Feeds a compressed body to its decoder in blocks: a zlib call per one-byte chunk would cost a thread-pool
+ * round trip for each byte. A block goes when it is full or once the chunks of one socket read have all
+ * arrived (they come in the same turn of the event loop). The socket waits while the decoder is behind.
+ */
+class DecoderInput {
+  private block = Buffer.allocUnsafe(DECODER_INPUT_BYTES);
+  private used = 0;
+  private scheduled = false;
+
+  constructor(private readonly decoder: Decoder, private readonly source: http.IncomingMessage) {}
+
+  write(chunk: Buffer): void {
+    let from = 0;
+    while (from < chunk.length) {
+      const n = Math.min(chunk.length - from, DECODER_INPUT_BYTES - this.used);
+      chunk.copy(this.block, this.used, from, from + n);
+      this.used += n;
+      from += n;
+      if (this.used === DECODER_INPUT_BYTES) this.flush();
+    }
+    if (this.used > 0 && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  end(): void {
+    this.flush();
+    this.decoder.end();
+  }
+
+  private flush(): void {
+    if (this.used === 0 || this.decoder.destroyed) return;
+    const full = this.block.subarray(0, this.used);
+    this.block = Buffer.allocUnsafe(DECODER_INPUT_BYTES);
+    this.used = 0;
+    if (!this.decoder.write(full)) {
+      this.source.pause();
+      this.decoder.once('drain', () => this.source.resume());
+    }
+  }
+}
+
+function decoderFor(encoding: string): Decoder | null {
+  if (encoding === 'gzip' || encoding === 'x-gzip') return zlib.createGunzip();
+  if (encoding === 'deflate') return zlib.createInflate();
+  if (encoding === 'br') return zlib.createBrotliDecompress();
+  return null;
+}
+
 export class GuardedHttp implements HttpPort {
   private readonly allowPrivate: boolean;
   private readonly maxBytes: number;
+  private readonly blockOutputBytes: number | null;
   private readonly maxRedirects: number;
   private readonly userAgent: string;
   // Own agents: pooled sockets are never shared with a differently configured instance.
@@ -170,6 +297,7 @@ export class GuardedHttp implements HttpPort {
   constructor(opts: GuardedHttpOptions = {}) {
     this.allowPrivate = opts.allowPrivateNetwork === true;
     this.maxBytes = opts.maxResponseBytes ?? 10 * MIB;
+    this.blockOutputBytes = opts.blockOutputBytes ?? null;
     this.maxRedirects = opts.maxRedirects ?? 5;
     this.userAgent = opts.userAgent ?? 'weft-workflow/0.1';
   }
@@ -211,6 +339,17 @@ export class GuardedHttp implements HttpPort {
     // Host names are checked after resolution, in the lookup hook the socket connects with.
   }
 
+  /** The body cap of one request and the words of its refusal. */
+  private capFor(req: HttpRequest): { bytes: number; message: string } {
+    if (req.blockOutput === true && this.blockOutputBytes !== null && this.blockOutputBytes < this.maxBytes) {
+      return {
+        bytes: this.blockOutputBytes,
+        message: `response body exceeds the limit of ${formatBytes(this.blockOutputBytes)} for a block's output (maxBlockOutputBytes, WEFT_MAX_BLOCK_OUTPUT_BYTES)`,
+      };
+    }
+    return { bytes: this.maxBytes, message: `response body exceeds the limit of ${formatBytes(this.maxBytes)}` };
+  }
+
   async request(req: HttpRequest): Promise<HttpResponse> {
     let url: URL;
     try {
@@ -220,13 +359,14 @@ export class GuardedHttp implements HttpPort {
     }
     if (!/^[A-Za-z]+$/.test(req.method)) throw new Error(`invalid HTTP method: ${req.method}`);
     const deadline = Date.now() + Math.max(1, req.timeoutMs);
+    const cap = this.capFor(req);
     let method = req.method.toUpperCase();
     let body = req.body;
     let headers = { ...req.headers };
     for (let hop = 0; ; hop++) {
       this.check(url);
       if (req.signal?.aborted) throw new Error(abortMessage(req.signal));
-      const res = await this.once(url, method, headers, body, deadline, req.timeoutMs, req.signal);
+      const res = await this.once(url, method, headers, body, deadline, req.timeoutMs, cap, req.signal);
       const location = res.headers.location;
       if ([301, 302, 303, 307, 308].includes(res.status) && location && hop < this.maxRedirects) {
         const next = new URL(location, url);
@@ -236,7 +376,7 @@ export class GuardedHttp implements HttpPort {
           headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^content-(type|length)$/i.test(k)));
         }
         if (next.origin !== url.origin) {
-          headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^(authorization|cookie)$/i.test(k)));
+          headers = Object.fromEntries(Object.entries(headers).filter(([k]) => CROSS_ORIGIN_SAFE_HEADERS.has(k.toLowerCase())));
         }
         url = next;
         continue;
@@ -252,6 +392,7 @@ export class GuardedHttp implements HttpPort {
     body: string | undefined,
     deadline: number,
     timeoutMs: number,
+    cap: { bytes: number; message: string },
     signal?: AbortSignal,
   ): Promise<HttpResponse> {
     return new Promise<HttpResponse>((resolve, reject) => {
@@ -267,10 +408,16 @@ export class GuardedHttp implements HttpPort {
       if (body !== undefined && !lower.has('content-length')) outHeaders['content-length'] = String(Buffer.byteLength(body));
 
       let done = false;
+      let response: http.IncomingMessage | null = null;
+      let decoder: Decoder | null = null;
       const fail = (err: Error) => {
         if (done) return;
         done = true;
         cleanup();
+        // Everything still working for this answer stops with it: the socket, and a decoder, which would
+        // otherwise go on inflating the input it holds (3 KB of brotli stand for GBs) after the refusal.
+        decoder?.destroy();
+        response?.destroy();
         r.destroy();
         reject(err);
       };
@@ -288,28 +435,59 @@ export class GuardedHttp implements HttpPort {
           lookup: this.lookup,
         },
         (res) => {
-          const encoding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
-          let stream: NodeJS.ReadableStream = res;
-          if (encoding === 'gzip' || encoding === 'x-gzip') stream = res.pipe(zlib.createGunzip());
-          else if (encoding === 'deflate') stream = res.pipe(zlib.createInflate());
-          else if (encoding === 'br') stream = res.pipe(zlib.createBrotliDecompress());
-          const chunks: Buffer[] = [];
-          let size = 0;
-          stream.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > this.maxBytes) {
-              res.destroy();
-              fail(new Error(`response body exceeds the limit of ${formatBytes(this.maxBytes)}`));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          stream.on('error', (err: Error) => fail(new Error(`could not read the response: ${err.message}`)));
-          stream.on('end', () => {
+          response = res;
+          if (done) {
+            res.destroy();
+            return;
+          }
+          const collected = new BodyBuffer(cap.bytes);
+          const tooLarge = () => fail(new Error(cap.message));
+          const unreadable = (err: Error) => fail(new Error(`could not read the response: ${err.message}`));
+          const finish = () => {
             if (done) return;
             done = true;
             cleanup();
-            resolve({ status: res.statusCode ?? 0, headers: flattenHeaders(res.headers), body: Buffer.concat(chunks).toString('utf8') });
+            resolve({ status: res.statusCode ?? 0, headers: flattenHeaders(res.headers), body: collected.text() });
+          };
+          res.on('error', unreadable);
+          res.on('close', () => {
+            if (!res.complete) unreadable(new Error('the connection closed before the body ended'));
+          });
+          const dec = decoderFor(String(res.headers['content-encoding'] ?? '').trim().toLowerCase());
+          decoder = dec;
+          let feed: (chunk: Buffer) => void;
+          let ended: () => void;
+          if (dec === null) {
+            feed = (chunk) => {
+              if (!collected.append(chunk)) tooLarge();
+            };
+            ended = finish;
+          } else {
+            const input = new DecoderInput(dec, res);
+            feed = (chunk) => input.write(chunk);
+            ended = () => input.end();
+            dec.on('data', (chunk: Buffer) => {
+              if (done) return;
+              if (!collected.append(chunk)) tooLarge();
+            });
+            dec.on('error', unreadable);
+            dec.on('end', finish);
+          }
+          // Bytes on the wire count against the cap too (a compressed stream that inflates to little would
+          // otherwise be read until the timeout), and so do the pieces they come in (see MIN_PIECE_BYTES).
+          let wire = 0;
+          let pieces = 0;
+          res.on('data', (chunk: Buffer) => {
+            if (done) return;
+            wire += chunk.length;
+            pieces++;
+            if (wire > cap.bytes) tooLarge();
+            else if (pieces > FREE_PIECES && pieces * MIN_PIECE_BYTES > wire) {
+              fail(new Error(`response body arrives in too many small pieces (${pieces} pieces for ${wire} bytes; past ${FREE_PIECES} pieces they must average ${MIN_PIECE_BYTES} bytes)`));
+            } else feed(chunk);
+          });
+          res.on('end', () => {
+            if (!done) ended();
           });
         },
       );

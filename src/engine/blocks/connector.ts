@@ -46,13 +46,14 @@ export async function callConnector(
     connectorId: args.connectorId, operationId: args.operationId, parameters, body: args.body, secret: (name) => ctx.secret(name),
   });
   const timeoutMs = Math.max(1, Math.min(args.timeoutMs, ctx.remainingMs()));
-  const res = await ctx.ports.http.request({ ...req, timeoutMs, signal: ctx.signal });
-  const data = responseData(res.headers['content-type'], res.body);
+  // The answer is a block's output (or an agent's tool result, bounded the same way): refused over the block
+  // output cap before it is parsed (docs/architecture.md, "Where limits are enforced").
+  const res = await ctx.ports.http.request({ ...req, timeoutMs, signal: ctx.signal, blockOutput: true });
   if (res.status >= 400) {
     const preview = res.body.length > 300 ? `${res.body.slice(0, 300)}…` : res.body;
     throw new Error(`HTTP ${res.status} from ${args.operationId} (${req.method} ${new URL(req.url).pathname})${preview ? `: ${preview}` : ''}`);
   }
-  return { status: res.status, headers: res.headers, data };
+  return { status: res.status, headers: res.headers, data: responseData(res.headers['content-type'], res.body) };
 }
 
 export const connectorBlock = defineBlockType<ConnectorConfig>({

@@ -52,19 +52,20 @@ export const httpBlock = defineBlockType<HttpConfig>({
       }
     }
     const timeoutMs = Math.max(1, Math.min(config.timeoutMs, ctx.remainingMs()));
-    const res = await ctx.ports.http.request({ url: url.toString(), method, headers, body, timeoutMs, signal: ctx.signal });
-    const contentType = res.headers['content-type'];
+    // The body becomes this block's output: the port refuses one over the block output cap before it is
+    // parsed here, on the event loop (docs/architecture.md, "Where limits are enforced").
+    const res = await ctx.ports.http.request({ url: url.toString(), method, headers, body, timeoutMs, signal: ctx.signal, blockOutput: true });
+    if (res.status >= 400) {
+      const preview = res.body.length > 300 ? `${res.body.slice(0, 300)}…` : res.body;
+      throw new Error(`HTTP ${res.status} from ${method} ${url.origin}${url.pathname}${preview ? `: ${preview}` : ''}`);
+    }
     let data: unknown = res.body;
-    if (isJsonContentType(contentType) && res.body.trim() !== '') {
+    if (isJsonContentType(res.headers['content-type']) && res.body.trim() !== '') {
       try {
         data = JSON.parse(res.body);
       } catch {
         data = res.body;
       }
-    }
-    if (res.status >= 400) {
-      const preview = res.body.length > 300 ? `${res.body.slice(0, 300)}…` : res.body;
-      throw new Error(`HTTP ${res.status} from ${method} ${url.origin}${url.pathname}${preview ? `: ${preview}` : ''}`);
     }
     return { output: { status: res.status, headers: res.headers, data } };
   },
