@@ -1,6 +1,7 @@
 import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
 import { substringRegex } from '../db/substring-match.js';
+import { measureJson } from '../engine/json-size.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
 export { jsonExpression, typedExpression, uniqueExpression } from './column-sql.js';
@@ -74,6 +75,8 @@ interface State {
   /** The alias of the row's own columns (id, created_at, updated_at). */
   rowAlias: string;
   conditions: number;
+  /** What the filter has used so far of the bounds on the filter as a whole (TABLE_LIMITS.maxFilter*). */
+  spent: { jsonElements: number; substrings: number; substringCharacters: number; inValues: number };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -170,6 +173,7 @@ function isNullSql(state: State, c: Column): string {
 function inList(state: State, c: Column, op: string, values: unknown): { sql: string; hasNull: boolean } {
   if (!Array.isArray(values)) throw bad(`${op} on column "${c.name}" expects an array`, c.name);
   if (values.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxInValues} values`, c.name);
+  spendInValues(state, values.length);
   const nonNull = values.filter((v) => v !== null && v !== undefined);
   const hasNull = nonNull.length !== values.length;
   const parts: string[] = [];
@@ -189,6 +193,8 @@ function inList(state: State, c: Column, op: string, values: unknown): { sql: st
     }
   }
   if (hasNull) parts.push(isNullSql(state, c));
+  // Each containment (and the null test) is a comparison of its own for every row: the operator counted one.
+  for (let i = 1; i < parts.length; i++) count(state);
   return { sql: parts.length === 0 ? 'FALSE' : parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`, hasNull };
 }
 
@@ -230,9 +236,12 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
         if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
         const value = operand(c, op, v);
         // Each array element of the operand is looked for through the cell's whole array, one by one.
-        if (arrayElements(value) > TABLE_LIMITS.maxJsonContainsElements) {
+        const elements = arrayElements(value);
+        if (elements > TABLE_LIMITS.maxJsonContainsElements) {
           throw bad(`${op} on column "${c.name}" has more than ${TABLE_LIMITS.maxJsonContainsElements} array elements`, c.name);
         }
+        // A scalar operand is still looked for through the cell's array once.
+        spendJsonElements(state, Math.max(1, elements));
         return { sql: `${jsonExpression(c.name, alias)} @> ${params.add(JSON.stringify(value))}::jsonb`, excludesNull: true };
       }
       if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
@@ -243,6 +252,7 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
         throw bad(`${op} on column "${c.name}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, c.name);
       }
       operand({ ...c, type: 'string' }, op, text);
+      spendSubstring(state, text.length);
       return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, SUBSTRING_KIND[op]))}`, excludesNull: true };
     }
     case '$isNull':
@@ -271,6 +281,7 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
     case '$nin': {
       if (!Array.isArray(v)) throw bad(`${op} on "${f}" expects an array`, f);
       if (v.length > TABLE_LIMITS.maxInValues) throw bad(`${op} on "${f}" has more than ${TABLE_LIMITS.maxInValues} values`, f);
+      spendInValues(state, v.length);
       const values = v.filter((x) => x !== null).map((x) => systemOperand(f, op, x));
       const any = values.length === 0 ? 'FALSE' : `${col} = ANY(${state.params.add(values)}::${type}[])`;
       return op === '$in' ? any : `NOT (${any})`;
@@ -282,6 +293,8 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
       if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${f}" needs a non-empty string`, f);
       systemOperand(f, op, v);
       if (v.length > TABLE_LIMITS.maxPatternLength) throw bad(`${op} on "${f}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, f);
+      // LIKE tries the operand at each position of the id: short ids, but still a pass each.
+      spendSubstring(state, v.length);
       return `${col} ILIKE ${state.params.add(likePattern(v, op))}`;
     case '$isNull':
       return flag(op, f, v) ? 'FALSE' : 'TRUE';
@@ -301,7 +314,39 @@ function invalidOperator(op: string): FilterError {
 function count(state: State): void {
   state.conditions++;
   if (state.conditions > TABLE_LIMITS.maxFilterConditions) {
-    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterConditions} conditions`);
+    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterConditions} conditions (a $in or $nin of up to ${TABLE_LIMITS.maxInContainments} values counts one for each value)`);
+  }
+}
+
+/*
+ * The bounds on the filter as a whole: each condition's own bound keeps it near one pass over its cell, and these
+ * keep the passes of all conditions together near what the worst single condition costs (docs/architecture.md,
+ * Tables: bounded statements).
+ */
+
+function spendJsonElements(state: State, n: number): void {
+  state.spent.jsonElements += n;
+  if (state.spent.jsonElements > TABLE_LIMITS.maxFilterJsonContainsElements) {
+    throw bad(`filter's json $contains operands have more than ${TABLE_LIMITS.maxFilterJsonContainsElements} array elements in all `
+      + '(each is looked for through the whole array of every row; an operand without arrays counts one)');
+  }
+}
+
+function spendSubstring(state: State, characters: number): void {
+  state.spent.substrings++;
+  state.spent.substringCharacters += characters;
+  if (state.spent.substrings > TABLE_LIMITS.maxFilterSubstrings) {
+    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterSubstrings} substring conditions ($contains, $startsWith, $endsWith on text and ids)`);
+  }
+  if (state.spent.substringCharacters > TABLE_LIMITS.maxFilterSubstringCharacters) {
+    throw bad(`filter's substring operands ($contains, $startsWith, $endsWith on text and ids) are longer than ${TABLE_LIMITS.maxFilterSubstringCharacters} characters in all`);
+  }
+}
+
+function spendInValues(state: State, n: number): void {
+  state.spent.inValues += n;
+  if (state.spent.inValues > TABLE_LIMITS.maxFilterInValues) {
+    throw bad(`filter's $in and $nin lists have more than ${TABLE_LIMITS.maxFilterInValues} values in all`);
   }
 }
 
@@ -363,8 +408,16 @@ export function compileFilter(
 ): CompiledFilter {
   const nonNull = new Set<string>();
   if (!filter) return { sql: 'TRUE', nonNull, dataReads: 0 };
-  const state: State = { params, columns: new Map(columns.map((c) => [c.name, c])), alias: dataAlias, rowAlias: alias, conditions: 0 };
+  const state: State = {
+    params, columns: new Map(columns.map((c) => [c.name, c])), alias: dataAlias, rowAlias: alias, conditions: 0,
+    spent: { jsonElements: 0, substrings: 0, substringCharacters: 0, inValues: 0 },
+  };
   const sql = group(state, filter, 1, nonNull);
+  // A filter from a request body or a table block has no query string's length bound. After compiling, so that a
+  // filter past a bound above is told which; measured without building its text, and never further than the bound.
+  if (measureJson(filter, TABLE_LIMITS.maxFilterBytes).bytes > TABLE_LIMITS.maxFilterBytes) {
+    throw bad(`filter is larger than ${TABLE_LIMITS.maxFilterBytes} bytes of JSON`);
+  }
   // Values are always parameters and column names are quoted literals, so every unquoted `data` here is a read.
   const reads = sql.match(new RegExp(`(?<![\\w.'])${dataAlias ? `${dataAlias}\\.` : ''}data\\b`, 'g'))?.length ?? 0;
   return { sql, nonNull, dataReads: reads };

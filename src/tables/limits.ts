@@ -63,6 +63,28 @@ export const TABLE_LIMITS = {
   maxInContainments: 8,
   /** Reads of a row's data a filter may make directly; past it the statement reads each row's data once. */
   maxDirectDataReads: 2,
+  /*
+   * Bounds on the filter as a whole. The bounds above keep each condition near one pass over its cell, but a
+   * filter may hold 200 conditions, and 200 conditions each at its bound cost 200 of those passes a row
+   * (docs/architecture.md, Tables: bounded statements, "the filter as a whole").
+   */
+  /** Array elements of all json $contains operands of a filter together; an operand without arrays counts one. */
+  maxFilterJsonContainsElements: 8,
+  /**
+   * Substring conditions ($contains, $startsWith, $endsWith on text and ids) in a filter. Well under PostgreSQL's
+   * cache of 32 compiled regular expressions: past it each condition compiles its expression again for every row.
+   */
+  maxFilterSubstrings: 16,
+  /** Characters of all substring operands of a filter together. */
+  maxFilterSubstringCharacters: 1024,
+  /** Values of all $in / $nin lists of a filter together. */
+  maxFilterInValues: 1000,
+  /**
+   * Bytes of a filter's JSON, wherever it comes from (a request body, a table block), as the operands of
+   * equalities are compared with the cells they read. Three times maxFilterLength, which bounds the query
+   * string in characters, so that any filter within that fits here too.
+   */
+  maxFilterBytes: 3 * 32_768,
   maxSortKeys: 10,
 } as const;
 

@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import type { QueryTimeout } from '../limits/query-timeout.js';
-import type { WorkspaceGate } from '../limits/workspace-gate.js';
+import type { ScanMeter, WorkspaceGate } from '../limits/workspace-gate.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newHexId } from '../ids.js';
 import { type Column, type RowIssue, columnMap, prepareRow, rowIssuesError } from './columns.js';
@@ -113,13 +113,14 @@ export class RowService {
    * write against its schema, then in one transaction locks the table, writes, refuses rows over the size
    * limit, updates the table's row, byte and position counters and checks the workspace's storage.
    * Database errors become the HTTP errors they stand for; a schema change since the validation starts
-   * over (up to 3 times).
+   * over (up to 3 times). A write that scans by a filter passes the gate's `scan` meter: it is bounded in time
+   * like a query, and its time holding the database is charged to the workspace.
    */
   private async writeRows<T>(
-    workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>, scans = false,
+    workspaceId: string, tableId: string, prepare: (table: TableRow) => Prepared<T> | Promise<Prepared<T>>, scan?: ScanMeter,
   ): Promise<T> {
     // A write that scans by a filter is bounded in time like a query (limits/query-timeout.ts).
-    const transaction = <R>(fn: (q: Queryable) => Promise<R>) => (scans ? this.deps.queryTimeout.tx(this.db, fn) : this.db.tx(fn));
+    const transaction = <R>(fn: (q: Queryable) => Promise<R>) => (scan ? this.deps.queryTimeout.tx(this.db, fn) : this.db.tx(fn));
     for (let attempt = 0; ; attempt++) {
       const table = await requireTable(this.db, workspaceId, tableId);
       const write = await prepare(table);
@@ -128,6 +129,7 @@ export class RowService {
         const { result, changed } = await transaction(async (q) => {
           const lock = await store.lockTable(q, table.id, workspaceId);
           if (!lock) throw tableNotFound();
+          scan?.holding();
           if (write.data && lock.schema_version !== table.schema_version) throw new SchemaChanged();
           let positionsUsed = 0;
           const insert = async (rows: Data[]): Promise<WrittenRow[]> => {
@@ -186,8 +188,13 @@ export class RowService {
   async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
     checkPaging(query);
     const { queryTimeout, maxPageBytes } = this.deps;
-    return this.deps.gate.run(workspaceId, () =>
-      queryTimeout.run(this.db, 'query', async (q) => queryPage(q, await requireTable(q, workspaceId, tableId), query, maxPageBytes)));
+    return this.deps.gate.run(workspaceId, (meter) =>
+      queryTimeout.run(this.db, 'query', async (q) => {
+        const table = await requireTable(q, workspaceId, tableId);
+        // Answered: the transaction holds the database from here (on the embedded one, every other statement waits).
+        meter.holding();
+        return queryPage(q, table, query, maxPageBytes);
+      }));
   }
 
   async getRow(workspaceId: string, tableId: string, rowId: string): Promise<PublicRow> {
@@ -200,7 +207,7 @@ export class RowService {
   /** Merges `data` into every row matching `filter` (or the first `limit` of them in table order). */
   async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
     checkBatchLimit(limit);
-    return this.deps.gate.run(workspaceId, () => this.deps.queryTimeout.answering('update', this.writeRows<string[]>(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, (meter) => this.deps.queryTimeout.answering('update', this.writeRows<string[]>(workspaceId, tableId, (table) => {
       const { rows: matching } = compileWhere(table, nonEmptyFilter(filter));
       const patch = preparePatch(table, data, ['data']);
       if (emptyPatch(patch)) return { done: [] };
@@ -211,7 +218,7 @@ export class RowService {
           return { updated: rows, result: [...rows].sort(byPosition).map((r) => r.id) };
         },
       };
-    }, true)));
+    }, meter)));
   }
 
   /** Merges a patch into each listed row; every row must exist, else nothing is written. */
@@ -294,7 +301,7 @@ export class RowService {
         };
       });
     }
-    return this.deps.gate.run(workspaceId, () => this.deps.queryTimeout.answering('delete', this.writeRows(workspaceId, tableId, (table) => {
+    return this.deps.gate.run(workspaceId, (meter) => this.deps.queryTimeout.answering('delete', this.writeRows(workspaceId, tableId, (table) => {
       checkBatchLimit(target.limit);
       const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
@@ -303,7 +310,7 @@ export class RowService {
           return { deleted: rows, result: { deletedRowIds: [...rows].sort(byPosition).map((r) => r.id) } };
         },
       };
-    }, true)));
+    }, meter)));
   }
 
   async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {
