@@ -43,6 +43,7 @@ const envSchema = z.object({
   WEFT_MAX_RUN_STEPS: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
   WEFT_MAX_BLOCK_OUTPUT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_RUN_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
+  WEFT_MAX_PAUSE_POINTS: z.coerce.number().int().min(1).max(100_000).default(100),
   WEFT_MAX_TRACE_ENTRIES: z.coerce.number().int().min(10).max(1_000_000).default(2_000),
   WEFT_MAX_TRACE_OUTPUT_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_TRACE_LOG_CHARS: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(1024 * 1024),
@@ -163,6 +164,8 @@ export interface Config {
   maxBlockOutputBytes: number;
   /** JSON size of a run's stored and returned result. */
   maxRunResultBytes: number;
+  /** Pause points (human blocks waiting) one run may hold, resumed ones included; past it the run fails. */
+  maxPausePoints: number;
   /** Trace entries kept per run. */
   maxTraceEntries: number;
   /** JSON bytes of block outputs one run's trace keeps (the rest are named by size). */
@@ -312,6 +315,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxRunSteps: e.WEFT_MAX_RUN_STEPS,
     maxBlockOutputBytes: e.WEFT_MAX_BLOCK_OUTPUT_BYTES,
     maxRunResultBytes: e.WEFT_MAX_RUN_RESULT_BYTES,
+    maxPausePoints: e.WEFT_MAX_PAUSE_POINTS,
     maxTraceEntries: e.WEFT_MAX_TRACE_ENTRIES,
     maxTraceOutputBytes: e.WEFT_MAX_TRACE_OUTPUT_BYTES,
     maxTraceLogChars: e.WEFT_MAX_TRACE_LOG_CHARS,

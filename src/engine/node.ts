@@ -10,10 +10,16 @@ import {
 } from './block-type.js';
 import type { CompiledBlock } from './compile.js';
 import type { SandboxLogEntry } from './ports.js';
-import { BlockLimitError } from './run-state.js';
+import { BlockLimitError, type RunState } from './run-state.js';
 import { findUp, type HaltFlag, type NodeResult, type ScopeInfo, type ScopeRun } from './scope.js';
 import { errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
 import type { PausePoint, StepRecord } from './types.js';
+
+/**
+ * Pause points one run may hold without `maxPausePoints`: each is a form a person answers, and the pause
+ * record is rewritten whole as they are resumed or time out (docs/architecture.md, Pause lifecycle).
+ */
+export const DEFAULT_MAX_PAUSE_POINTS = 100;
 
 /** What one execution of a block (all its attempts) produced, handed to finishNode. */
 interface Execution {
@@ -250,6 +256,17 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
       error = tooLarge;
       result = undefined;
     }
+  } else if (error === undefined && result !== undefined && 'pause' in result && result.pause !== null) {
+    // A pause's response is kept until the run ends and then answered and stored with the pause: bounded like
+    // an output (docs/architecture.md, Where limits are enforced). 130 of 1.9 MB each made a 243 MB answer.
+    const tooMany = pauseLimit(run, b);
+    const size = tooMany === null ? run.measureOutput(b.name, result.pause.response) : null;
+    // Past the block output cap only the block fails; every pause point is kept, so it is always held.
+    const refused = tooMany ?? size?.error ?? run.holdOutput(b.id, b.name, size?.bytes ?? 0, true);
+    if (refused !== null) {
+      error = refused;
+      result = undefined;
+    }
   }
 
   const base = {
@@ -285,6 +302,18 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   if (recorded !== null) return recorded;
   if (b.type.endsRun) run.respond(output);
   return { kind: 'success', output };
+}
+
+/**
+ * The pause point limit, checked where pause points are collected: the block that would pass it fails the run
+ * (no error edge catches it, as with the step budget). Null while the run has room.
+ */
+function pauseLimit(run: RunState, b: CompiledBlock): BlockLimitError | null {
+  const max = run.opts.maxPausePoints ?? DEFAULT_MAX_PAUSE_POINTS;
+  if (run.pausePoints.length < max) return null;
+  const message = `Pause point limit exceeded: the run would hold more than ${max} pause points (maxPausePoints); stopped at block "${b.name}"`;
+  run.fail({ message, blockId: b.id, blockName: b.name });
+  return new BlockLimitError(message);
 }
 
 /** Awaits onStep with the step's secret values masked; a failure to record fails the block. Returns null when recorded. */

@@ -191,6 +191,11 @@ export interface RunOptions {
    * 1,000 lines an entry); lines past it are counted in the entry's `logsDropped`.
    */
   maxTraceLogChars?: number;
+  /**
+   * Pause points one run may collect (default 100, DEFAULT_MAX_PAUSE_POINTS in node.ts): the block that would
+   * pass it fails the run naming the limit.
+   */
+  maxPausePoints?: number;
 }
 
 export interface RunResult {

@@ -187,6 +187,11 @@ export const dueTimeouts = (q: Queryable) =>
     'SELECT execution_id FROM paused_executions WHERE next_timeout_at IS NOT NULL AND next_timeout_at <= clock_timestamp() LIMIT 100',
   ).then((r) => r.map((x) => x.execution_id));
 
+/** A paused execution no timeout can act on any more (failed, resumed, cancelled): the sweep stops looking at it. */
+export async function clearNextTimeout(q: Queryable, pausedId: string): Promise<void> {
+  await q.query('UPDATE paused_executions SET next_timeout_at = NULL WHERE id = $1', [pausedId]);
+}
+
 /**
  * Cancels a paused execution (locked by the caller): no resume is accepted any more, its timeouts
  * stop and queued resumes fail. Returns the execution ids of resumes already claimed (running).

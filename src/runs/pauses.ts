@@ -11,7 +11,9 @@ import * as ps from './pause-store.js';
 import { nextTimeout, type PausedRow, type PointMap, type QueueRow, type ResumeLinks, type ResumeStatus, type StoredPoint } from './pause-store.js';
 import { holdResumeClaim, releaseLapsedResumeClaims } from './resume-claims.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
-import { finishedFrom } from './run-options.js';
+import { DEFAULT_MAX_PAUSE_POINTS } from '../engine/node.js';
+import { describedSize } from '../engine/json-size.js';
+import { failedResult, finishedFrom } from './run-options.js';
 import { fireTimeouts } from './pause-timeouts.js';
 import { formFields, validateSubmission } from './resume-input.js';
 import type { RunContext } from './run-context.js';
@@ -44,6 +46,29 @@ export interface PauseDeps {
   track(executionId: string, parent: AbortSignal): { signal: AbortSignal; end: () => void };
   /** Lease of a resume claim (the job lease): a claim not renewed for this long is released. */
   leaseMs: number;
+  /**
+   * JSON bytes a run's pause answer and its record's pause points may each take (WEFT_MAX_RUN_RESULT_BYTES;
+   * default 4 MiB): docs/architecture.md, Where limits are enforced.
+   */
+  maxResultBytes?: number;
+  /** Pause points one run's record may hold, resumed ones included (WEFT_MAX_PAUSE_POINTS; default 100). */
+  maxPausePoints?: number;
+}
+
+/** The configuration's defaults of the limits a pause record keeps to, for a PauseService not given them. */
+const PAUSE_LIMITS = { maxResultBytes: 4 * 1024 * 1024, maxPausePoints: DEFAULT_MAX_PAUSE_POINTS };
+
+/**
+ * A pause the record may not hold: past the pause point limit, or an answer or point map past the result
+ * limit. Nothing of it is written. A resume that pauses so fails (finishEntry); a first pause is measured
+ * before it gets here (capResult, the engine's pause point limit), so this refuses it only when its resume
+ * links took more room than capResult allowed them.
+ */
+export class PauseLimitError extends HttpError {
+  constructor(message: string) {
+    super(422, message);
+    this.name = 'PauseLimitError';
+  }
 }
 
 /** How a resume that was admitted answers: queued behind another, running as a job, or finished in the request. */
@@ -129,6 +154,7 @@ export class PauseService {
       if (!existing) {
         const map = Object.fromEntries(points.map((p) => [p.contextId, p]));
         const output = pauseOutput(points);
+        this.checkPause(map, output);
         await alsoWrite?.(q, output);
         await ps.insertPaused(q, {
           workspaceId: pc.workspaceId, workflowId: pc.workflowId, executionId: pc.executionId, versionId: pc.versionId, mode: pc.mode,
@@ -146,10 +172,31 @@ export class PauseService {
         }
       }
       const output = pauseOutput(Object.values(map).filter((p) => p.resumeStatus === 'paused'));
+      this.checkPause(map, output);
       await alsoWrite?.(q, output);
       await ps.updatePaused(q, existing.id, { points: map, nextTimeoutAt: nextTimeout(map), steps: stepMap, addedPauses: added, status: overallStatus(map, 'paused') });
       return output;
     });
+  }
+
+  /**
+   * A pause record keeps to the run's limits (docs/architecture.md, Where limits are enforced): at most
+   * maxPausePoints points, resumed ones included (each resume may add more), and its answer and its points
+   * each within the result limit, measured exactly here, links included. Throws PauseLimitError.
+   */
+  private checkPause(map: PointMap, output: unknown): void {
+    const maxPoints = this.deps.maxPausePoints ?? PAUSE_LIMITS.maxPausePoints;
+    const maxBytes = this.deps.maxResultBytes ?? PAUSE_LIMITS.maxResultBytes;
+    const count = Object.keys(map).length;
+    if (count > maxPoints) {
+      throw new PauseLimitError(`The run would hold ${count} pause points, over the limit of ${maxPoints} (WEFT_MAX_PAUSE_POINTS)`);
+    }
+    for (const [what, value] of [['pause', output], ['pause record', map]] as const) {
+      const size = describedSize(value, maxBytes);
+      if (size.bytes > maxBytes) {
+        throw new PauseLimitError(`The run's ${what} is ${size.text}, over the limit of ${maxBytes} bytes (WEFT_MAX_RUN_RESULT_BYTES)`);
+      }
+    }
   }
 
   /** A paused execution of the workspace by the id its callers know. */
@@ -333,12 +380,18 @@ export class PauseService {
       });
       return { result, output };
     }
-    return { result, ...(await this.finishEntry(paused, entry, result, steps, opts.record)) };
+    return this.finishEntry(paused, entry, result, steps, opts.record);
   }
 
-  /** Records a finished resume, unless its claim was released meanwhile (`lost`: it records nothing). */
-  private async finishEntry(paused: PausedRow, entry: QueueRow, result: RunResult, steps: StepRecord[], record?: RecordResume): Promise<{ output: unknown; lost?: boolean }> {
+  /**
+   * Records a finished resume, unless its claim was released meanwhile (`lost`: it records nothing). A resume
+   * that paused past what the pause record may hold fails instead (its result is returned failed).
+   */
+  private async finishEntry(
+    paused: PausedRow, entry: QueueRow, ran: RunResult, steps: StepRecord[], record?: RecordResume,
+  ): Promise<{ result: RunResult; output: unknown; lost?: boolean }> {
     const baseUrl = typeof paused.metadata.baseUrl === 'string' ? paused.metadata.baseUrl : this.deps.baseUrl();
+    let result = ran;
     let output: unknown = result.response ?? result.output ?? null;
     if (result.status === 'paused') {
       try {
@@ -349,8 +402,10 @@ export class PauseService {
           if (!(await ps.lockClaimedResume(q, entry.id))) throw new ClaimReleased();
         });
       } catch (err) {
-        if (err instanceof ClaimReleased) return { output, lost: true };
-        throw err;
+        if (err instanceof ClaimReleased) return { result, output, lost: true };
+        if (!(err instanceof PauseLimitError)) throw err;
+        result = failedResult(result, err.message);
+        output = null;
       }
     }
     const failed = result.status !== 'completed' && result.status !== 'paused';
@@ -362,9 +417,11 @@ export class PauseService {
       if (!row || !point) return undefined;
       const map: PointMap = { ...row.pause_points, [entry.context_id]: { ...point, resumeStatus: failed ? 'failed' : 'resumed' } };
       const resumed = Object.values(map).filter((p) => p.resumeStatus === 'resumed').length;
+      const status = overallStatus(map, result.status);
       await ps.updatePaused(q, row.id, {
-        points: map, nextTimeoutAt: nextTimeout(map), steps: Object.fromEntries(steps.map((s) => [s.key, s])),
-        resumedCount: resumed, status: overallStatus(map, result.status),
+        // A failed run's timeouts have nothing left to do (pause-timeouts.ts would fail it again).
+        points: map, nextTimeoutAt: status === 'failed' ? null : nextTimeout(map), steps: Object.fromEntries(steps.map((s) => [s.key, s])),
+        resumedCount: resumed, status,
       });
       await ps.completeResumeEntry(q, entry.id, failed ? (result.error?.message ?? result.status) : null);
       // The original execution carries the latest state of the whole run.
@@ -375,12 +432,12 @@ export class PauseService {
       const nextPoint = claimed ? map[claimed.context_id] : undefined;
       if (!claimed || !nextPoint) return undefined;
       const points: PointMap = { ...map, [claimed.context_id]: { ...nextPoint, resumeStatus: 'resuming' } };
-      await ps.updatePaused(q, row.id, { points, nextTimeoutAt: nextTimeout(points) });
+      await ps.updatePaused(q, row.id, { points, nextTimeoutAt: status === 'failed' ? null : nextTimeout(points) });
       return { row: { ...row, pause_points: points }, entry: claimed };
     });
-    if (next === 'lost') return { output, lost: true };
+    if (next === 'lost') return { result, output, lost: true };
     if (next) await this.enqueueEntryJob(next.row, next.entry, next.entry.slot_token);
-    return { output };
+    return { result, output };
   }
 
   /** Gives up on pauses whose timeout passed: approve with the form's defaults, or fail the run (pause-timeouts.ts). */
@@ -403,10 +460,14 @@ export class PauseService {
   start(intervalMs = 1000): void {
     // Embedded: this process holds the data directory, so every claim left leased at start-up is a dead one's.
     let all = this.db.mode === 'pglite';
+    // A sweep still running when the next tick comes is not joined by a second one (docs/architecture.md,
+    // Pause lifecycle): two sweeps would fight over the same records' locks and each pass would only grow.
+    const timeouts = notOverlapping(() => this.fireTimeouts(), (err) => this.deps.log.warn({ err }, 'pause timeout sweep failed'));
+    const claims = notOverlapping((everyLease: boolean) => this.releaseLapsedClaims(everyLease),
+      (err) => this.deps.log.warn({ err }, 'releasing lapsed resume claims failed'));
     const tick = () => {
-      this.fireTimeouts().catch((err: unknown) => this.deps.log.warn({ err }, 'pause timeout sweep failed'));
-      this.releaseLapsedClaims(all).catch((err: unknown) => this.deps.log.warn({ err }, 'releasing lapsed resume claims failed'));
-      all = false;
+      timeouts();
+      if (claims(all)) all = false;
     };
     tick();
     this.timer = setInterval(tick, intervalMs);
@@ -416,6 +477,22 @@ export class PauseService {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
   }
+}
+
+/**
+ * Wraps a periodic task so that a call while the previous one still runs does nothing (false); errors go to
+ * `onError`.
+ */
+function notOverlapping<A extends unknown[]>(task: (...args: A) => Promise<unknown>, onError: (err: unknown) => void): (...args: A) => boolean {
+  let running = false;
+  return (...args) => {
+    if (running) return false;
+    running = true;
+    task(...args).catch(onError).finally(() => {
+      running = false;
+    });
+    return true;
+  };
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

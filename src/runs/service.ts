@@ -88,6 +88,7 @@ export class ExecutionService {
     this.writes = new RunWrites(deps.db, deps.limits, deps.config.jobLeaseMs);
     this.pauses = new PauseService({
       db: deps.db, log: deps.log, queue: deps.queue, workflows: deps.workflows,
+      maxResultBytes: deps.config.maxRunResultBytes, maxPausePoints: deps.config.maxPausePoints,
       startResumed: (run, graph, opts) => this.execute(run, graph, opts),
       charge: (q, account, executionId) => this.deps.limits.chargeRun(account, executionId, q),
       planOf: (workspaceId) => this.deps.accounts.workspacePlan(workspaceId),
