@@ -6,6 +6,8 @@
 // without a path counts only when it is a known name; with a path it is always a reference (and
 // validation reports it when the name is unknown).
 
+import { measureJson } from './json-size.js';
+
 /** Lower-case, spaces and dots removed. */
 export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/[\s.]+/g, '');
@@ -109,29 +111,58 @@ export function parseTemplate(text: string, isKnownHead: HeadPredicate): Templat
   return parts;
 }
 
-/** Walks a path into a value; undefined when any step is missing. */
-export function navigate(value: unknown, path: readonly (string | number)[]): unknown {
+/** A string read as plain text rather than JSON: a path into it reads only its `length`. */
+const PLAIN: unique symbol = Symbol('plain text');
+
+/** The string trimmed when it looks like JSON text (`{...}` or `[...]`), else null. */
+function jsonLooking(str: string): string | null {
+  // Allow JSON text to be navigated (outputs of http blocks with text bodies, start fields).
+  const trimmed = str.trim();
+  return trimmed.length > 1 && (trimmed[0] === '{' || trimmed[0] === '[') ? trimmed : null;
+}
+
+function parseOrPlain(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return PLAIN;
+  }
+}
+
+/** What a step into a string reads: the JSON text it holds, parsed, or PLAIN. */
+function parseJsonText(str: string): unknown {
+  const json = jsonLooking(str);
+  return json === null ? PLAIN : parseOrPlain(json);
+}
+
+/**
+ * Walks a path into a value; undefined when any step is missing. A string on the way is read as the JSON
+ * text it holds (`{...}` or `[...]`); otherwise only its `length` can be read. `readText` reads such a string
+ * (a Resolution parses each one once); `holder[key]` is where `value` was found, when it came from somewhere.
+ */
+export function navigate(
+  value: unknown,
+  path: readonly (string | number)[],
+  readText: (str: string, holder: object | undefined, key: string | undefined) => unknown = parseJsonText,
+  holder?: object,
+  key?: string,
+): unknown {
   let cur: unknown = value;
+  let from = holder;
+  let at = key;
   for (const seg of path) {
     if (cur === null || cur === undefined) return undefined;
     if (typeof cur === 'string') {
-      // Allow JSON text to be navigated (outputs of http blocks with text bodies, start fields).
       const str: string = cur;
-      const trimmed = str.trim();
-      if ((trimmed.startsWith('{') || trimmed.startsWith('[')) && trimmed.length > 1) {
-        try {
-          cur = JSON.parse(trimmed) as unknown;
-        } catch {
-          return seg === 'length' ? str.length : undefined;
-        }
-      } else {
-        return seg === 'length' ? str.length : undefined;
-      }
+      cur = readText(str, from, at);
+      if (cur === PLAIN) return seg === 'length' ? str.length : undefined;
     }
     if (typeof cur !== 'object' || cur === null) return undefined;
-    const key = typeof seg === 'number' ? String(seg) : seg;
-    if (!Object.prototype.hasOwnProperty.call(cur, key)) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
+    const k = typeof seg === 'number' ? String(seg) : seg;
+    if (!Object.prototype.hasOwnProperty.call(cur, k)) return undefined;
+    from = cur;
+    at = k;
+    cur = (cur as Record<string, unknown>)[k];
   }
   return cur;
 }
@@ -148,9 +179,102 @@ export function formatInterpolated(value: unknown): string {
   }
 }
 
+/** What one block's references may bring in: this many block output caps of JSON (see Resolution). */
+const RESOLVED_BLOCK_CAPS = 2;
+
+/**
+ * One resolution: one block's config, or the bindings of one code call (docs/architecture.md, "Where limits are
+ * enforced"). It parses each string a path leads into at most once, however many references do (an audit's
+ * 2,000 references into one 3.5 MB string parsed it 2,000 times inside one step), and at most one block output
+ * cap of JSON text in all; it lets references bring in at most RESOLVED_BLOCK_CAPS caps of JSON. Past either it
+ * throws, and the block fails. Parsed strings are remembered by the object and key holding them, not by their
+ * text: V8 hashes a string longer than 16,383 characters by its length alone, so a map keyed by such strings
+ * compares them whole on every lookup.
+ */
+export class Resolution {
+  private parsed: WeakMap<object, Map<string, unknown>> | null = null;
+  private parsedChars = 0;
+  /** JSON bytes references have brought in: values whole, and text interpolated into longer strings. */
+  private brought = 0;
+  private readonly maxParsedChars: number;
+  private readonly maxBrought: number;
+  private readonly read = (str: string, holder: object | undefined, key: string | undefined): unknown => this.readText(str, holder, key);
+
+  constructor(maxBlockOutputBytes: number) {
+    this.maxParsedChars = maxBlockOutputBytes;
+    this.maxBrought = RESOLVED_BLOCK_CAPS * maxBlockOutputBytes;
+  }
+
+  /** navigate(), parsing each string at most once in this resolution. */
+  navigate(value: unknown, path: readonly (string | number)[], holder?: object, key?: string): unknown {
+    return navigate(value, path, this.read, holder, key);
+  }
+
+  /**
+   * A value a reference brings in whole (not copied), counted by its JSON size: a config holding it many
+   * times costs nothing to build but is written out whole by whatever serializes it (the trace's input, an
+   * http body, the sandbox's bindings). Past the bound on what references bring in, an error.
+   */
+  value(value: unknown): unknown {
+    this.brought += measureJson(value, this.maxBrought - this.brought).bytes;
+    if (this.brought > this.maxBrought) throw this.tooLarge();
+    return value;
+  }
+
+  /** A value as it reads inside a longer string, counted by its length; past the bound, an error. */
+  interpolate(value: unknown): string {
+    const text = formatInterpolated(value);
+    this.brought += text.length;
+    if (this.brought > this.maxBrought) throw this.tooLarge();
+    return text;
+  }
+
+  private tooLarge(): Error {
+    return new Error(
+      `references resolve to more than ${this.maxBrought} bytes of JSON (the limit for one block, ${RESOLVED_BLOCK_CAPS} times maxBlockOutputBytes)`,
+    );
+  }
+
+  private readText(str: string, holder: object | undefined, key: string | undefined): unknown {
+    // Longer than any string a block output or the run's variables can hold (a definition's own text can be):
+    // read as plain text, as a string that is not JSON is.
+    if (str.length > this.maxParsedChars) return PLAIN;
+    if (holder === undefined || key === undefined) return this.parse(str);
+    this.parsed ??= new WeakMap();
+    let byKey = this.parsed.get(holder);
+    if (byKey === undefined) {
+      byKey = new Map();
+      this.parsed.set(holder, byKey);
+    } else if (byKey.has(key)) {
+      return byKey.get(key);
+    }
+    // Remembered also when it is not JSON, so a long invalid text or leading whitespace is looked at once.
+    const value = this.parse(str);
+    byKey.set(key, value);
+    return value;
+  }
+
+  private parse(str: string): unknown {
+    const json = jsonLooking(str);
+    if (json === null) return PLAIN;
+    this.parsedChars += json.length;
+    if (this.parsedChars > this.maxParsedChars) {
+      throw new Error(
+        `references parse more than ${this.maxParsedChars} characters of JSON text (the limit for one block, maxBlockOutputBytes); ` +
+          'parse the text once in a function block and reference that block\'s output',
+      );
+    }
+    return parseOrPlain(json);
+  }
+}
+
 export interface ResolveEnv {
   ref(token: RefToken): unknown;
   secret(name: string): string | undefined;
+  /** What a string that is exactly one token resolves to, given the token's value (a Resolution counts it). */
+  value(value: unknown): unknown;
+  /** How a token's value reads inside a longer string (formatInterpolated; a Resolution counts it). */
+  interpolate(value: unknown): string;
 }
 
 /** A compiled config value: resolve it against an environment. */
@@ -170,11 +294,11 @@ function compileString(text: string, isKnownHead: HeadPredicate): ValueResolver 
   if (parts === null) return null;
   if (parts.length === 1 && typeof parts[0] !== 'string') {
     const token = parts[0];
-    return (env) => resolveToken(token, env);
+    return (env) => env.value(resolveToken(token, env));
   }
   return (env) => {
     let out = '';
-    for (const p of parts) out += typeof p === 'string' ? p : formatInterpolated(resolveToken(p, env));
+    for (const p of parts) out += typeof p === 'string' ? p : env.interpolate(resolveToken(p, env));
     return out;
   };
 }

@@ -8,7 +8,7 @@ import { ChildBlockError, type ScopeFrame, type ScopeHandle, type ScopeOutcome }
 import type { CompiledBlock, CompiledEdge, CompiledGraph, CompiledScope } from './compile.js';
 import { getOrThrow } from './lookup.js';
 import type { SandboxResult } from './ports.js';
-import { compileValue, ENTRY_HEADS, formatInterpolated, navigate, type RefToken, type ResolveEnv } from './references.js';
+import { compileValue, ENTRY_HEADS, Resolution, type RefToken, type ResolveEnv } from './references.js';
 import type { RunState } from './run-state.js';
 import { errorMessage } from './trace.js';
 
@@ -108,26 +108,38 @@ export class ScopeRun implements ScopeHandle {
 
   // -- reference resolution ---------------------------------------------------------------------
 
-  lookupRef(token: RefToken): unknown {
+  /** A new resolution (one block's config, one code call's bindings), bounded by the run's block output cap. */
+  resolution(): Resolution {
+    return new Resolution(this.run.maxBlockOutputBytes);
+  }
+
+  lookupRef(token: RefToken, res: Resolution = this.resolution()): unknown {
     const head = token.head;
     if (head === 'loop' || head === 'parallel') {
       const info = findUp(this, (s) => s.info?.kind === head)?.info;
-      return info ? navigate(frameValue(info.frame, token.path[0]), token.path.slice(1)) : undefined;
+      if (!info) return undefined;
+      const field = token.path[0];
+      return res.navigate(frameValue(info.frame, field), token.path.slice(1), info.frame, frameKey(field));
     }
-    if (head === 'variable') return navigate(this.run.variables, token.path);
+    if (head === 'variable') return res.navigate(this.run.variables, token.path);
     const graph = this.run.graph;
     const id = ENTRY_HEADS.includes(head) ? graph.entryIds.get(head) : graph.nameToId.get(head);
     if (id === undefined) return undefined;
     const target = this.block(id);
     const owner = findUp(this, (s) => s.scope.containerId === target.parentId);
-    return owner ? navigate(owner.outputs.get(id), token.path) : undefined;
+    return owner ? res.navigate(owner.outputs.get(id), token.path, owner.outputs, id) : undefined;
   }
 
-  env(): ResolveEnv {
-    return { ref: (t) => this.lookupRef(t), secret: (n) => this.run.secret(n) };
+  env(res: Resolution = this.resolution()): ResolveEnv {
+    return {
+      ref: (t) => this.lookupRef(t, res),
+      secret: (n) => this.run.secret(n),
+      value: (v) => res.value(v),
+      interpolate: (v) => res.interpolate(v),
+    };
   }
 
-  /** The block's config with references resolved (raw fields left as written). */
+  /** The block's config with references resolved (raw fields left as written); throws past a resolution's bounds. */
   resolveConfig(b: CompiledBlock): Record<string, unknown> {
     if (b.resolver === null) return b.config;
     const resolved = b.resolver(this.env());
@@ -147,12 +159,18 @@ export class ScopeRun implements ScopeHandle {
     const run = this.run;
     const bound = run.graph.bindCode(source, run.secretNames, run.secretsKey);
     const bindings: Record<string, unknown> = {};
-    for (const binding of bound.bindings) {
-      const t = binding.token;
-      let v: unknown = t.kind === 'ref' ? this.lookupRef(t) : run.secret(t.name);
-      if (binding.mode === 'string') v = formatInterpolated(v);
-      else if (v === undefined) v = null;
-      bindings[binding.name] = v;
+    try {
+      const res = this.resolution();
+      for (const binding of bound.bindings) {
+        const t = binding.token;
+        let v: unknown = t.kind === 'ref' ? this.lookupRef(t, res) : run.secret(t.name);
+        // The sandbox takes the bindings as one JSON text: a value bound under many names is written each time.
+        if (binding.mode === 'string') v = res.interpolate(v);
+        else v = res.value(v === undefined ? null : v);
+        bindings[binding.name] = v;
+      }
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return run.opts.ports.sandbox.run({
       code: bound.code,
@@ -288,6 +306,12 @@ export class ScopeRun implements ScopeHandle {
 export function findUp(start: ScopeRun, match: (s: ScopeRun) => boolean): ScopeRun | null {
   for (let s: ScopeRun | null = start; s !== null; s = s.parent) if (match(s)) return s;
   return null;
+}
+
+/** The frame's own key `field` reads (for remembering JSON text parsed from it); undefined when it has none. */
+function frameKey(field: string | number | undefined): string | undefined {
+  if (field === 'currentItem' || field === 'item') return 'currentItem';
+  return field === 'items' ? 'items' : undefined;
 }
 
 function frameValue(frame: ScopeFrame, field: string | number | undefined): unknown {
