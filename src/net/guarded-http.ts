@@ -1,3 +1,5 @@
+// Over 450 lines: every bound an outbound answer needs (address guard, redirects, body buffer, decoders, caps)
+// lives in this one port on purpose, so no caller can read a body around them.
 // HttpPort adapter with SSRF protection. Only http(s) URLs; literal IPs are checked before
 // connecting and host names are resolved by our own lookup hook, which checks every resolved
 // address and is the lookup the socket actually connects with (no DNS-rebinding window).

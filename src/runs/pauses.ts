@@ -1,4 +1,4 @@
-// Human in the loop: pause records, the resume queue and its runs. Over 400 lines: the resume's life (admit,
+// Human in the loop: pause records, the resume queue and its runs. Over 450 lines: the resume's life (admit,
 // claim, run, record, hand to the next) is kept in one place on purpose; claim leases live in
 // resume-claims.ts, the timeout sweep in pause-timeouts.ts and the SQL in pause-store.ts.
 import type { Logger } from 'pino';

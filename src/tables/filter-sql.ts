@@ -1,3 +1,5 @@
+// Over 450 lines: the filter compiler and its whole-filter budgets stay together, so every operator is counted
+// against the same limits (docs/architecture.md, Tables: bounded statements).
 import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
 import { substringRegex } from '../db/substring-match.js';
