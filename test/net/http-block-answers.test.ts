@@ -3,6 +3,7 @@
 // before it is parsed), a cancelled run's decoder, and a connector's header credential on a redirect to
 // another origin. The upstreams listen on loopback: outbound private addresses are allowed for this server.
 import http from 'node:http';
+import { tinyChunkServer } from '../support/tiny-chunks.js';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
@@ -76,26 +77,7 @@ beforeAll(async () => {
   upUrl = `http://127.0.0.1:${upPort}`;
 
   // Raw HTTP: a chunked answer of n one-byte chunks ("1\r\na\r\n" each).
-  tiny = net.createServer((sock) => {
-    sock.on('error', () => undefined);
-    sock.once('data', (d) => {
-      const n = Number(/[?&]n=(\d+)/.exec(d.toString())?.[1] ?? 0);
-      sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n');
-      const block = Buffer.from('1\r\na\r\n'.repeat(1000));
-      let sent = 0;
-      const go = () => {
-        while (sent < n) {
-          sent += 1000;
-          if (!sock.write(block)) {
-            sock.once('drain', go);
-            return;
-          }
-        }
-        sock.end('0\r\n\r\n');
-      };
-      go();
-    });
-  });
+  tiny = tinyChunkServer();
   await new Promise<void>((r) => tiny.listen(0, '127.0.0.1', r));
   tinyUrl = `http://127.0.0.1:${(tiny.address() as AddressInfo).port}`;
 

@@ -3,6 +3,7 @@
 // is refused, aborted or timed out, the block output cap applies to requests marked as a block's output, and
 // a redirect to another origin carries none of the caller's credential headers.
 import http from 'node:http';
+import { tinyChunkServer } from '../support/tiny-chunks.js';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
@@ -79,27 +80,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
 
   // Raw HTTP: a chunked answer of n one-byte chunks ("1\r\na\r\n" each), as a hostile server sends it.
-  raw = net.createServer((sock) => {
-    sock.on('error', () => undefined);
-    sock.once('data', (d) => {
-      const n = Number(/[?&]n=(\d+)/.exec(d.toString())?.[1] ?? 0);
-      sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n');
-      const block = Buffer.from('1\r\na\r\n'.repeat(1000));
-      let sent = 0;
-      const go = () => {
-        while (sent < n) {
-          const k = Math.min(1000, n - sent);
-          sent += k;
-          if (!sock.write(k === 1000 ? block : block.subarray(0, 6 * k))) {
-            sock.once('drain', go);
-            return;
-          }
-        }
-        sock.end('0\r\n\r\n');
-      };
-      go();
-    });
-  });
+  raw = tinyChunkServer();
   await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
   rawBase = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
 });
