@@ -20,7 +20,8 @@ export interface StorageGuard {
   /**
    * Call inside the write's transaction after the area's own byte counters include the write.
    * Throws a 403 STORAGE_LIMIT_EXCEEDED error (rolling the transaction back) when the workspace is now
-   * over its plan's storage. Writes that add nothing (`addedBytes <= 0`: a delete, an update that does not grow)
+   * over its plan's storage. Growing writes of one workspace take a lock here until their transaction ends, so
+   * concurrent writes cannot each pass on a sum that misses the other's bytes. Writes that add nothing (`addedBytes <= 0`: a delete, an update that does not grow)
    * always pass; an area that wants a write adding nothing countable refused while the workspace is over its
    * limit (a new knowledge base) calls `checkRoom(q, id, 0)` (docs/architecture.md, Where limits are enforced).
    */
@@ -85,6 +86,11 @@ export class StorageAccounting implements StorageGuard {
     if (addedBytes <= 0) return;
     const quota = await this.quota(workspaceId, q);
     if (quota === undefined) return;
+    // Two growing writes to different tables or documents lock different counters, and under READ COMMITTED
+    // neither sum sees the other's bytes: both would pass and commit over the limit. This lock, held until the
+    // transaction ends, makes the later writer's sum (a new statement, so a new snapshot) include the earlier
+    // writer's committed bytes. Embedded, transactions already run one at a time and the lock costs nothing.
+    await q.query('SELECT pg_advisory_xact_lock(7306, hashtext($1::text))', [workspaceId]);
     const used = await this.used(q, [workspaceId]);
     if (used > quota) throw storageLimitError(addedBytes, quota, used);
   }
