@@ -40,7 +40,12 @@ export interface ValidateOptions {
 /** Problems of one block's parsed config: `field` is the config key (e.g. "cron"). */
 export type ConfigChecker = (blockType: string, config: unknown) => { field: string; message: string }[];
 
-export const DEFINITION_DEFAULTS = { maxBlocks: 1000 } as const;
+/**
+ * `maxReferencesPerBlock`: each reference costs a few microseconds to resolve inside one synchronous step the
+ * engine's pacing cannot split; 1,000 keep a block's step to a few milliseconds. `maxReportedIssues`: a 400
+ * lists at most this many problems (a definition of 100,000 bad references once made a 30 MB answer).
+ */
+export const DEFINITION_DEFAULTS = { maxBlocks: 1000, maxReferencesPerBlock: 1000, maxReportedIssues: 100 } as const;
 
 export type ValidationResult =
   | { ok: true; definition: WorkflowDefinition }
@@ -307,7 +312,7 @@ interface RefContext {
   nameToId: Map<string, string>;
   entryIds: Map<string, string>;
   isKnownHead: HeadPredicate;
-  /** Report references to fields a block's output cannot have. */
+  /** Report references to fields a block's output cannot have, and blocks with too many references (save only). */
   checkFields: boolean;
 }
 
@@ -315,14 +320,18 @@ interface RefContext {
 function checkReferences(all: AnalyzedBlock[], ctx: RefContext, issues: Issues): void {
   for (const b of all) {
     if (!b.type) continue;
-    for (const [key, value] of Object.entries(b.def.config ?? {})) {
-      for (const { path: sub, token } of collectTokens(value, ctx.isKnownHead, [key])) {
-        if (token.kind !== 'ref') continue;
-        const why = referenceProblem(b, key, token, ctx);
-        if (why === null) continue;
-        const field = formatPath(['config', ...sub]);
-        issues.push(blockIssue(b, `${why} ${token.raw} in ${field}`, field, [...b.jsonPath, 'config', ...sub]));
-      }
+    const tokens = collectTokens(b.def.config ?? {}, ctx.isKnownHead);
+    const max = DEFINITION_DEFAULTS.maxReferencesPerBlock;
+    if (ctx.checkFields && tokens.length > max) {
+      issues.push(blockIssue(b, `the config holds ${tokens.length} references; at most ${max} are allowed per block`, 'config', [...b.jsonPath, 'config']));
+      continue;
+    }
+    for (const { path: sub, token } of tokens) {
+      if (token.kind !== 'ref') continue;
+      const why = referenceProblem(b, String(sub[0]), token, ctx);
+      if (why === null) continue;
+      const field = formatPath(['config', ...sub]);
+      issues.push(blockIssue(b, `${why} ${token.raw} in ${field}`, field, [...b.jsonPath, 'config', ...sub]));
     }
   }
 }
@@ -405,6 +414,10 @@ export function analyzeDefinition(
 /** Validates a definition (as received on save). */
 export function validateDefinition(input: unknown, opts?: ValidateOptions): ValidationResult {
   const { issues, definition } = analyzeDefinition(input, opts);
+  const max = DEFINITION_DEFAULTS.maxReportedIssues;
+  if (issues.length > max) {
+    return { ok: false, errors: [...issues.slice(0, max - 1), { message: `and ${issues.length - max + 1} more problems`, path: [] }] };
+  }
   if (issues.length > 0 || !definition) return { ok: false, errors: issues };
   return { ok: true, definition };
 }

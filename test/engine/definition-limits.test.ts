@@ -76,6 +76,41 @@ describe('references to start fields', () => {
   });
 });
 
+describe('references per block and problems reported', () => {
+  // Each reference is resolved inside one synchronous step; a block's count is bounded on save
+  // (docs/architecture.md, "Where limits are enforced"), and a 400 lists a bounded number of problems.
+  const many = (n: number, ref = '<start.who>') => `return [${Array.from({ length: n }, () => ref).join(', ')}]`;
+  const withCode = (code: string) => def([start(['who']), fn('many', 'Many', code)], [{ from: 'start', to: 'many' }]);
+
+  it('accepts 1,000 references in a block and refuses 1,001 with one issue naming the block', () => {
+    expect(validateDefinition(withCode(many(1000))).ok).toBe(true);
+    const errs = errorsOf(withCode(many(1001)));
+    expect(errs).toEqual([{
+      message: 'Block "Many" (many): the config holds 1001 references; at most 1000 are allowed per block',
+      blockId: 'many', field: 'config', path: ['blocks', 1, 'config'],
+    }]);
+  });
+
+  it('counts references across every config field of the block', () => {
+    const d = def(
+      [start(['who']), { id: 'set', type: 'variables', name: 'Set', config: { assignments: { a: '<start.who>'.repeat(600), b: '<start.who>'.repeat(401) } } }],
+      [{ from: 'start', to: 'set' }],
+    );
+    expect(errorsOf(d)[0]?.message).toMatch(/holds 1001 references/);
+  });
+
+  it('lists at most 100 problems, the last saying how many more there are', () => {
+    const errs = errorsOf(withCode(many(300, '<start.whom>')));
+    expect(errs).toHaveLength(100);
+    expect(errs[98].message).toMatch(/unknown field "whom"/);
+    expect(errs[99]).toEqual({ message: 'and 201 more problems', path: [] });
+  });
+
+  it('a stored definition over the count still compiles (the check is for saving)', () => {
+    expect(() => compile(withCode(many(1001)))).not.toThrow();
+  });
+});
+
 describe('code syntax (checkCode)', () => {
   const greet = (code: string) => def([start(['who']), fn('greet', 'Greet', code)], [{ from: 'start', to: 'greet' }]);
   const opts = { checkCode: checkJavaScriptSyntax };

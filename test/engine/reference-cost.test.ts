@@ -40,9 +40,9 @@ const items = Array.from({ length: 500 }, (_, i) => ({ id: i, tag: `t${i}`, pad:
 const itemsText = JSON.stringify({ name: 'catalog', items });
 
 describe('references into JSON text', () => {
-  it('1,000 references into one JSON string resolve to the right values and parse it once', async () => {
+  it('990 references into one JSON string resolve to the right values and parse it once', async () => {
     const assignments: Record<string, string> = {};
-    for (let i = 0; i < 1000; i++) assignments[`k${i}`] = `<start.s.items[${i % 500}].id>`;
+    for (let i = 0; i < 990; i++) assignments[`k${i}`] = `<start.s.items[${i % 500}].id>`;
     assignments.count = '<start.s.items.length>';
     assignments.text = 'first <start.s.items[0].tag>, last <start.s.items.499.tag> of <start.s.name>';
     assignments.missing = '<start.s.items[500].id>';
@@ -52,7 +52,7 @@ describe('references into JSON text', () => {
     });
     const { result: r, parses } = await parsesOf([itemsText], () => execute(id, { s: itemsText }));
     expect(r.status, r.text).toBe(200);
-    for (let i = 0; i < 1000; i++) expect(r.body.output[`k${i}`]).toBe(i % 500);
+    for (let i = 0; i < 990; i++) expect(r.body.output[`k${i}`]).toBe(i % 500);
     expect(r.body.output).toMatchObject({ count: 500, text: 'first t0, last t499 of catalog', missing: null });
     // Once per resolution of the block's config (the code before parsed it 1,003 times).
     expect(parses).toBe(1);
@@ -137,7 +137,7 @@ describe('values references bring into one block', () => {
 
   it('a config taking one value whole many times fails its block instead of building it', async () => {
     const assignments: Record<string, string> = {};
-    for (let i = 0; i < 2000; i++) assignments[`k${i}`] = i % 2 === 0 ? '<start.o>' : 'x<start.o>';
+    for (let i = 0; i < 1000; i++) assignments[`k${i}`] = i % 2 === 0 ? '<start.o>' : 'x<start.o>';
     const id = await deploy(t, 'refs-bring-in-config', {
       blocks: [start([{ name: 'o', type: 'array' }]), { id: 'v', type: 'variables', name: 'V', config: { assignments } }],
       edges: [{ from: 'start', to: 'v' }],
