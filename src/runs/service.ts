@@ -2,7 +2,7 @@
 // one engine path. The life of an async run in the process that holds its lease is in async-worker.ts, the
 // lease itself in lease-holder.ts, the group-committed writes in run-writes.ts.
 import type { Actor } from '../accounts/service.js';
-import { retryWhileUnavailable, type Database } from '../db/database.js';
+import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
@@ -228,7 +228,7 @@ export class ExecutionService {
       const version = await this.deps.workflows.loadVersion(admitted.versionId);
       if (!version) throw new HttpError(404, 'Workflow not found');
       const steps: StepRecord[] = [];
-      const result = await this.execute({ ...run, executionId }, this.deps.workflows.compileVersion(version), {
+      let result = await this.execute({ ...run, executionId }, this.deps.workflows.compileVersion(version), {
         input, mode: 'sync', signal: tracked.signal, trigger: opts.trigger,
         // Kept in memory: only a pause needs them (its snapshot).
         onStep: async (s) => {
@@ -236,7 +236,7 @@ export class ExecutionService {
           opts.onBlock?.(s);
         },
       });
-      const finished = finishedFrom(result);
+      let finished = finishedFrom(result);
       let output = runOutput(result);
       // The account's cost this period with this run's charge, when the statement that wrote the run said it.
       let periodCostUsd: number | undefined;
@@ -254,9 +254,23 @@ export class ExecutionService {
         });
       } else {
         // The run's log and its base charge commit together, before the answer; concurrent runs share the commit.
-        const ended = opts.executionId
-          ? await this.writes.finishes.submit({ id: executionId, attempt: null, f: finished })
-          : await this.writes.finishedRuns.submit({ e: base, f: finished });
+        const write = (f: typeof finished) => opts.executionId
+          ? this.writes.finishes.submit({ id: executionId, attempt: null, f })
+          : this.writes.finishedRuns.submit({ e: base, f });
+        let ended: Awaited<ReturnType<typeof write>>;
+        try {
+          ended = await write(finished);
+        } catch (err) {
+          // The database refused this result itself (not an outage): the run is recorded, and answered, as
+          // failed without its output and trace, so it keeps a log row and its charge (docs/architecture.md,
+          // Run lifecycle). When that write fails too, the first error stands.
+          if (isDatabaseUnavailable(err)) throw err;
+          this.deps.log.error({ err, executionId }, 'storing a sync run\'s result failed; recording the run as failed without it');
+          result = unstoredResult(result);
+          finished = finishedFrom(result);
+          output = null;
+          ended = await write(finished).catch(() => Promise.reject(err));
+        }
         if (!ended && !opts.executionId) throw executionIdConflict(executionId);
         periodCostUsd = ended?.periodCostUsd;
         // Its charge consumed the reservation made at admission: the release has nothing to give back.
@@ -401,4 +415,10 @@ function dispatchSoon(p: Promise<void>, ms = 3_000): Promise<void> {
       timer.unref();
     }),
   ]);
+}
+
+/** A finished run whose result the database would not store: failed, with no output or trace. */
+function unstoredResult(result: RunResult): RunResult {
+  const { response: _response, pausePoints: _points, ...rest } = result;
+  return { ...rest, status: 'failed', output: null, trace: [], error: { message: 'The run ended but its result could not be stored; it is recorded as failed without its output' } };
 }

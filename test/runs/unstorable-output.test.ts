@@ -56,3 +56,35 @@ describe('an output the database cannot store', () => {
     expect(log.body.data.output).toEqual(s.body.output);
   });
 });
+
+describe('a result the database refuses for any other reason', () => {
+  // Fault injection: a trigger that refuses one run's final write the way a storage error would. The run is
+  // then recorded and answered as failed without its output, rather than a bare 500 with no log row.
+  it('records the sync run as failed, with a log row and an answer saying so', async () => {
+    const db = t.server.ctx.db;
+    const marker = `refused-${Math.random().toString(36).slice(2)}`;
+    await db.query(`CREATE OR REPLACE FUNCTION weft_test_refuse_result() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.output::text LIKE '%${marker}%' THEN RAISE EXCEPTION 'value too long for the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await db.query('CREATE TRIGGER weft_test_refuse_result BEFORE INSERT OR UPDATE ON executions FOR EACH ROW EXECUTE FUNCTION weft_test_refuse_result()');
+    try {
+      const id = await deploy(t, `refused-${marker}`, oneBlock(`return { tag: "${marker}" }`));
+      const r = await t.call('POST', `/api/workflows/${id}/execute`, { inputs: {} });
+      expect(r.status, r.text).toBe(500);
+      expect(r.body).toMatchObject({ success: false, error: 'The run ended but its result could not be stored; it is recorded as failed without its output' });
+      expect(r.body.executionId).toEqual(expect.any(String));
+      const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
+      expect(log.status, log.text).toBe(200);
+      expect(log.body.data.status).toBe('failed');
+      expect(JSON.stringify(log.body.data)).not.toContain(marker);
+      // Other runs of the server are unaffected.
+      const fine = await deploy(t, `fine-${marker}`, oneBlock('return { ok: true }'));
+      const ok = await t.call('POST', `/api/workflows/${fine}/execute`, { inputs: {} });
+      expect(ok.status, ok.text).toBe(200);
+    } finally {
+      await db.query('DROP TRIGGER IF EXISTS weft_test_refuse_result ON executions');
+    }
+  });
+});
