@@ -10,6 +10,8 @@ export interface ScanMeter {
    * The scan now holds the database: its transaction's first statement was answered, so on the embedded
    * database it has the lock every other statement waits for. Its time from here to its end is charged to the
    * workspace. Time spent waiting for the lock is not: that is another tenant's scan, not this one.
+   * Throws the cool-down 429 when the workspace's budget ran out while this scan waited (its earlier scans,
+   * admitted in the same burst, held the database first); the caller's transaction then ends before its query.
    */
   holding(): void;
 }
@@ -75,7 +77,15 @@ export class WorkspaceGate {
       let since: number | undefined;
       let timedOut = false;
       try {
-        return await scan({ holding: () => (since ??= this.now()) });
+        return await scan({
+          holding: () => {
+            if (since !== undefined) return;
+            // Admission saw the budget before the burst's other scans ran; on the embedded database they held it
+            // one after another, so without this a burst of `perWorkspace` scans held it that many timeouts.
+            this.refuseWhileCooling(workspaceId);
+            since = this.now();
+          },
+        });
       } catch (err) {
         timedOut = this.cooldownMs > 0 && err instanceof HttpError && err.extra.code === QUERY_TIMEOUT_CODE;
         if (timedOut) {

@@ -109,6 +109,38 @@ describe('WorkspaceGate: the budget of database time', () => {
     expect(gate.load('ws')).toEqual({ running: 0, waiting: 0 });
   });
 
+  it('refuses a scan of the same burst at holding() when the scans before it used the budget or ran out of time', async () => {
+    // Admitted together (nothing held yet), the burst's scans get the embedded database one after another.
+    for (const [first, expected] of [
+      [{ heldMs: 12_000 }, /held the database for more than 10 s/],
+      [{ heldMs: 10_000, error: new HttpError(503, 'The query ran past 10000 ms and was stopped', { code: 'QUERY_TIMEOUT' }) }, /ran past its time/],
+    ] as const) {
+      const { clock, gate } = setup();
+      let release!: () => void;
+      const turn = new Promise<void>((r) => (release = r));
+      let queried = false;
+      const waiting = gate.run('ws', async (meter) => {
+        await turn; // the database's lock, held by the first scan
+        meter.holding();
+        queried = true;
+        return 'queried';
+      });
+      const holder = gate.run('ws', async (meter) => {
+        meter.holding();
+        clock.now += first.heldMs;
+        if ('error' in first) throw first.error;
+        return 'held';
+      });
+      await holder.catch(() => undefined);
+      release();
+      const refused = await refusal(waiting);
+      expect(refused).toMatchObject({ status: 429, extra: { code: 'QUERY_COOLDOWN' } });
+      expect(refused.message).toMatch(expected);
+      expect(queried).toBe(false);
+      expect(gate.load('ws')).toEqual({ running: 0, waiting: 0 });
+    }
+  });
+
   it('has no budget without a cool-down', async () => {
     const clock = { now: 0 };
     const gate = new WorkspaceGate(1, 10, 0, () => clock.now);
