@@ -129,7 +129,7 @@ export function composeCore(
   lifecycles.add({ name: 'connector document fetcher', stop: async () => specHttp.close() });
   const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId) });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
-    maxBlocks: config.maxBlocksPerWorkflow, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
+    maxBlocks: config.maxBlocksPerWorkflow, maxDefinitionBytes: config.maxDefinitionBytes, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
     secretNames: (workspaceId) => secrets.names(workspaceId),
   },
     async (q, change) => {

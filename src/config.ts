@@ -48,6 +48,7 @@ const envSchema = z.object({
   WEFT_MAX_TRACE_OUTPUT_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(4 * 1024 * 1024),
   WEFT_MAX_TRACE_LOG_CHARS: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(1024 * 1024),
   WEFT_MAX_BLOCKS_PER_WORKFLOW: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  WEFT_MAX_DEFINITION_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(2_097_152),
   WEFT_MAX_JOB_INTERRUPTIONS: z.coerce.number().int().min(0).max(100).default(3),
   WEFT_TABLE_PAGE_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
   WEFT_QUERY_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_QUERY_TIMEOUT_MS),
@@ -174,6 +175,8 @@ export interface Config {
   maxTraceLogChars: number;
   /** Blocks in one workflow definition, nested ones included. */
   maxBlocksPerWorkflow: number;
+  /** UTF-8 bytes of one workflow definition's JSON text; more is a 413. */
+  maxDefinitionBytes: number;
   /** Crashes an async run may be interrupted by before it is failed instead of retried. */
   maxJobInterruptions: number;
   /** Row data one tables page may carry; a page stops early past it. */
@@ -320,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxTraceOutputBytes: e.WEFT_MAX_TRACE_OUTPUT_BYTES,
     maxTraceLogChars: e.WEFT_MAX_TRACE_LOG_CHARS,
     maxBlocksPerWorkflow: e.WEFT_MAX_BLOCKS_PER_WORKFLOW,
+    maxDefinitionBytes: e.WEFT_MAX_DEFINITION_BYTES,
     maxJobInterruptions: e.WEFT_MAX_JOB_INTERRUPTIONS,
     tablePageMaxBytes: e.WEFT_TABLE_PAGE_MAX_BYTES,
     queryTimeoutMs: e.WEFT_QUERY_TIMEOUT_MS,

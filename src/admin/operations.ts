@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { migrate } from '../db/migrate.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid } from '../ids.js';
-import { publicWorkflow } from '../workflows/service.js';
+import { publicWorkflow, workflowSummary } from '../workflows/service.js';
 import { generatePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../sessions/password.js';
 
 /** A failure to report to the CLI's user as it is (no stack): a missing workspace, a refused run, ... */
@@ -255,7 +255,7 @@ export const operations = {
       // Trigger URLs on WEFT_BASE_URL, else the address a local server listens on.
       const urls = await s.webhookRegistry.urls(rows.filter((r) => r.active_version_id !== null).map((r) => r.id), `http://localhost:${ctx.config.port}`);
       return rows.map((r) => {
-        const { definition: _d, ...rest } = publicWorkflow(r);
+        const rest = workflowSummary(r);
         const webhookUrl = urls.get(r.id);
         return JSON.parse(JSON.stringify(webhookUrl ? { ...rest, webhookUrl } : rest)) as typeof rest & { webhookUrl?: string };
       });

@@ -4,10 +4,10 @@ import { actorOf, type AccountsService } from '../accounts/service.js';
 import { workflowDefinitionSchema } from '../engine/index.js';
 import { badRequest } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
-import { errorResponses } from '../http/schemas.js';
+import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { LimitsService } from '../limits/service.js';
-import { publicWorkflow, type PublicWorkflow, type VersionRow, type WorkflowService } from './service.js';
+import { publicWorkflow, workflowSummary, type VersionRow, type WorkflowRow, type WorkflowService } from './service.js';
 
 const workflowSchema = z.object({
   id: z.string(),
@@ -74,10 +74,13 @@ function beforeVersion(cursor: string | undefined): number | undefined {
   throw badRequest('Invalid cursor');
 }
 
-const deployment = (w: PublicWorkflow) => ({
-  success: true as const,
-  data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version },
-});
+const deployment = (row: WorkflowRow) => {
+  const w = workflowSummary(row);
+  return { success: true as const, data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version } };
+};
+
+/** A definition over WEFT_MAX_DEFINITION_BYTES (the body limit is larger). */
+const definitionErrors = { ...errorResponses, 413: errorSchema.describe('The definition is over WEFT_MAX_DEFINITION_BYTES of JSON') };
 
 /** Full webhook trigger URLs of the deployed ones among some workflows (base: WEFT_BASE_URL, else the request's). */
 export type TriggerUrls = { urls(workflowIds: readonly string[], requestBase: string): Promise<Map<string, string>> };
@@ -105,7 +108,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
         description: z.string().max(10_000).optional(),
         definition: workflowDefinitionSchema,
       }),
-      response: { 201: workflowEnvelope, ...errorResponses },
+      response: { 201: workflowEnvelope, ...definitionErrors },
     },
   }, async (request, reply) => {
     const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
@@ -137,7 +140,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     return {
       success: true as const,
       data: p.data.map((r) => {
-        const { definition: _d, ...rest } = publicWorkflow(r);
+        const rest = workflowSummary(r);
         const webhookUrl = urls.get(r.id);
         const schedule = scheduled.get(r.id);
         return { ...rest, ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) };
@@ -163,7 +166,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
       tags: ['workflows'], summary: 'Replace the draft definition (the deployed version is unchanged until the next deploy)',
       params: idParams,
       body: z.object({ name: name.optional(), description: z.string().max(10_000).optional(), definition: workflowDefinitionSchema }),
-      response: { 200: workflowEnvelope, ...errorResponses },
+      response: { 200: workflowEnvelope, ...definitionErrors },
     },
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
@@ -183,11 +186,11 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   });
 
   app.post('/api/v1/workflows/:id/deploy', {
-    schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...errorResponses } },
+    schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...definitionErrors } },
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
     const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-    return deployment(publicWorkflow(w));
+    return deployment(w);
   });
 
   app.delete('/api/v1/workflows/:id/deploy', {
@@ -195,7 +198,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
     const w = await workflows.undeployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-    return deployment(publicWorkflow(w));
+    return deployment(w);
   });
 
   app.post('/api/v1/workflows/:id/rollback', {
@@ -209,7 +212,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
     const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
-    return deployment(publicWorkflow(w));
+    return deployment(w);
   });
 
   app.get('/api/v1/workflows/:id/versions', {
@@ -254,7 +257,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
   }, async (request) => {
     const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
     const row = await workflows.getWorkflow(access.workspaceId, request.params.id);
-    const w = publicWorkflow(row);
+    const w = workflowSummary(row);
     return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, needsRedeployment: await workflows.needsRedeployment(row), version: w.version };
   });
 };

@@ -5,32 +5,56 @@ import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { compile, secretReferences, validateDefinition, type CompiledGraph, type WorkflowDefinition } from '../engine/index.js';
+import { measureJson } from '../engine/json-size.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
+import { BoundedCache, type CacheSize } from './bounded-cache.js';
 import * as store from './store.js';
-import type { VersionRow, WorkflowRow } from './store.js';
+import type { VersionRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
 
-export type { VersionRow, WorkflowRow } from './store.js';
+export type { VersionRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
 
+/** Default of WEFT_MAX_DEFINITION_BYTES: the JSON size of one workflow definition. */
+export const DEFAULT_MAX_DEFINITION_BYTES = 2 * 1024 * 1024;
 
+/** Bounds of the in-memory caches (docs/architecture.md, Where limits are enforced). */
+export const WORKFLOW_CACHE_BOUNDS = {
+  rows: { maxEntries: 10_000, maxBytes: 8 * 1024 * 1024, ttlMs: 1000 },
+  versions: { maxEntries: 1000, maxBytes: 32 * 1024 * 1024 },
+  compiled: { maxEntries: 1000, maxBytes: 32 * 1024 * 1024 },
+} as const;
 
 export interface PublicWorkflow {
   id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition;
   isDeployed: boolean; deployedAt: string | null; version: number | null; createdAt: string; updatedAt: string;
 }
 
-export const publicWorkflow = (w: WorkflowRow): PublicWorkflow => ({
+export type PublicWorkflowSummary = Omit<PublicWorkflow, 'definition'>;
+
+/** A workflow as lists and deployment answers show it: everything but the draft definition. */
+export const workflowSummary = (w: WorkflowRow): PublicWorkflowSummary => ({
   id: w.id,
   workspaceId: w.workspace_id,
   name: w.name,
   description: w.description,
-  definition: w.definition,
   isDeployed: w.active_version_id !== null,
   deployedAt: w.deployed_at ? w.deployed_at.toISOString() : null,
   version: w.version,
   createdAt: w.created_at.toISOString(),
   updatedAt: w.updated_at.toISOString(),
 });
+
+export const publicWorkflow = (w: WorkflowWithDefinition): PublicWorkflow => {
+  const { id, workspaceId, name, description, ...rest } = workflowSummary(w);
+  return { id, workspaceId, name, description, definition: w.definition, ...rest };
+};
+
+/** Sizes of the service's caches, for tests and metrics. */
+export interface WorkflowCacheSizes {
+  rows: CacheSize;
+  versions: CacheSize;
+  compiled: CacheSize;
+}
 
 /**
  * Told inside the deploy, undeploy or rollback transaction which version is now active (null: none).
@@ -42,6 +66,8 @@ export type DeploymentListener = (q: Queryable, change: { workspaceId: string; w
 export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>[1]> & {
   /** The names of a workspace's secrets (the secrets service's): `{{NAME}}` references are checked on save. */
   secretNames?: (workspaceId: string) => Promise<ReadonlySet<string>>;
+  /** UTF-8 bytes of a definition's JSON text (WEFT_MAX_DEFINITION_BYTES); more is a 413. */
+  maxDefinitionBytes?: number;
 };
 
 /** Workflows: definitions, immutable deployed versions, and the cached lookups of the execute path. */
@@ -104,9 +130,21 @@ export class WorkflowService {
     return names(workspaceId);
   }
 
-  /** Saved-definition check: the definition's own checks plus its secret references against the workspace's secrets. */
+  /** Saved-definition check: its size, its own checks, and its secret references against the workspace's secrets. */
   private async checkSaved(workspaceId: string, input: unknown): Promise<WorkflowDefinition> {
+    this.checkSize(input);
     return this.checkDefinition(input, await this.knownSecrets(workspaceId, input));
+  }
+
+  /**
+   * A 413 when the definition's JSON text is over WEFT_MAX_DEFINITION_BYTES. Checked on the definition, not
+   * the body (the body limit is larger), before anything else reads it; measured without building the text.
+   */
+  private checkSize(input: unknown): void {
+    const limit = this.definitionOptions.maxDefinitionBytes ?? DEFAULT_MAX_DEFINITION_BYTES;
+    if (measureJson(input, limit).bytes > limit) {
+      throw new HttpError(413, `Workflow definition exceeds the maximum allowed size of ${limit} bytes of JSON`);
+    }
   }
 
   /** Deployed workflows of a workspace whose active version references the secret `name`. */
@@ -115,17 +153,25 @@ export class WorkflowService {
     return rows.filter((r) => secretReferences(r.definition).has(name)).map((r) => ({ id: r.id, name: r.name }));
   }
 
-  async getWorkflow(workspaceId: string, id: string): Promise<WorkflowRow> {
-  const w = isUuid(id) ? await store.findWorkflow(this.db, workspaceId, id) : undefined;
+  /** A workflow with its draft definition; 404 when missing. */
+  async getWorkflow(workspaceId: string, id: string): Promise<WorkflowWithDefinition> {
+  const w = isUuid(id) ? await store.findWorkflowWithDefinition(this.db, workspaceId, id) : undefined;
   if (!w) throw new HttpError(404, 'Workflow not found');
   return w;
 }
+
+  /** A workflow without its draft (deployment changes answer with the row alone); 404 when missing. */
+  private async getRow(workspaceId: string, id: string): Promise<WorkflowRow> {
+    const w = isUuid(id) ? await store.findWorkflow(this.db, workspaceId, id) : undefined;
+    if (!w) throw new HttpError(404, 'Workflow not found');
+    return w;
+  }
 
   async createWorkflow(
   workspaceId: string,
   input: { name: string; description?: string; definition: unknown },
   actor: Actor,
-): Promise<WorkflowRow> {
+): Promise<WorkflowWithDefinition> {
   const definition = await this.checkSaved(workspaceId, input.definition);
   await this.checkForWorkspace(workspaceId, definition);
   const id = newId();
@@ -149,8 +195,8 @@ export class WorkflowService {
   id: string,
   input: { name?: string; description?: string; definition: unknown },
   actor: Actor,
-): Promise<WorkflowRow> {
-  await this.getWorkflow(workspaceId, id);
+): Promise<WorkflowWithDefinition> {
+  await this.getRow(workspaceId, id);
   const definition = await this.checkSaved(workspaceId, input.definition);
   await this.checkForWorkspace(workspaceId, definition);
   try {
@@ -186,7 +232,7 @@ export class WorkflowService {
 }
 
 /** Snapshots the draft as a new immutable version and activates it. */
-  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
+  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowWithDefinition> {
   const w = await this.getWorkflow(workspaceId, id);
   await this.checkSaved(workspaceId, w.definition);
   await this.db.tx(async (q) => {
@@ -217,7 +263,7 @@ export class WorkflowService {
     });
   });
   this.forget(id);
-  return this.getWorkflow(workspaceId, id);
+  return this.getRow(workspaceId, id);
 }
 
 /** Activates an earlier version: the one given, or the one before the active version. */
@@ -244,7 +290,7 @@ export class WorkflowService {
     });
   });
   this.forget(id);
-  return this.getWorkflow(workspaceId, id);
+  return this.getRow(workspaceId, id);
 }
 
   /** Deployed versions of a workflow, newest first (draft snapshots are not versions). */
@@ -256,18 +302,22 @@ export class WorkflowService {
    * The saved draft as something the run service can run like a version, without deploying it: checked
    * like a deploy (a 400 naming the block), then stored once per distinct draft as a snapshot (see
    * VersionRow) under an id derived from its content, so a run that pauses can be resumed by any process
-   * and repeated runs of an unchanged draft reuse one snapshot and its compiled graph.
+   * and repeated runs of an unchanged draft reuse one snapshot and its compiled graph. The draft is read here,
+   * fresh (rows carry none); one over the size limit (saved before it, or under a larger one) is a 413.
    */
   async draftVersion(workflow: WorkflowRow, actor: Actor): Promise<VersionRow> {
-    this.checkDefinition(workflow.definition);
-    const id = draftSnapshotId(workflow.id, workflow.definition);
+    const definition = await store.findDraftDefinition(this.db, workflow.workspace_id, workflow.id);
+    if (!definition) throw new HttpError(404, 'Workflow not found');
+    this.checkSize(definition);
+    this.checkDefinition(definition);
+    const id = draftSnapshotId(workflow.id, definition);
     const known = await this.loadVersion(id);
     if (known) return known;
     await this.db.tx(async (q) => {
       // Locked so concurrent snapshots of different drafts take distinct numbers.
       if (!(await store.lockWorkflow(q, workflow.workspace_id, workflow.id))) throw new HttpError(404, 'Workflow not found');
       await store.insertDraftSnapshot(q, {
-        id, workflowId: workflow.id, workspaceId: workflow.workspace_id, definition: workflow.definition, createdBy: actor.userId ?? null,
+        id, workflowId: workflow.id, workspaceId: workflow.workspace_id, definition, createdBy: actor.userId ?? null,
       });
     });
     const stored = await this.loadVersion(id);
@@ -277,36 +327,40 @@ export class WorkflowService {
 
 /**
  * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
- * (the entry is dropped), one in another process within a second.
+ * (the entry is dropped), one in another process within a second. Rows carry no draft, and the cache is
+ * bounded by bytes too (a description may be 10,000 characters).
  */
-  private readonly recent = new Map<string, { row: WorkflowRow; until: number }>();
+  private readonly recent = new BoundedCache<WorkflowRow>(WORKFLOW_CACHE_BOUNDS.rows);
 
   async findWorkflowForRun(id: string): Promise<WorkflowRow | undefined> {
   const hit = this.recent.get(id);
-  if (hit && hit.until > Date.now()) return hit.row;
+  if (hit) return hit;
   const row = await store.findWorkflowAnyWorkspace(this.db, id);
-  if (row) {
-    if (this.recent.size > 10_000) this.recent.clear();
-    this.recent.set(id, { row, until: Date.now() + 1000 });
-  } else {
-    this.recent.delete(id);
-  }
+  if (row) this.recent.set(id, row, jsonBytes(row));
+  else this.recent.delete(id);
   return row;
 }
+
+  /** Entries and bytes each cache holds. */
+  cacheSizes(): WorkflowCacheSizes {
+    return { rows: this.recent.size(), versions: this.versions.size(), compiled: this.compiled.size() };
+  }
 
   private forget(id: string): void {
   this.recent.delete(id);
 }
 
-/** Compiled graphs of deployed versions; versions are immutable, so entries never go stale. */
-  private readonly compiled = new Map<string, CompiledGraph>();
+/**
+ * Compiled graphs of deployed versions and draft snapshots; versions are immutable, so entries never go
+ * stale. A graph holds its definition's blocks, so it is counted at its definition's size.
+ */
+  private readonly compiled = new BoundedCache<CompiledGraph>(WORKFLOW_CACHE_BOUNDS.compiled);
 
   compileVersion(version: VersionRow): CompiledGraph {
   let graph = this.compiled.get(version.id);
   if (!graph) {
     graph = compile(version.definition);
-    if (this.compiled.size > 1000) this.compiled.delete(this.compiled.keys().next().value as string);
-    this.compiled.set(version.id, graph);
+    this.compiled.set(version.id, graph, jsonBytes(version.definition));
   }
   return graph;
 }
@@ -318,25 +372,25 @@ export class WorkflowService {
 }
 
 /** True when the saved draft differs from the active deployed version; false while not deployed. */
-  async needsRedeployment(w: WorkflowRow): Promise<boolean> {
+  async needsRedeployment(w: WorkflowWithDefinition): Promise<boolean> {
   const active = await this.activeVersion(w);
   return active ? canonicalJson(active.definition) !== canonicalJson(w.definition) : false;
 }
 
-/** Deployed versions never change, so they are kept in memory once read. */
-  private readonly versions = new Map<string, VersionRow>();
+/** Deployed versions (and draft snapshots) never change, so they are kept in memory once read, within bounds. */
+  private readonly versions = new BoundedCache<VersionRow>(WORKFLOW_CACHE_BOUNDS.versions);
 
   async loadVersion(id: string): Promise<VersionRow | undefined> {
   const hit = this.versions.get(id);
   if (hit) return hit;
   const row = await store.findVersionById(this.db, id);
-  if (row) {
-    if (this.versions.size > 1000) this.versions.delete(this.versions.keys().next().value as string);
-    this.versions.set(id, row);
-  }
+  if (row) this.versions.set(id, row, jsonBytes(row));
   return row;
 }
 }
+
+/** A cached value's size: the UTF-8 length of its JSON, measured once when it is inserted. */
+const jsonBytes = (value: unknown): number => measureJson(value, Number.MAX_SAFE_INTEGER).bytes;
 
 /** A UUID-shaped id from a draft's content (SHA-256 of the workflow id and the canonical definition). */
 function draftSnapshotId(workflowId: string, definition: WorkflowDefinition): string {

@@ -1,12 +1,21 @@
 import type { Queryable } from '../db/database.js';
 import type { WorkflowDefinition } from '../engine/index.js';
 
+/**
+ * A workflow without its draft definition: what lists, lookups, authorization and the execute path's cache
+ * hold. A draft may be megabytes, so it is read only where it is used (WorkflowWithDefinition).
+ */
 export interface WorkflowRow {
-  id: string; workspace_id: string; name: string; description: string; definition: WorkflowDefinition;
+  id: string; workspace_id: string; name: string; description: string;
   active_version_id: string | null; deployed_at: Date | null; created_by: string | null;
   created_at: Date; updated_at: Date;
   /** Joined: the active version's number. */
   version: number | null;
+}
+
+/** A workflow with its saved draft definition (get, create, update, deploy; draft runs read the draft alone). */
+export interface WorkflowWithDefinition extends WorkflowRow {
+  definition: WorkflowDefinition;
 }
 
 /**
@@ -18,10 +27,25 @@ export interface VersionRow {
   id: string; workflow_id: string; workspace_id: string; version: number; definition: WorkflowDefinition; created_by: string | null; created_at: Date;
 }
 
-const selectWorkflow = `SELECT w.*, v.version FROM workflows w LEFT JOIN workflow_versions v ON v.id = w.active_version_id`;
+/** The columns of a WorkflowRow: every one but the draft definition. */
+const rowColumns = (t: string) =>
+  ['id', 'workspace_id', 'name', 'description', 'active_version_id', 'deployed_at', 'created_by', 'created_at', 'updated_at'].map((c) => `${t}.${c}`).join(', ');
+const selectWorkflow = `SELECT ${rowColumns('w')}, v.version FROM workflows w LEFT JOIN workflow_versions v ON v.id = w.active_version_id`;
 
 export const findWorkflow = (q: Queryable, workspaceId: string, id: string) =>
   q.query<WorkflowRow>(`${selectWorkflow} WHERE w.id = $1 AND w.workspace_id = $2`, [id, workspaceId]).then((r) => r[0]);
+
+export const findWorkflowWithDefinition = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<WorkflowWithDefinition>(
+    `SELECT ${rowColumns('w')}, w.definition, v.version FROM workflows w LEFT JOIN workflow_versions v ON v.id = w.active_version_id
+      WHERE w.id = $1 AND w.workspace_id = $2`,
+    [id, workspaceId],
+  ).then((r) => r[0]);
+
+/** The saved draft of a workflow alone (a draft run reads it fresh, never from a cached row). */
+export const findDraftDefinition = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<{ definition: WorkflowDefinition }>('SELECT definition FROM workflows WHERE id = $1 AND workspace_id = $2', [id, workspaceId])
+    .then((r) => r[0]?.definition);
 
 /** Unscoped lookup: only to learn which workspace a workflow belongs to before authorizing. */
 export const findWorkflowAnyWorkspace = (q: Queryable, id: string) =>
@@ -82,7 +106,8 @@ export async function insertVersion(q: Queryable, workflowId: string, workspaceI
 }
 
 export const lockWorkflow = (q: Queryable, workspaceId: string, id: string) =>
-  q.query<WorkflowRow>('SELECT *, NULL::int AS version FROM workflows WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [id, workspaceId]).then((r) => r[0]);
+  q.query<WorkflowRow>(`SELECT ${rowColumns('w')}, NULL::int AS version FROM workflows w WHERE w.id = $1 AND w.workspace_id = $2 FOR UPDATE`, [id, workspaceId])
+    .then((r) => r[0]);
 
 export const activateVersion = (q: Queryable, workflowId: string, versionId: string | null) =>
   q.query(
