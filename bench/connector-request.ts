@@ -1,9 +1,9 @@
 // connector-request: what a `connector` block adds to calling the API directly. One process, one local
 // API (test/connectors/fixtures.ts, its own OpenAPI document), sequential calls of getPet with a path,
 // query and header parameter and bearer auth: (a) the guarded HTTP client called directly with the
-// finished request, (b) a one-block workflow through runWorkflow whose connectors port validates the
-// parameters with ajv, builds the request and applies the auth (the service's port without its one
-// database read per run). Reports p50 of each and the difference.
+// finished request, (b) a one-block workflow through runWorkflow whose connectors port checks the
+// parameters against their schemas (schema-check.ts), builds the request and applies the auth (the
+// service's port without its one database read per run). Reports p50 of each and the difference.
 import { pathToFileURL } from 'node:url';
 import { parseDocument } from '../src/connectors/openapi.js';
 import { applyAuth, buildRequest } from '../src/connectors/requests.js';

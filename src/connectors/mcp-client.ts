@@ -2,6 +2,7 @@
 // Streamable HTTP, with every request sent through the guarded HTTP client (private addresses refused
 // unless WEFT_ALLOW_PRIVATE_NETWORK), and bounds on time, tool count and result size. A session lives for
 // one agent block's run; nothing is cached across runs or workspaces.
+import type { jsonSchemaValidator, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/index.js';
 import type { HttpPort, McpPort, McpSession, McpToolInfo } from '../engine/index.js';
 
 /** Tools read from one server (a server listing more is cut here; an agent offers at most 64 anyway). */
@@ -51,6 +52,18 @@ function resultValue(result: Record<string, unknown>): unknown {
   return json.length > MAX_MCP_RESULT_CHARS ? `${json.slice(0, MAX_MCP_RESULT_CHARS)}…(truncated)` : content;
 }
 
+/**
+ * The SDK's client compiles each listed tool's outputSchema with ajv and checks structuredContent against it on
+ * the main thread. Both come from the server, which a tenant chooses: `{"pattern": "^(a+)+$"}` and 24 letters
+ * then '!' held the event loop 1.5 s, doubling with each letter. A result is untrusted data to Weft whatever
+ * the server claims of it, so nothing is compiled or checked.
+ */
+const acceptEveryOutput: jsonSchemaValidator = {
+  getValidator<T>(): JsonSchemaValidator<T> {
+    return (input) => ({ valid: true, data: input as T, errorMessage: undefined });
+  },
+};
+
 // The MCP client SDK (with its schemas, about 0.25 s to load) loads on the first MCP call: an instance
 // whose workflows call no MCP server never carries it (docs/architecture.md, "Start-up").
 let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/client/index.js'), typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js')]> | undefined;
@@ -76,7 +89,7 @@ export function mcpPort(http: HttpPort): McpPort {
         requestInit: { headers },
         fetch: guardedFetch(http, () => requestTimeout),
       });
-      const client = new Client({ name: 'weft-agent', version: '1.0.0' }, { capabilities: {} });
+      const client = new Client({ name: 'weft-agent', version: '1.0.0' }, { capabilities: {}, jsonSchemaValidator: acceptEveryOutput });
       const tools: McpToolInfo[] = [];
       try {
         await client.connect(transport, { signal, timeout: timeoutMs });

@@ -1,7 +1,10 @@
 // Parses a connector's OpenAPI document on a thread of its own (docs/architecture.md, Connectors): one worker
-// per document, ended when it answers, after PARSE_TIMEOUT_MS, or past its heap limit. At most
-// MAX_PARALLEL_PARSES run at once; later documents wait their turn.
+// per document, ended when it answers, after PARSE_TIMEOUT_MS, or past its heap limit. MAX_PARALLEL_PARSES
+// run at once, shared fairly between workspaces (a FairPool: round-robin between the workspaces waiting, and one
+// holding every turn lends another workspace a third), and at most MAX_WAITING_PARSES of a workspace wait. With
+// one FIFO queue for all, a workspace saving ten large documents held another's save 39 s.
 import { HttpError } from '../http/errors.js';
+import { FairPool } from '../sandbox/fair-pool.js';
 import { startModuleWorker } from '../worker-module.js';
 import type { ParsedDocument } from './openapi.js';
 import type { ParseReply } from './openapi-worker.js';
@@ -9,24 +12,55 @@ import type { ParseReply } from './openapi-worker.js';
 /** Past this a document is refused: the parser took 1.8 s on this machine for the largest accepted shape. */
 export const PARSE_TIMEOUT_MS = 20_000;
 const MAX_PARALLEL_PARSES = 2;
+/** Documents of one workspace waiting for a turn; one more is refused (429). */
+export const MAX_WAITING_PARSES = 4;
 /** The parser's heap: documents are at most 5 MiB, and their resolved size is bounded (openapi.ts). */
 const PARSE_HEAP_MB = 512;
 
-let running = 0;
-const waiting: (() => void)[] = [];
+// A slot is only a turn to start a worker: nothing to create or dispose.
+let slots = 0;
+const turns = new FairPool<number>({
+  size: MAX_PARALLEL_PARSES,
+  createSlot: () => ++slots,
+  disposeSlot: () => undefined,
+  prepareSlot: () => undefined,
+  abortError: () => new Error('aborted'),
+});
+const waitingOf = new Map<string, number>();
 
-async function turn(): Promise<() => void> {
-  if (running >= MAX_PARALLEL_PARSES) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  return () => {
-    running--;
-    waiting.shift()?.();
-  };
+/**
+ * Waits for a turn of `workspaceId` to read a document; call the result to give it back. 429
+ * PARSE_CONCURRENCY_LIMIT when the workspace already has its most waiting.
+ */
+export async function parseTurn(workspaceId: string): Promise<() => void> {
+  const waiting = waitingOf.get(workspaceId) ?? 0;
+  if (waiting >= MAX_WAITING_PARSES) {
+    throw new HttpError(429, `Too many OpenAPI documents of this workspace are waiting to be read: ${MAX_PARALLEL_PARSES} are read at a time and ${MAX_WAITING_PARSES} of a workspace may wait`,
+      { code: 'PARSE_CONCURRENCY_LIMIT', retryable: true, retryAfterSeconds: 5 }, { 'Retry-After': '5' });
+  }
+  waitingOf.set(workspaceId, waiting + 1);
+  let slot: number;
+  try {
+    slot = await turns.acquire(workspaceId);
+  } finally {
+    const left = (waitingOf.get(workspaceId) ?? 1) - 1;
+    if (left > 0) waitingOf.set(workspaceId, left);
+    else waitingOf.delete(workspaceId);
+  }
+  return () => turns.release(slot);
 }
 
-/** `parseDocument` of openapi.ts, run on a worker thread; its errors (400 with details) come back as they were. */
-export async function parseDocumentOffThread(input: unknown, timeoutMs = PARSE_TIMEOUT_MS): Promise<ParsedDocument> {
-  const done = await turn();
+/** Documents of a workspace waiting for a turn (for tests and metrics). */
+export function parseLoad(workspaceId: string): { waiting: number } {
+  return { waiting: waitingOf.get(workspaceId) ?? 0 };
+}
+
+/**
+ * `parseDocument` of openapi.ts, run on a worker thread in `workspaceId`'s turn; its errors (400 with details)
+ * come back as they were. 429 PARSE_CONCURRENCY_LIMIT when the workspace already has its most waiting.
+ */
+export async function parseDocumentOffThread(input: unknown, workspaceId: string, timeoutMs = PARSE_TIMEOUT_MS): Promise<ParsedDocument> {
+  const done = await parseTurn(workspaceId);
   try {
     const worker = startModuleWorker(import.meta.url, 'openapi-worker', {
       name: 'weft-openapi-parse', resourceLimits: { maxOldGenerationSizeMb: PARSE_HEAP_MB },

@@ -1,11 +1,10 @@
 // One connector operation + parameters + body -> the HTTP request to send (docs/architecture.md,
-// Connectors). Values are checked against the operation's JSON Schemas with ajv before anything is sent;
-// an error names the parameter (or the body field) that is wrong. Auth comes from a workspace secret,
-// whose value the caller resolves through the run (so the run masks it in everything it reports).
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { RegExpEngine } from 'ajv/dist/types/index.js';
-import { RE2JS } from 're2js';
+// Connectors). Values are checked against the operation's JSON Schemas before anything is sent, within a
+// budget per request (schema-check.ts); an error names the parameter (or the body field) that is wrong.
+// Auth comes from a workspace secret, whose value the caller resolves through the run (so the run masks it
+// in everything it reports).
 import type { ConnectorOperation } from './openapi.js';
+import { CheckBudget, checkAgainst } from './schema-check.js';
 
 export type AuthType = 'bearer' | 'header' | 'query' | 'basic';
 export interface ConnectorAuth {
@@ -28,69 +27,6 @@ export class ConnectorRequestError extends Error {
     super(message);
     this.name = 'ConnectorRequestError';
   }
-}
-
-/**
- * `pattern` and `patternProperties` of a tenant's schema, matched in linear time (RE2): JavaScript's own engine
- * backtracks, and `^(a+)+$` against 31 letters held the event loop, every tenant's requests, for 7 s. A pattern
- * RE2 cannot express (lookaround, backreferences) is not enforced here; the remote API still checks its input.
- */
-const linearRegExp: RegExpEngine = Object.assign((pattern: string, flags: string) => new LinearPattern(pattern, flags), { code: 'linearRegExp' });
-
-class LinearPattern {
-  private readonly re: RE2JS | null;
-
-  constructor(private readonly source: string, private readonly flags: string) {
-    try {
-      this.re = RE2JS.compile(source, flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
-    } catch {
-      this.re = null;
-    }
-  }
-
-  test(text: string): boolean {
-    return this.re === null || this.re.test(text);
-  }
-
-  /** Ajv keeps one compiled pattern per distinct text of this. */
-  toString(): string {
-    return `/${this.source}/${this.flags}`;
-  }
-}
-
-// OpenAPI schemas carry keywords ajv does not know (nullable, example, xml, discriminator ...): not strict.
-const ajv = new Ajv({ strict: false, allErrors: false, coerceTypes: false, validateFormats: false, code: { regExp: linearRegExp } });
-/** Compiled validators by schema text; schemas are immutable once a connector is saved. */
-const compiled = new Map<string, ValidateFunction | null>();
-const MAX_COMPILED = 2000;
-/**
- * A schema larger than this is not enforced here: ajv compiles on the main thread, and a schema of 50,000
- * properties took 1.6 s there before its generated code overflowed the stack. The remote API checks its input.
- */
-export const MAX_ENFORCED_SCHEMA_CHARS = 64 * 1024;
-
-function validatorFor(schema: Record<string, unknown>): ValidateFunction | null {
-  const key = JSON.stringify(schema);
-  if (key.length > MAX_ENFORCED_SCHEMA_CHARS) return null;
-  let fn = compiled.get(key);
-  if (fn === undefined) {
-    try {
-      fn = ajv.compile(schema);
-    } catch {
-      // A schema ajv cannot compile (e.g. a circular reference left in place) is not enforced here;
-      // the remote API still checks what it receives.
-      fn = null;
-    }
-    if (compiled.size >= MAX_COMPILED) compiled.clear();
-    compiled.set(key, fn);
-  }
-  return fn;
-}
-
-function describe(error: ErrorObject | undefined): string {
-  if (!error) return 'is invalid';
-  if (error.keyword === 'enum') return `must be one of ${JSON.stringify((error.params as { allowedValues: unknown[] }).allowedValues)}`;
-  return error.message ?? 'is invalid';
 }
 
 /** A parameter value as text on the wire (query, header or path). */
@@ -137,6 +73,8 @@ export function buildRequest(
       throw new ConnectorRequestError(`unknown parameter "${name}" for ${operation.operationId} (its parameters: ${list})`);
     }
   }
+  // One budget for all of this request's checks: past it the rest is sent unchecked (the remote API checks).
+  const budget = new CheckBudget();
   let path = operation.path;
   const query = new URLSearchParams();
   const headers: Record<string, string> = {};
@@ -147,11 +85,10 @@ export function buildRequest(
       continue;
     }
     const value = coerce(raw, p.schema);
-    const check = validatorFor(p.schema);
-    if (check && !check(value)) {
-      const err = check.errors?.[0];
-      const at = err?.instancePath ? ` at ${err.instancePath}` : '';
-      throw new ConnectorRequestError(`parameter "${p.name}" (${p.in})${at} ${describe(err)}`);
+    const checked = checkAgainst(p.schema, value, budget);
+    if (!checked.valid) {
+      const at = checked.error.instancePath ? ` at ${checked.error.instancePath}` : '';
+      throw new ConnectorRequestError(`parameter "${p.name}" (${p.in})${at} ${checked.error.message}`);
     }
     if (p.in === 'path') path = path.split(`{${p.name}}`).join(encodeURIComponent(wireText(value)));
     else if (p.in === 'query') {
@@ -166,10 +103,10 @@ export function buildRequest(
   let sent: string | undefined;
   if (body !== undefined && body !== null && body !== '') {
     if (operation.requestBody === null) throw new ConnectorRequestError(`${operation.operationId} takes no request body`);
-    const check = validatorFor(operation.requestBody);
-    if (check && !check(body)) {
-      const err = check.errors?.[0];
-      throw new ConnectorRequestError(`body${err?.instancePath ? ` field ${err.instancePath}` : ''} ${describe(err)}`);
+    const checked = checkAgainst(operation.requestBody, body, budget);
+    if (!checked.valid) {
+      const at = checked.error.instancePath;
+      throw new ConnectorRequestError(`body${at ? ` field ${at}` : ''} ${checked.error.message}`);
     }
     sent = JSON.stringify(body);
     headers['content-type'] = 'application/json';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { errorResponses, errorSchema } from '../http/schemas.js';
 import type { ConnectorsService } from './service.js';
 
 const notFound = { conceal: true, notFoundMessage: 'Connector not found' } as const;
@@ -63,7 +63,8 @@ export function connectorRoutes(connectors: ConnectorsService, accounts: AccessC
         tags: ['connectors'],
         summary: 'Register an OpenAPI document as a connector (write role): its operations become blocks and agent tools',
         body: z.strictObject({ workspaceId: z.string().min(1).max(128), ...specFields }),
-        response: { 201: one, ...errorResponses },
+        // 429: the workspace has the most documents waiting to be read (connectors/openapi-parse.ts).
+        response: { 201: one, ...errorResponses, 429: errorSchema },
       },
     }, async (request, reply) => {
       const a = await accounts.authorize(request.auth, request.body.workspaceId, 'write', notFound);
@@ -103,7 +104,7 @@ export function connectorRoutes(connectors: ConnectorsService, accounts: AccessC
     app.put('/api/v1/connectors/:id', {
       schema: {
         tags: ['connectors'], summary: 'Replace a connector (write role): name, document, base URL and auth',
-        params: idParams, body: z.strictObject(specFields), response: { 200: one, ...errorResponses },
+        params: idParams, body: z.strictObject(specFields), response: { 200: one, ...errorResponses, 429: errorSchema },
       },
     }, async (request) => {
       const a = await access(request.auth, request.params.id, 'write');

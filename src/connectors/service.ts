@@ -99,7 +99,7 @@ export class ConnectorsService {
       throw new HttpError(400, 'Give exactly one of spec (the OpenAPI document) or specUrl', { details: [{ path: ['spec'], message: 'exactly one of spec or specUrl is required' }] });
     }
     const spec = input.spec !== undefined ? input.spec : await this.fetchSpec(input.specUrl!);
-    const parsed = await parseDocumentOffThread(spec);
+    const parsed = await parseDocumentOffThread(spec, workspaceId);
     const baseUrl = input.baseUrl !== undefined ? checkBaseUrl(input.baseUrl, 'baseUrl') : parsed.serverUrl;
     if (!baseUrl) {
       throw new HttpError(400, 'The document names no absolute server URL: give baseUrl', { details: [{ path: ['baseUrl'], message: 'required when the document has no absolute servers[].url' }] });
