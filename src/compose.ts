@@ -233,7 +233,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       connectors: core.connectors.portFor(run.workspaceId),
       // Remote MCP servers go through the same outbound guard as every other request of a run.
       mcp: remoteMcp,
-      workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts.depth, opts.signal) },
+      workflows: { run: (workflowId, input, opts) => runs.runChild(run, workflowId, input, opts) },
     }),
   });
   const scheduler: Scheduler = new Scheduler({

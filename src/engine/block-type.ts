@@ -1,7 +1,7 @@
 // The contract every block type implements. One file per type in ./blocks, registered in one
 // list (./blocks/index.ts); the engine never switches on type names.
 import type { z } from 'zod';
-import type { ClockPort, EnginePorts, SandboxLogEntry, SandboxResult } from './ports.js';
+import type { ChildRunResult, ClockPort, EnginePorts, SandboxLogEntry, SandboxResult } from './ports.js';
 
 /** Values a loop iteration or parallel branch exposes as <loop.*> / <parallel.*>. */
 export interface ScopeFrame {
@@ -68,6 +68,12 @@ export interface BlockContext {
    * pasted text. `fetch` is available when `http` is true.
    */
   runCode(source: string, opts: { timeoutMs: number; http?: boolean }): Promise<SandboxResult>;
+  /**
+   * Runs a deployed workflow through the child-workflow port, one level deeper, as a child run in this run's
+   * tree (one step budget, held-output bound, concurrency and pacing for all of them). The block's concurrency
+   * slot is lent to the tree while the child runs. Throws when the run has no child-workflow port.
+   */
+  runChild(workflowId: string, input: Record<string, unknown>): Promise<ChildRunResult>;
   /** Adds a line to the block's trace logs. */
   log(level: SandboxLogEntry['level'], message: string): void;
   /** Present for container types only. */

@@ -23,6 +23,7 @@ export type {
   SandboxLogEntry,
   ClockPort,
   ChildWorkflowPort,
+  ChildRunResult,
   TablesPort,
   TableRowValue,
   AiPort,
@@ -50,6 +51,7 @@ export { compile, DefinitionError } from './compile.js';
 export type { CompiledGraph } from './compile.js';
 export { runWorkflow } from './run.js';
 export { RUN_DEFAULTS } from './run-state.js';
+export type { RunTree } from './run-tree.js';
 export { blockTypes } from './blocks/index.js';
 export { webhookConfigSchema, type WebhookConfig } from './blocks/webhook.js';
 export { scheduleConfigSchema, type ScheduleConfig } from './blocks/schedule.js';

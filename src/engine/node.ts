@@ -9,8 +9,9 @@ import {
   type ContainerControl,
 } from './block-type.js';
 import type { CompiledBlock } from './compile.js';
-import type { SandboxLogEntry } from './ports.js';
+import type { ChildRunResult, SandboxLogEntry } from './ports.js';
 import { BlockLimitError, type RunState } from './run-state.js';
+import type { BlockSlot } from './run-tree.js';
 import { findUp, type HaltFlag, type NodeResult, type ScopeInfo, type ScopeRun } from './scope.js';
 import { errorLogs, errorMessage, isoTime, summarizeInput } from './trace.js';
 import type { PausePoint, StepRecord } from './types.js';
@@ -33,6 +34,8 @@ interface Execution {
   attempts: number;
   /** The block (or a child of the container) changed run variables. */
   variablesChanged: boolean;
+  /** The block ran a child run (ctx.runChild): its failure may be its tree's limit (see finishNode). */
+  ranChild: boolean;
 }
 
 function blockFailure(b: CompiledBlock, error: unknown): ChildBlockError {
@@ -58,13 +61,14 @@ export async function executeNode(scope: ScopeRun, b: CompiledBlock): Promise<No
 
   if (b.type.container) return runContainer(scope, b, key, b.type.container);
 
-  const wait = run.semaphore.acquire();
+  const slot = run.tree.slot();
+  const wait = slot.acquire();
   if (wait !== null) await wait;
   try {
     if (scope.isHalted()) return { kind: 'stopped' };
-    return await runLeaf(scope, b, key);
+    return await runLeaf(scope, b, key, slot);
   } finally {
-    run.semaphore.release();
+    slot.close();
   }
 }
 
@@ -90,7 +94,7 @@ function replay(scope: ScopeRun, b: CompiledBlock, key: string, rec: StepRecord)
   return { kind: 'success', output: rec.output };
 }
 
-function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execution, container?: ContainerControl): BlockContext {
+function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execution, slot: BlockSlot | null, container?: ContainerControl): BlockContext {
   const run = scope.run;
   return {
     blockId: b.id,
@@ -117,9 +121,23 @@ function makeContext(scope: ScopeRun, b: CompiledBlock, key: string, exec: Execu
     },
     resolve: (value) => scope.resolveLoose(value),
     runCode: (source, opts) => scope.runCode(source, opts),
+    runChild: (workflowId, input) => runChild(run, exec, slot, workflowId, input),
     log: (level, message) => keepLogs(scope, exec, [{ level, message }]),
     container,
   };
+}
+
+/** A child run in the run's tree, the block's slot lent to the tree meanwhile (see BlockSlot). */
+async function runChild(run: RunState, exec: Execution, slot: BlockSlot | null, workflowId: string, input: Record<string, unknown>): Promise<ChildRunResult> {
+  const port = run.opts.ports.workflows;
+  if (!port) throw new Error('child workflows are not available in this context');
+  exec.ranChild = true;
+  slot?.lend();
+  try {
+    return await port.run(workflowId, input, { depth: run.depth + 1, signal: run.signal, tree: run.tree });
+  } finally {
+    await slot?.takeBack();
+  }
 }
 
 /** A block's console lines, as far as the trace keeps them. */
@@ -137,18 +155,19 @@ function newExecution(scope: ScopeRun): Execution {
     logsDropped: 0,
     attempts: 0,
     variablesChanged: false,
+    ranChild: false,
   };
 }
 
 /** A leaf block: its attempts (retry with backoff when configured), then finishNode. */
-async function runLeaf(scope: ScopeRun, b: CompiledBlock, key: string): Promise<NodeResult> {
+async function runLeaf(scope: ScopeRun, b: CompiledBlock, key: string, slot: BlockSlot): Promise<NodeResult> {
   const run = scope.run;
   const exec = newExecution(scope);
   const maxAttempts = b.type.retryable === false ? 1 : b.retry?.maxAttempts ?? 1;
   try {
     if (b.secretNames.length > 0) await run.loadSecrets(b.secretNames);
     exec.config = scope.resolveConfig(b);
-    const ctx = makeContext(scope, b, key, exec);
+    const ctx = makeContext(scope, b, key, exec, slot);
     for (;;) {
       exec.attempts++;
       try {
@@ -219,7 +238,7 @@ async function runContainer(scope: ScopeRun, b: CompiledBlock, key: string, kind
   try {
     if (b.secretNames.length > 0) await run.loadSecrets(b.secretNames);
     exec.config = scope.resolveConfig(b);
-    exec.result = await b.type.run(makeContext(scope, b, key, exec, control), exec.config as never);
+    exec.result = await b.type.run(makeContext(scope, b, key, exec, null, control), exec.config as never);
   } catch (err) {
     exec.error = err;
   }
@@ -242,6 +261,7 @@ async function finishNode(scope: ScopeRun, b: CompiledBlock, key: string, exec: 
   if (exec.error instanceof RunStoppedError) return { kind: 'stopped' };
 
   let { result, error } = exec;
+  if (error !== undefined && exec.ranChild && !(error instanceof BlockLimitError)) error = run.treeLimit(b.id, b.name) ?? error;
   let output: unknown = null;
   let outputBytes = 0;
   if (error === undefined && result !== undefined && !('pause' in result)) {

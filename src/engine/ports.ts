@@ -2,6 +2,7 @@
 // child workflows, tables, language models, knowledge bases). Each is an interface owned here; the
 // areas that own the capability supply the adapters. The engine is pure: it imports no area and
 // no `node:*` module, and reads time only through `ClockPort`.
+import type { RunTree } from './run-tree.js';
 
 // ---------------------------------------------------------------------------------------------
 // HTTP
@@ -83,12 +84,22 @@ export interface ClockPort {
 // Child workflows
 // ---------------------------------------------------------------------------------------------
 
+export interface ChildRunResult {
+  success: boolean;
+  output: unknown;
+  error?: string;
+}
+
 export interface ChildWorkflowPort {
+  /**
+   * `tree` is the calling run's: the adapter passes it on as the child run's `RunOptions.tree`, so that the child
+   * counts against the budgets of the run that called it rather than getting its own.
+   */
   run(
     workflowId: string,
     input: Record<string, unknown>,
-    opts: { depth: number; signal: AbortSignal },
-  ): Promise<{ success: boolean; output: unknown; error?: string }>;
+    opts: { depth: number; signal: AbortSignal; tree: RunTree },
+  ): Promise<ChildRunResult>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-// State of one run shared by all its scopes: options with their defaults, variables, concurrency,
-// the step budget and event-loop pacing, how and why the run stops, pause points and the trace.
+// State of one run shared by all its scopes: options with their defaults, variables, how and why the run
+// stops, pause points and the trace. The step budget, held outputs, concurrency and event-loop pacing
+// belong to the run's tree (RunTree), which its child runs (workflow blocks) join.
 import type { BlockContext } from './block-type.js';
 import type { CompiledGraph } from './compile.js';
 import type { ClockPort } from './ports.js';
 import { NO_SECRETS, SecretMask } from './secret-mask.js';
 import { describedSize, measureJson, unstorableReason } from './json-size.js';
+import { RunTree } from './run-tree.js';
 import { TraceLog } from './trace.js';
 import type { BlockTrace, PausePoint, RunOptions, RunResult } from './types.js';
 
@@ -29,11 +31,6 @@ export const RUN_DEFAULTS = {
   maxTraceLogChars: 1024 * 1024,
 } as const;
 
-/** The scheduler lets the event loop run after this many steps ... */
-const YIELD_EVERY_STEPS = 200;
-/** ... or after this many milliseconds without yielding, whichever comes first. */
-const YIELD_EVERY_MS = 10;
-
 export interface Failure {
   message: string;
   blockId?: string;
@@ -45,29 +42,6 @@ export class BlockLimitError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'BlockLimitError';
-  }
-}
-
-class Semaphore {
-  private free: number;
-  private readonly waiters: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.free = Math.max(1, size);
-  }
-
-  acquire(): Promise<void> | null {
-    if (this.free > 0) {
-      this.free--;
-      return null;
-    }
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
-  release(): void {
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.free++;
   }
 }
 
@@ -93,12 +67,13 @@ export class RunState {
   readonly pausePoints: PausePoint[] = [];
   readonly variables: Record<string, unknown>;
   variablesVersion = 0;
-  readonly semaphore: Semaphore;
+  /** Shared with the run's parent and child runs: step budget, held outputs, concurrency, pacing. */
+  readonly tree: RunTree;
+  /** The run started a tree of its own (not a child run). */
+  private readonly ownsTree: boolean;
   readonly limits: BlockContext['limits'];
-  readonly maxSteps: number;
   readonly maxBlockOutputBytes: number;
-  readonly maxRunOutputBytes: number;
-  /** JSON bytes of the block outputs the run holds until it ends: those its trace keeps and the top level's. */
+  /** JSON bytes of the block outputs this run holds until it ends (counted in its tree's bound too). */
   private heldOutputBytes = 0;
   /** Entries offered to the trace; past maxTraceEntries it keeps none, so their outputs are not held. */
   private traceEntries = 0;
@@ -116,10 +91,8 @@ export class RunState {
   readonly deadline: number;
   readonly startedAt: number;
 
-  /** Block executions so far (the step budget's count). */
+  /** Block executions of this run so far (its tree's count is the step budget's). */
   steps = 0;
-  private stepsSinceYield = 0;
-  private lastYieldAt: number;
 
   stopping = false;
   finished = false;
@@ -139,17 +112,20 @@ export class RunState {
   constructor(readonly graph: CompiledGraph, readonly opts: RunOptions) {
     this.clock = opts.ports.clock;
     this.startedAt = this.clock.now();
-    this.lastYieldAt = this.startedAt;
     this.variables = { ...(graph.definition.variables ?? {}), ...(opts.variables ?? {}) };
-    this.semaphore = new Semaphore(opts.maxConcurrency ?? RUN_DEFAULTS.maxConcurrency);
     this.limits = {
       loopCap: opts.loopCap ?? RUN_DEFAULTS.loopCap,
       parallelFanOut: Math.max(1, opts.parallelFanOut ?? RUN_DEFAULTS.parallelFanOut),
       maxParallelBranches: opts.maxParallelBranches ?? RUN_DEFAULTS.maxParallelBranches,
     };
-    this.maxSteps = opts.maxSteps ?? RUN_DEFAULTS.maxSteps;
     this.maxBlockOutputBytes = opts.maxBlockOutputBytes ?? RUN_DEFAULTS.maxBlockOutputBytes;
-    this.maxRunOutputBytes = opts.maxRunOutputBytes ?? HELD_OUTPUT_BLOCK_CAPS * this.maxBlockOutputBytes;
+    // A child run keeps to its tree's limits, whatever its own options say.
+    this.ownsTree = opts.tree === undefined;
+    this.tree = opts.tree ?? new RunTree(this.clock, {
+      maxSteps: opts.maxSteps ?? RUN_DEFAULTS.maxSteps,
+      maxRunOutputBytes: opts.maxRunOutputBytes ?? HELD_OUTPUT_BLOCK_CAPS * this.maxBlockOutputBytes,
+      maxConcurrency: opts.maxConcurrency ?? RUN_DEFAULTS.maxConcurrency,
+    });
     this.maxTraceEntries = Math.max(0, opts.maxTraceEntries ?? RUN_DEFAULTS.maxTraceEntries);
     this.recordsSteps = opts.onStep !== undefined;
     this.trace = new TraceLog(this.maxTraceEntries, {
@@ -226,30 +202,39 @@ export class RunState {
   // -- step budget and pacing -------------------------------------------------------------------
 
   /**
-   * Counts one block execution (a block, a container, a retry attempt or a replayed step).
-   * When the budget is spent the run fails and the error is returned; null otherwise.
+   * Counts one block execution (a block, a container, a retry attempt or a replayed step) against the tree's
+   * budget. When it is spent (or the tree failed on a limit) the run fails and the error is returned; null
+   * otherwise.
    */
   takeStep(blockId: string, blockName: string): BlockLimitError | null {
-    if (this.steps >= this.maxSteps) {
-      const message = `Step budget exceeded: the run executed ${this.steps} blocks (limit ${this.maxSteps}); stopped at block "${blockName}"`;
-      this.fail({ message, blockId, blockName });
-      return new BlockLimitError(message);
-    }
+    const message = this.tree.takeStep(blockName);
+    if (message !== null) return this.failOnLimit(message, blockId, blockName);
     this.steps++;
-    this.stepsSinceYield++;
     return null;
   }
 
-  /** True when the scheduler has kept the event loop long enough; then it awaits `pause()`. */
-  shouldYield(): boolean {
-    if (this.clock.yield === undefined) return false;
-    return this.stepsSinceYield >= YIELD_EVERY_STEPS || this.clock.now() - this.lastYieldAt >= YIELD_EVERY_MS;
+  /**
+   * The tree's limit error for a block that ran child runs and failed after one of them passed a limit of the
+   * tree: its run fails too, with the same message (not "child workflow failed: ..."), and no error edge
+   * catches it. Null when the tree has passed none.
+   */
+  treeLimit(blockId: string, blockName: string): BlockLimitError | null {
+    const message = this.tree.failure;
+    return message === null ? null : this.failOnLimit(message, blockId, blockName);
   }
 
-  async pause(): Promise<void> {
-    this.stepsSinceYield = 0;
-    await this.clock.yield?.();
-    this.lastYieldAt = this.clock.now();
+  private failOnLimit(message: string, blockId: string, blockName: string): BlockLimitError {
+    this.fail({ message, blockId, blockName });
+    return new BlockLimitError(message);
+  }
+
+  /** True when the tree has kept the event loop long enough; then the step awaits `pause()`. */
+  shouldYield(): boolean {
+    return this.tree.shouldYield();
+  }
+
+  pause(): Promise<void> {
+    return this.tree.pause();
   }
 
   // -- output sizes ----------------------------------------------------------------------------
@@ -283,13 +268,9 @@ export class RunState {
     // Step records keep every output (in memory for a sync run until it ends, in the database for an async
     // one): then each counts, also once the trace keeps no more entries.
     if (!topLevel && !this.recordsSteps && this.traceEntries >= this.maxTraceEntries) return null;
-    const held = this.heldOutputBytes + bytes;
-    if (held > this.maxRunOutputBytes) {
-      const message = `Run output limit exceeded: the run would hold ${held} bytes of block outputs (limit ${this.maxRunOutputBytes} bytes, maxRunOutputBytes); stopped at block "${blockName}"`;
-      this.fail({ message, blockId, blockName });
-      return new BlockLimitError(message);
-    }
-    this.heldOutputBytes = held;
+    const message = this.tree.hold(bytes, blockName);
+    if (message !== null) return this.failOnLimit(message, blockId, blockName);
+    this.heldOutputBytes += bytes;
     return null;
   }
 
@@ -332,6 +313,8 @@ export class RunState {
 
   dispose(): void {
     this.finished = true;
+    if (!this.ownsTree) this.tree.letGo(this.heldOutputBytes);
+    this.heldOutputBytes = 0;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.opts.signal?.removeEventListener('abort', this.onExternalAbort);
     if (!this.controller.signal.aborted) this.controller.abort(runFinished());

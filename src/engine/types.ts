@@ -2,6 +2,7 @@
 // everything outside reaches it through the ports declared in ./ports.ts (re-exported here so
 // existing imports of port types from this file keep working).
 import type { EnginePorts, SandboxLogEntry } from './ports.js';
+import type { RunTree } from './run-tree.js';
 
 export type {
   AiMessage,
@@ -139,7 +140,7 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Run timeout; exceeding it ends the run with status 'timed_out'. */
   timeoutMs?: number;
-  /** Blocks running at once in this run (default 32). */
+  /** Blocks running at once in this run and its child runs (default 32). */
   maxConcurrency?: number;
   /** Max iterations of any loop kind (default 1000). */
   loopCap?: number;
@@ -149,6 +150,12 @@ export interface RunOptions {
   maxParallelBranches?: number;
   /** Nesting depth of child workflows (0 for a top-level run). */
   depth?: number;
+  /**
+   * The tree a child run joins (ChildWorkflowPort hands the calling run's over): the run then counts against its
+   * step budget, held-output bound, concurrency and pacing, and its own maxSteps, maxRunOutputBytes and
+   * maxConcurrency are not used. Without it the run starts a tree of its own from those options.
+   */
+  tree?: RunTree;
   /**
    * Secret values known up front (tests, tools). Runs of the service get theirs through
    * `ports.secrets`, block by block; either way every value resolved is masked in what the run reports.
@@ -166,7 +173,7 @@ export interface RunOptions {
   onStep?: (step: StepRecord, how: StepRecording) => Promise<void>;
   /**
    * Block executions per run (default 100,000): every block, container, loop iteration's
-   * children, retry attempt and replayed step counts. Past it the run fails.
+   * children, retry attempt and replayed step counts, and those of its child runs. Past it the run fails.
    */
   maxSteps?: number;
   /** Trace entries kept (default 2,000); later ones are dropped and counted in `traceTruncated`. */
@@ -177,8 +184,9 @@ export interface RunOptions {
    */
   maxBlockOutputBytes?: number;
   /**
-   * JSON bytes of block outputs one run may hold until it ends: those its trace keeps and the top level's
-   * (default 16 times maxBlockOutputBytes, 64 MiB). Past it the run fails naming the limit and the block.
+   * JSON bytes of block outputs one run may hold until it ends: those its trace keeps and the top level's, and
+   * those its running child runs hold (default 16 times maxBlockOutputBytes, 64 MiB). Past it the run fails
+   * naming the limit and the block.
    */
   maxRunOutputBytes?: number;
   /**
@@ -206,7 +214,7 @@ export interface RunResult {
   trace: BlockTrace[];
   /** Trace entries dropped past `maxTraceEntries` (absent when none were). */
   traceTruncated?: number;
-  /** Blocks executed (the step budget's count). */
+  /** Blocks this run executed (its child runs' are not included, though the step budget counts them). */
   steps: number;
   pausePoints?: PausePoint[];
   variables: Record<string, unknown>;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
-import type { RunResult, StepRecord, StepRecording } from '../engine/index.js';
+import type { RunResult, RunTree, StepRecord, StepRecording } from '../engine/index.js';
 import type { LimitsService } from '../limits/service.js';
 import type { RunObserver } from '../observability/observer.js';
 import type { JobQueue } from '../queue/port.js';
@@ -31,6 +31,8 @@ export interface ExecuteOptions {
   mode: 'sync' | 'async';
   signal: AbortSignal;
   depth?: number;
+  /** A child run's: the calling run's tree, whose budgets it shares. */
+  tree?: RunTree;
   trigger?: string;
   recorded?: ReadonlyMap<string, StepRecord>;
   onStep?: (s: StepRecord, how: StepRecording) => Promise<void>;

@@ -3,7 +3,7 @@
 // lease itself in lease-holder.ts, the group-committed writes in run-writes.ts.
 import type { Actor } from '../accounts/service.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
-import { runWorkflow, type EnginePorts, type RunResult, type StepRecord } from '../engine/index.js';
+import { runWorkflow, type EnginePorts, type RunResult, type RunTree, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { newId } from '../ids.js';
 import { runUsageKey, type Admission, type LimitsService } from '../limits/service.js';
@@ -193,6 +193,7 @@ export class ExecutionService {
       ports: this.deps.ports(run),
       signal: opts.signal,
       depth: opts.depth ?? 0,
+      tree: opts.tree,
       recorded: opts.recorded,
       onStep: opts.onStep,
       ...limits,
@@ -352,14 +353,18 @@ export class ExecutionService {
     return publicExecutionId(executionId);
   }
 
-  /** Runs another deployed workflow of the same workspace inside a run (the workflow block). */
-  async runChild(run: RunContext, workflowId: string, input: Record<string, unknown>, depth: number, signal: AbortSignal) {
+  /**
+   * Runs another deployed workflow of the same workspace inside a run (the workflow block), in the calling
+   * run's tree: it counts against that run's step budget, held outputs, concurrency and pacing.
+   */
+  async runChild(run: RunContext, workflowId: string, input: Record<string, unknown>, opts: { depth: number; signal: AbortSignal; tree: RunTree }) {
+    const { depth, signal, tree } = opts;
     if (depth > MAX_DEPTH) return { success: false, output: null, error: `Child workflows nest deeper than ${MAX_DEPTH} levels` };
     const w = await this.deps.workflows.findInWorkspace(run.workspaceId, workflowId);
     if (!w) return { success: false, output: null, error: `Workflow ${workflowId} not found` };
     const version = await this.deps.workflows.activeVersion(w);
     if (!version) return { success: false, output: null, error: `Workflow "${w.name}" is not deployed` };
-    const result = await this.execute(run, this.deps.workflows.compileVersion(version), { input, mode: 'sync', signal, depth });
+    const result = await this.execute(run, this.deps.workflows.compileVersion(version), { input, mode: 'sync', signal, depth, tree });
     if (result.status !== 'completed') return { success: false, output: result.output ?? null, error: result.error?.message ?? `Child workflow ${result.status}` };
     return { success: true, output: runOutput(result) };
   }

@@ -96,10 +96,9 @@ function clip(text: string): string {
 
 async function callTool(ctx: BlockContext, tool: ToolConfig, args: Record<string, unknown>): Promise<unknown> {
   if (tool.type === 'workflow') {
-    const port = ctx.ports.workflows;
-    if (!port) throw new Error('child workflows are not available in this context');
+    if (!ctx.ports.workflows) throw new Error('child workflows are not available in this context');
     if (ctx.depth >= MAX_WORKFLOW_DEPTH) throw new Error(`maximum workflow nesting depth of ${MAX_WORKFLOW_DEPTH} reached`);
-    const res = await port.run(String(tool.workflowId), args, { depth: ctx.depth + 1, signal: ctx.signal });
+    const res = await ctx.runChild(String(tool.workflowId), args);
     if (!res.success) throw new Error(`workflow ${tool.workflowId} failed: ${res.error ?? 'unknown error'}`);
     return res.output ?? null;
   }

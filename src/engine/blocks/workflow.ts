@@ -1,4 +1,4 @@
-// Workflow: runs a child workflow through the child-workflow port, one level deeper.
+// Workflow: runs a child workflow through the child-workflow port, one level deeper, in the run's tree.
 import { z } from 'zod';
 import { defineBlockType } from '../block-type.js';
 
@@ -15,14 +15,14 @@ export const workflowBlock = defineBlockType<WorkflowConfig>({
   type: 'workflow',
   config: workflowConfigSchema,
   async run(ctx, config) {
-    const port = ctx.ports.workflows;
-    if (!port) throw new Error('child workflows are not available in this context');
+    if (!ctx.ports.workflows) throw new Error('child workflows are not available in this context');
     if (ctx.depth >= MAX_WORKFLOW_DEPTH) {
       throw new Error(`maximum workflow nesting depth of ${MAX_WORKFLOW_DEPTH} reached`);
     }
     const workflowId = String(config.workflowId);
     const input = config.input !== null && typeof config.input === 'object' && !Array.isArray(config.input) ? config.input : {};
-    const res = await port.run(workflowId, input, { depth: ctx.depth + 1, signal: ctx.signal });
+    // A child run of this run's tree: it shares this run's budgets (RunTree in run-tree.ts).
+    const res = await ctx.runChild(workflowId, input);
     if (!res.success) throw new Error(`child workflow ${workflowId} failed: ${res.error ?? 'unknown error'}`);
     return { output: res.output === undefined ? null : res.output };
   },
