@@ -41,6 +41,11 @@ export class WorkspaceGate {
   private readonly workspaces = new Map<string, { running: number; waiting: (() => void)[] }>();
   /** Workspaces whose scan ran past the query timeout, and until when their scans are refused. */
   private readonly cooling = new Map<string, number>();
+  /**
+   * Workspaces refused for their budget, and until when: the refusal's `Retry-After` in whole seconds holds, though
+   * the level drains below the budget sooner when it was barely over (a scan let in 30 ms after "retry in 1 s").
+   */
+  private readonly overBudget = new Map<string, number>();
   /** Database time charged to workspaces (scans that said when they took the database: `ScanMeter`). */
   private readonly held = new Map<string, HeldTime>();
   /** Past this many workspaces in `held`, the drained ones are forgotten (then twice as many as remain). */
@@ -111,9 +116,21 @@ export class WorkspaceGate {
       }
       this.cooling.delete(workspaceId);
     }
-    const over = this.heldLevel(workspaceId) - this.heldBudgetMs;
-    if (this.heldBudgetMs > 0 && over > 0) {
-      const seconds = Math.ceil(over / this.drainRate / 1000);
+    const refusedUntil = this.overBudget.get(workspaceId);
+    const now = this.now();
+    let seconds = 0;
+    if (refusedUntil !== undefined && refusedUntil > now) {
+      seconds = Math.ceil((refusedUntil - now) / 1000);
+    } else {
+      this.overBudget.delete(workspaceId);
+      const over = this.heldLevel(workspaceId) - this.heldBudgetMs;
+      if (this.heldBudgetMs > 0 && over > 0) {
+        seconds = Math.ceil(over / this.drainRate / 1000);
+        for (const [id, until] of this.overBudget) if (until <= now) this.overBudget.delete(id);
+        this.overBudget.set(workspaceId, now + seconds * 1000);
+      }
+    }
+    if (seconds > 0) {
       throw cooldown(`This workspace's queries held the database for more than ${formatSeconds(this.heldBudgetMs)} s of late `
         + `(a workspace may hold it for 1/${QUERY_COOLDOWN_FACTOR} of the time on average); its queries are refused for ${seconds} s more`, seconds);
     }

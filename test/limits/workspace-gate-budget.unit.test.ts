@@ -141,6 +141,16 @@ describe('WorkspaceGate: the budget of database time', () => {
     }
   });
 
+  it('keeps the Retry-After it announced, though a barely-over level drains below the budget sooner', async () => {
+    const { clock, scan } = setup();
+    expect(await scan('ws', 10_006)).toBe('done'); // 6 ms over: drained in 36 ms
+    expect(await refusal(scan('ws', 1))).toMatchObject({ status: 429, extra: { code: 'QUERY_COOLDOWN', retryAfterSeconds: 1 } });
+    clock.now += 500;
+    expect(await refusal(scan('ws', 1))).toMatchObject({ status: 429, extra: { retryAfterSeconds: 1 }, headers: { 'Retry-After': '1' } });
+    clock.now += 500;
+    expect(await scan('ws', 1)).toBe('done');
+  });
+
   it('has no budget without a cool-down', async () => {
     const clock = { now: 0 };
     const gate = new WorkspaceGate(1, 10, 0, () => clock.now);
