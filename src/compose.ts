@@ -164,7 +164,9 @@ export function composeCore(
 export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Services {
   const { config, db } = ctx;
   // Metrics, the request and run log lines, traces: every area reports to the same one.
-  const observer = createObservability(ctx, { queueDepth: () => runs.queueDepth(), sandboxContexts: () => sandbox.contextStats, sandboxCrashes: () => sandbox.crashStats });
+  const observer = createObservability(ctx, { queueDepth: () => runs.queueDepth(), sandboxContexts: () => sandbox.contextStats, sandboxCrashes: () => sandbox.crashStats,
+    workflowCaches: () => ({ ...workflows.cacheSizes() }),
+  });
   // Stopped last: whatever stops before it may still report (traces are flushed on close).
   const lifecycles = new Lifecycles(ctx.log);
   lifecycles.add({ name: 'observability', stop: () => observer.close() });

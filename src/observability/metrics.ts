@@ -25,6 +25,8 @@ export interface ScrapeSources {
   sandboxContexts?: () => { created: number; reused: number; pure: number };
   /** The sandbox process's stops while code ran, those charged to one workspace, and calls refused meanwhile. */
   sandboxCrashes?: () => { stops: number; charged: number; refused: number };
+  /** The workflow service's caches (rows, versions, compiled graphs): entries and the bytes counted for them. */
+  workflowCaches?: () => Record<string, { entries: number; bytes: number }>;
 }
 
 export class Metrics {
@@ -75,7 +77,7 @@ export class Metrics {
       help: 'Requests refused by plan limits, by kind: rate (execution buckets), api (API buckets), concurrency, usage (period cost cap)',
       labelNames: ['kind'], registers,
     });
-    const { queueDepth, poolStats, databaseActivity, sandboxContexts, sandboxCrashes } = sources;
+    const { queueDepth, poolStats, databaseActivity, sandboxContexts, sandboxCrashes, workflowCaches } = sources;
     if (queueDepth) {
       new Gauge({
         name: 'weft_queue_depth', help: 'Async runs queued and not yet started (read from the database at scrape time)', registers,
@@ -131,6 +133,22 @@ export class Metrics {
       totalCounter(registers, 'weft_sandbox_refused_calls_total',
         'Function block calls refused because their workspace stopped the sandbox process too often',
         () => sandboxCrashes().refused);
+    }
+    if (workflowCaches) {
+      new Gauge({
+        name: 'weft_workflow_cache_entries', help: 'Entries in the workflow service\'s caches (each bounded by entries and bytes)',
+        labelNames: ['cache'], registers,
+        collect() {
+          for (const [cache, size] of Object.entries(workflowCaches())) this.set({ cache }, size.entries);
+        },
+      });
+      new Gauge({
+        name: 'weft_workflow_cache_bytes', help: 'Bytes counted for the entries of the workflow service\'s caches (JSON size of what each holds)',
+        labelNames: ['cache'], registers,
+        collect() {
+          for (const [cache, size] of Object.entries(workflowCaches())) this.set({ cache }, size.bytes);
+        },
+      });
     }
   }
 }

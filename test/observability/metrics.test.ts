@@ -88,6 +88,12 @@ describe('GET /metrics', () => {
     expect(delta('weft_block_duration_seconds_count', { type: 'response', status: 'success' })).toBe(2);
     expect(delta('weft_queue_wait_seconds_count', { trigger: 'api' })).toBe(1);
     expect(find(m, 'weft_queue_depth')).toEqual([expect.objectContaining({ value: 0 })]);
+    // The runs loaded the deployed version and compiled it: both caches hold it, counted in bytes.
+    for (const cache of ['versions', 'compiled']) {
+      expect(total(m, 'weft_workflow_cache_entries', { cache }), cache).toBeGreaterThanOrEqual(1);
+      expect(total(m, 'weft_workflow_cache_bytes', { cache }), cache).toBeGreaterThan(100);
+    }
+    expect(find(m, 'weft_workflow_cache_entries', { cache: 'rows' })).toHaveLength(1);
   });
 
   it('reports the database connections', async () => {
