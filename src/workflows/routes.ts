@@ -99,166 +99,166 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
       (triggers && ids.length > 0 ? await triggers.urls(ids, requestBase(request)) : new Map<string, string>());
     const schedulesOf = async (ids: string[]) => (schedules && ids.length > 0 ? await schedules.info(ids) : new Map());
 
-  app.post('/api/v1/workflows', {
-    schema: {
-      tags: ['workflows'], summary: 'Create a workflow (draft)',
-      body: z.object({
-        workspaceId: z.string().min(1).max(128),
-        name,
-        description: z.string().max(10_000).optional(),
-        definition: workflowDefinitionSchema,
-      }),
-      response: { 201: workflowEnvelope, ...definitionErrors },
-    },
-  }, async (request, reply) => {
-    const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
-    const w = await workflows.createWorkflow(access.workspaceId, request.body, actorOf(access));
-    return reply.code(201).send({ success: true as const, data: { workflow: publicWorkflow(w) } });
-  });
-
-  app.get('/api/v1/workflows', {
-    schema: {
-      tags: ['workflows'], summary: 'List workflows, oldest first, with cursor pagination',
-      querystring: z.object({
-        workspaceId: z.string().min(1).max(128),
-        limit: z.coerce.number().int().min(1).max(100).default(50),
-        cursor: z.string().max(512).optional(),
-      }),
-      response: {
-        200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
-        ...errorResponses,
-      },
-    },
-  }, async (request) => {
-    const after = decodeCursor(request.query.cursor);
-    const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
-    const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
-    const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
-    const deployed = p.data.filter((r) => r.active_version_id !== null).map((r) => r.id);
-    const urls = await urlsOf(deployed, request);
-    const scheduled = await schedulesOf(deployed);
-    return {
-      success: true as const,
-      data: p.data.map((r) => {
-        const rest = workflowSummary(r);
-        const webhookUrl = urls.get(r.id);
-        const schedule = scheduled.get(r.id);
-        return { ...rest, ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) };
-      }),
-      ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
-      // The reference adds the caller's execution limits to v1 list responses.
-      limits: await limits.snapshot(access.billedAccount, access.plan),
-    };
-  });
-
-  app.get('/api/v1/workflows/:id', {
-    schema: { tags: ['workflows'], summary: 'Get a workflow with its draft definition', params: idParams, response: { 200: workflowEnvelope, ...errorResponses } },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
-    const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
-    const webhookUrl = w.active_version_id !== null ? (await urlsOf([w.id], request)).get(w.id) : undefined;
-    const schedule = w.active_version_id !== null ? (await schedulesOf([w.id])).get(w.id) : undefined;
-    return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) } } };
-  });
-
-  app.put('/api/v1/workflows/:id', {
-    schema: {
-      tags: ['workflows'], summary: 'Replace the draft definition (the deployed version is unchanged until the next deploy)',
-      params: idParams,
-      body: z.object({ name: name.optional(), description: z.string().max(10_000).optional(), definition: workflowDefinitionSchema }),
-      response: { 200: workflowEnvelope, ...definitionErrors },
-    },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
-    const w = await workflows.updateWorkflow(access.workspaceId, request.params.id, request.body, actorOf(access));
-    return { success: true as const, data: { workflow: publicWorkflow(w) } };
-  });
-
-  app.delete('/api/v1/workflows/:id', {
-    schema: {
-      tags: ['workflows'], summary: 'Delete a workflow and its versions', params: idParams,
-      response: { 200: z.object({ success: z.literal(true), data: z.object({ id: z.string(), deleted: z.literal(true) }) }), ...errorResponses },
-    },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
-    await workflows.deleteWorkflow(access.workspaceId, request.params.id, actorOf(access));
-    return { success: true as const, data: { id: request.params.id, deleted: true as const } };
-  });
-
-  app.post('/api/v1/workflows/:id/deploy', {
-    schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...definitionErrors } },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
-    const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-    return deployment(w);
-  });
-
-  app.delete('/api/v1/workflows/:id/deploy', {
-    schema: { tags: ['workflows'], summary: 'Undeploy (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...errorResponses } },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
-    const w = await workflows.undeployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-    return deployment(w);
-  });
-
-  app.post('/api/v1/workflows/:id/rollback', {
-    schema: {
-      tags: ['workflows'], summary: 'Activate an earlier version (default: the one before the active version)',
-      params: idParams,
-      // Optional as in the reference: a POST without a body (Fastify hands the schema null) rolls back one version.
-      body: z.object({ version: z.number().int().min(1).max(1_000_000).optional() }).strict().nullish(),
-      response: { 200: deploymentSchema, ...errorResponses },
-    },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
-    const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
-    return deployment(w);
-  });
-
-  app.get('/api/v1/workflows/:id/versions', {
-    schema: {
-      tags: ['workflows'], summary: 'Deployed versions of a workflow, newest first, with cursor pagination',
-      params: idParams,
-      querystring: z.object({
-        limit: z.coerce.number().int().min(1).max(100).default(50),
-        cursor: z.string().max(512).optional(),
-      }),
-      response: {
-        200: z.object({ success: z.literal(true), data: z.array(versionSchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
-        ...errorResponses,
-      },
-    },
-  }, async (request) => {
-    const before = beforeVersion(request.query.cursor);
-    const { access, workflow } = await workflows.forCaller(request.auth, request.params.id, 'read');
-    const rows = await workflows.listVersions(workflow.id, request.query.limit + 1, before);
-    const data = rows.slice(0, request.query.limit);
-    return {
-      success: true as const,
-      data: data.map((v) => publicVersion(v, workflow.active_version_id)),
-      ...(rows.length > request.query.limit ? { nextCursor: versionCursor(data[data.length - 1].version) } : {}),
-      limits: await limits.snapshot(access.billedAccount, access.plan),
-    };
-  });
-
-  app.get('/api/workflows/:id/status', {
-    config: { rateLimitHeaders: false },
-    schema: {
-      tags: ['workflows'], summary: 'Deployment status (Sim SDKs: getWorkflowStatus, validateWorkflow)', params: idParams,
-      response: {
-        200: z.object({
-          isDeployed: z.boolean(), deployedAt: z.string().nullable(),
-          needsRedeployment: z.boolean().describe('The saved draft differs from the deployed version (false while not deployed)'),
-          version: z.number().int().nullable(),
+    app.post('/api/v1/workflows', {
+      schema: {
+        tags: ['workflows'], summary: 'Create a workflow (draft)',
+        body: z.object({
+          workspaceId: z.string().min(1).max(128),
+          name,
+          description: z.string().max(10_000).optional(),
+          definition: workflowDefinitionSchema,
         }),
-        ...errorResponses,
+        response: { 201: workflowEnvelope, ...definitionErrors },
       },
-    },
-  }, async (request) => {
-    const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
-    const row = await workflows.getWorkflow(access.workspaceId, request.params.id);
-    const w = workflowSummary(row);
-    return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, needsRedeployment: await workflows.needsRedeployment(row), version: w.version };
-  });
-};
+    }, async (request, reply) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const w = await workflows.createWorkflow(access.workspaceId, request.body, actorOf(access));
+      return reply.code(201).send({ success: true as const, data: { workflow: publicWorkflow(w) } });
+    });
+
+    app.get('/api/v1/workflows', {
+      schema: {
+        tags: ['workflows'], summary: 'List workflows, oldest first, with cursor pagination',
+        querystring: z.object({
+          workspaceId: z.string().min(1).max(128),
+          limit: z.coerce.number().int().min(1).max(100).default(50),
+          cursor: z.string().max(512).optional(),
+        }),
+        response: {
+          200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const after = decodeCursor(request.query.cursor);
+      const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
+      const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
+      const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
+      const deployed = p.data.filter((r) => r.active_version_id !== null).map((r) => r.id);
+      const urls = await urlsOf(deployed, request);
+      const scheduled = await schedulesOf(deployed);
+      return {
+        success: true as const,
+        data: p.data.map((r) => {
+          const rest = workflowSummary(r);
+          const webhookUrl = urls.get(r.id);
+          const schedule = scheduled.get(r.id);
+          return { ...rest, ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) };
+        }),
+        ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
+        // The reference adds the caller's execution limits to v1 list responses.
+        limits: await limits.snapshot(access.billedAccount, access.plan),
+      };
+    });
+
+    app.get('/api/v1/workflows/:id', {
+      schema: { tags: ['workflows'], summary: 'Get a workflow with its draft definition', params: idParams, response: { 200: workflowEnvelope, ...errorResponses } },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
+      const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
+      const webhookUrl = w.active_version_id !== null ? (await urlsOf([w.id], request)).get(w.id) : undefined;
+      const schedule = w.active_version_id !== null ? (await schedulesOf([w.id])).get(w.id) : undefined;
+      return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) } } };
+    });
+
+    app.put('/api/v1/workflows/:id', {
+      schema: {
+        tags: ['workflows'], summary: 'Replace the draft definition (the deployed version is unchanged until the next deploy)',
+        params: idParams,
+        body: z.object({ name: name.optional(), description: z.string().max(10_000).optional(), definition: workflowDefinitionSchema }),
+        response: { 200: workflowEnvelope, ...definitionErrors },
+      },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
+      const w = await workflows.updateWorkflow(access.workspaceId, request.params.id, request.body, actorOf(access));
+      return { success: true as const, data: { workflow: publicWorkflow(w) } };
+    });
+
+    app.delete('/api/v1/workflows/:id', {
+      schema: {
+        tags: ['workflows'], summary: 'Delete a workflow and its versions', params: idParams,
+        response: { 200: z.object({ success: z.literal(true), data: z.object({ id: z.string(), deleted: z.literal(true) }) }), ...errorResponses },
+      },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'write');
+      await workflows.deleteWorkflow(access.workspaceId, request.params.id, actorOf(access));
+      return { success: true as const, data: { id: request.params.id, deleted: true as const } };
+    });
+
+    app.post('/api/v1/workflows/:id/deploy', {
+      schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...definitionErrors } },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+      const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
+      return deployment(w);
+    });
+
+    app.delete('/api/v1/workflows/:id/deploy', {
+      schema: { tags: ['workflows'], summary: 'Undeploy (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...errorResponses } },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+      const w = await workflows.undeployWorkflow(access.workspaceId, request.params.id, actorOf(access));
+      return deployment(w);
+    });
+
+    app.post('/api/v1/workflows/:id/rollback', {
+      schema: {
+        tags: ['workflows'], summary: 'Activate an earlier version (default: the one before the active version)',
+        params: idParams,
+        // Optional as in the reference: a POST without a body (Fastify hands the schema null) rolls back one version.
+        body: z.object({ version: z.number().int().min(1).max(1_000_000).optional() }).strict().nullish(),
+        response: { 200: deploymentSchema, ...errorResponses },
+      },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
+      const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
+      return deployment(w);
+    });
+
+    app.get('/api/v1/workflows/:id/versions', {
+      schema: {
+        tags: ['workflows'], summary: 'Deployed versions of a workflow, newest first, with cursor pagination',
+        params: idParams,
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(100).default(50),
+          cursor: z.string().max(512).optional(),
+        }),
+        response: {
+          200: z.object({ success: z.literal(true), data: z.array(versionSchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const before = beforeVersion(request.query.cursor);
+      const { access, workflow } = await workflows.forCaller(request.auth, request.params.id, 'read');
+      const rows = await workflows.listVersions(workflow.id, request.query.limit + 1, before);
+      const data = rows.slice(0, request.query.limit);
+      return {
+        success: true as const,
+        data: data.map((v) => publicVersion(v, workflow.active_version_id)),
+        ...(rows.length > request.query.limit ? { nextCursor: versionCursor(data[data.length - 1].version) } : {}),
+        limits: await limits.snapshot(access.billedAccount, access.plan),
+      };
+    });
+
+    app.get('/api/workflows/:id/status', {
+      config: { rateLimitHeaders: false },
+      schema: {
+        tags: ['workflows'], summary: 'Deployment status (Sim SDKs: getWorkflowStatus, validateWorkflow)', params: idParams,
+        response: {
+          200: z.object({
+            isDeployed: z.boolean(), deployedAt: z.string().nullable(),
+            needsRedeployment: z.boolean().describe('The saved draft differs from the deployed version (false while not deployed)'),
+            version: z.number().int().nullable(),
+          }),
+          ...errorResponses,
+        },
+      },
+    }, async (request) => {
+      const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
+      const row = await workflows.getWorkflow(access.workspaceId, request.params.id);
+      const w = workflowSummary(row);
+      return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, needsRedeployment: await workflows.needsRedeployment(row), version: w.version };
+    });
+  };
 }

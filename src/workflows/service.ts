@@ -106,22 +106,22 @@ export class WorkflowService {
     return isUuid(id) ? store.findWorkflow(this.db, workspaceId, id) : undefined;
   }
 
-/** Validates a definition; a 400 whose details name the block and field of each problem. */
+  /** Validates a definition; a 400 whose details name the block and field of each problem. */
   checkDefinition(input: unknown, knownSecrets?: ReadonlySet<string>): WorkflowDefinition {
-  const result = validateDefinition(input, { ...this.definitionOptions, knownSecrets });
-  if (!result.ok) {
-    const first = result.errors[0];
-    throw new HttpError(400, `Invalid workflow definition: ${first?.message ?? 'invalid'}`, {
-      details: result.errors.map((e) => ({
-        path: ['definition', ...e.path],
-        message: e.message,
-        ...(e.blockId ? { blockId: e.blockId } : {}),
-        ...(e.field ? { field: e.field } : {}),
-      })),
-    });
+    const result = validateDefinition(input, { ...this.definitionOptions, knownSecrets });
+    if (!result.ok) {
+      const first = result.errors[0];
+      throw new HttpError(400, `Invalid workflow definition: ${first?.message ?? 'invalid'}`, {
+        details: result.errors.map((e) => ({
+          path: ['definition', ...e.path],
+          message: e.message,
+          ...(e.blockId ? { blockId: e.blockId } : {}),
+          ...(e.field ? { field: e.field } : {}),
+        })),
+      });
+    }
+    return result.definition;
   }
-  return result.definition;
-}
 
   /** The workspace's secret names when the definition may reference one (it holds `{{`); undefined otherwise. */
   private async knownSecrets(workspaceId: string, input: unknown): Promise<ReadonlySet<string> | undefined> {
@@ -155,10 +155,10 @@ export class WorkflowService {
 
   /** A workflow with its draft definition; 404 when missing. */
   async getWorkflow(workspaceId: string, id: string): Promise<WorkflowWithDefinition> {
-  const w = isUuid(id) ? await store.findWorkflowWithDefinition(this.db, workspaceId, id) : undefined;
-  if (!w) throw new HttpError(404, 'Workflow not found');
-  return w;
-}
+    const w = isUuid(id) ? await store.findWorkflowWithDefinition(this.db, workspaceId, id) : undefined;
+    if (!w) throw new HttpError(404, 'Workflow not found');
+    return w;
+  }
 
   /** A workflow without its draft (deployment changes answer with the row alone); 404 when missing. */
   private async getRow(workspaceId: string, id: string): Promise<WorkflowRow> {
@@ -168,130 +168,130 @@ export class WorkflowService {
   }
 
   async createWorkflow(
-  workspaceId: string,
-  input: { name: string; description?: string; definition: unknown },
-  actor: Actor,
-): Promise<WorkflowWithDefinition> {
-  const definition = await this.checkSaved(workspaceId, input.definition);
-  await this.checkForWorkspace(workspaceId, definition);
-  const id = newId();
-  try {
-    await this.db.tx(async (q) => {
-      await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId ?? null });
-      await recordAudit(q, {
-        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.created',
-        resourceType: 'workflow', resourceId: id, resourceName: input.name,
+    workspaceId: string,
+    input: { name: string; description?: string; definition: unknown },
+    actor: Actor,
+  ): Promise<WorkflowWithDefinition> {
+    const definition = await this.checkSaved(workspaceId, input.definition);
+    await this.checkForWorkspace(workspaceId, definition);
+    const id = newId();
+    try {
+      await this.db.tx(async (q) => {
+        await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId ?? null });
+        await recordAudit(q, {
+          workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.created',
+          resourceType: 'workflow', resourceId: id, resourceName: input.name,
+        });
       });
-    });
-  } catch (err) {
-    if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
-    throw err;
+    } catch (err) {
+      if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
+      throw err;
+    }
+    return this.getWorkflow(workspaceId, id);
   }
-  return this.getWorkflow(workspaceId, id);
-}
 
   async updateWorkflow(
-  workspaceId: string,
-  id: string,
-  input: { name?: string; description?: string; definition: unknown },
-  actor: Actor,
-): Promise<WorkflowWithDefinition> {
-  await this.getRow(workspaceId, id);
-  const definition = await this.checkSaved(workspaceId, input.definition);
-  await this.checkForWorkspace(workspaceId, definition);
-  try {
-    await this.db.tx(async (q) => {
-      await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });
-      await recordAudit(q, {
-        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.updated',
-        resourceType: 'workflow', resourceId: id, resourceName: input.name,
+    workspaceId: string,
+    id: string,
+    input: { name?: string; description?: string; definition: unknown },
+    actor: Actor,
+  ): Promise<WorkflowWithDefinition> {
+    await this.getRow(workspaceId, id);
+    const definition = await this.checkSaved(workspaceId, input.definition);
+    await this.checkForWorkspace(workspaceId, definition);
+    try {
+      await this.db.tx(async (q) => {
+        await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });
+        await recordAudit(q, {
+          workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.updated',
+          resourceType: 'workflow', resourceId: id, resourceName: input.name,
+        });
       });
-    });
-  } catch (err) {
-    if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
-    throw err;
+    } catch (err) {
+      if (uniqueViolation(err)) throw new HttpError(409, `A workflow named "${input.name}" already exists in this workspace`);
+      throw err;
+    }
+    this.forget(id);
+    return this.getWorkflow(workspaceId, id);
   }
-  this.forget(id);
-  return this.getWorkflow(workspaceId, id);
-}
 
   async deleteWorkflow(workspaceId: string, id: string, actor: Actor): Promise<void> {
-  if (!isUuid(id)) throw new HttpError(404, 'Workflow not found');
-  const deleted = await this.db.tx(async (q) => {
-    const rows = await store.deleteWorkflow(q, workspaceId, id);
-    if (rows[0]) {
-      await recordAudit(q, {
-        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deleted',
-        resourceType: 'workflow', resourceId: id, resourceName: rows[0].name,
-      });
-    }
-    return rows[0];
-  });
-  this.forget(id);
-  if (!deleted) throw new HttpError(404, 'Workflow not found');
-}
-
-/** Snapshots the draft as a new immutable version and activates it. */
-  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowWithDefinition> {
-  const w = await this.getWorkflow(workspaceId, id);
-  await this.checkSaved(workspaceId, w.definition);
-  await this.db.tx(async (q) => {
-    const locked = await store.lockWorkflow(q, workspaceId, id);
-    if (!locked) throw new HttpError(404, 'Workflow not found');
-    const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
-    await store.activateVersion(q, id, version.id);
-    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version });
-    await recordAudit(q, {
-      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deployed',
-      resourceType: 'workflow', resourceId: id, resourceName: w.name, metadata: { version: version.version },
+    if (!isUuid(id)) throw new HttpError(404, 'Workflow not found');
+    const deleted = await this.db.tx(async (q) => {
+      const rows = await store.deleteWorkflow(q, workspaceId, id);
+      if (rows[0]) {
+        await recordAudit(q, {
+          workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deleted',
+          resourceType: 'workflow', resourceId: id, resourceName: rows[0].name,
+        });
+      }
+      return rows[0];
     });
-  });
-  this.forget(id);
-  return this.getWorkflow(workspaceId, id);
-}
+    this.forget(id);
+    if (!deleted) throw new HttpError(404, 'Workflow not found');
+  }
+
+  /** Snapshots the draft as a new immutable version and activates it. */
+  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowWithDefinition> {
+    const w = await this.getWorkflow(workspaceId, id);
+    await this.checkSaved(workspaceId, w.definition);
+    await this.db.tx(async (q) => {
+      const locked = await store.lockWorkflow(q, workspaceId, id);
+      if (!locked) throw new HttpError(404, 'Workflow not found');
+      const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
+      await store.activateVersion(q, id, version.id);
+      await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version });
+      await recordAudit(q, {
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.deployed',
+        resourceType: 'workflow', resourceId: id, resourceName: w.name, metadata: { version: version.version },
+      });
+    });
+    this.forget(id);
+    return this.getWorkflow(workspaceId, id);
+  }
 
   async undeployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowRow> {
-  await this.db.tx(async (q) => {
-    const locked = await store.lockWorkflow(q, workspaceId, id);
-    if (!locked) throw new HttpError(404, 'Workflow not found');
-    if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
-    await store.activateVersion(q, id, null);
-    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: null });
-    await recordAudit(q, {
-      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.undeployed',
-      resourceType: 'workflow', resourceId: id, resourceName: locked.name,
+    await this.db.tx(async (q) => {
+      const locked = await store.lockWorkflow(q, workspaceId, id);
+      if (!locked) throw new HttpError(404, 'Workflow not found');
+      if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
+      await store.activateVersion(q, id, null);
+      await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: null });
+      await recordAudit(q, {
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.undeployed',
+        resourceType: 'workflow', resourceId: id, resourceName: locked.name,
+      });
     });
-  });
-  this.forget(id);
-  return this.getRow(workspaceId, id);
-}
+    this.forget(id);
+    return this.getRow(workspaceId, id);
+  }
 
-/** Activates an earlier version: the one given, or the one before the active version. */
+  /** Activates an earlier version: the one given, or the one before the active version. */
   async rollbackWorkflow(workspaceId: string, id: string, version: number | undefined, actor: Actor): Promise<WorkflowRow> {
-  await this.db.tx(async (q) => {
-    const locked = await store.lockWorkflow(q, workspaceId, id);
-    if (!locked) throw new HttpError(404, 'Workflow not found');
-    if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
-    const active = await store.findVersionById(q, locked.active_version_id);
-    let target: VersionRow | undefined;
-    if (version !== undefined) {
-      target = await store.findVersion(q, id, version);
-      if (!target) throw new HttpError(404, `Version ${version} not found`);
-    } else {
-      target = active ? await store.previousVersion(q, id, active.version) : undefined;
-      if (!target) throw new HttpError(400, 'No previous deployment version to roll back to');
-    }
-    await store.activateVersion(q, id, target.id);
-    await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: target });
-    await recordAudit(q, {
-      workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.rolled_back',
-      resourceType: 'workflow', resourceId: id, resourceName: locked.name,
-      metadata: { fromVersion: active?.version ?? null, toVersion: target.version },
+    await this.db.tx(async (q) => {
+      const locked = await store.lockWorkflow(q, workspaceId, id);
+      if (!locked) throw new HttpError(404, 'Workflow not found');
+      if (!locked.active_version_id) throw new HttpError(400, 'Workflow is not deployed');
+      const active = await store.findVersionById(q, locked.active_version_id);
+      let target: VersionRow | undefined;
+      if (version !== undefined) {
+        target = await store.findVersion(q, id, version);
+        if (!target) throw new HttpError(404, `Version ${version} not found`);
+      } else {
+        target = active ? await store.previousVersion(q, id, active.version) : undefined;
+        if (!target) throw new HttpError(400, 'No previous deployment version to roll back to');
+      }
+      await store.activateVersion(q, id, target.id);
+      await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version: target });
+      await recordAudit(q, {
+        workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.rolled_back',
+        resourceType: 'workflow', resourceId: id, resourceName: locked.name,
+        metadata: { fromVersion: active?.version ?? null, toVersion: target.version },
+      });
     });
-  });
-  this.forget(id);
-  return this.getRow(workspaceId, id);
-}
+    this.forget(id);
+    return this.getRow(workspaceId, id);
+  }
 
   /** Deployed versions of a workflow, newest first (draft snapshots are not versions). */
   listVersions(workflowId: string, limit: number, beforeVersion?: number): Promise<VersionRow[]> {
@@ -325,21 +325,21 @@ export class WorkflowService {
     return stored;
   }
 
-/**
- * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
- * (the entry is dropped), one in another process within a second. Rows carry no draft, and the cache is
- * bounded by bytes too (a description may be 10,000 characters).
- */
+  /**
+   * Workflow rows for the execute path, kept for a second: a deploy in this process is seen at once
+   * (the entry is dropped), one in another process within a second. Rows carry no draft, and the cache is
+   * bounded by bytes too (a description may be 10,000 characters).
+   */
   private readonly recent = new BoundedCache<WorkflowRow>(WORKFLOW_CACHE_BOUNDS.rows);
 
   async findWorkflowForRun(id: string): Promise<WorkflowRow | undefined> {
-  const hit = this.recent.get(id);
-  if (hit) return hit;
-  const row = await store.findWorkflowAnyWorkspace(this.db, id);
-  if (row) this.recent.set(id, row, jsonBytes(row));
-  else this.recent.delete(id);
-  return row;
-}
+    const hit = this.recent.get(id);
+    if (hit) return hit;
+    const row = await store.findWorkflowAnyWorkspace(this.db, id);
+    if (row) this.recent.set(id, row, jsonBytes(row));
+    else this.recent.delete(id);
+    return row;
+  }
 
   /** Entries and bytes each cache holds. */
   cacheSizes(): WorkflowCacheSizes {
@@ -347,46 +347,46 @@ export class WorkflowService {
   }
 
   private forget(id: string): void {
-  this.recent.delete(id);
-}
+    this.recent.delete(id);
+  }
 
-/**
- * Compiled graphs of deployed versions and draft snapshots; versions are immutable, so entries never go
- * stale. A graph holds its definition's blocks, so it is counted at its definition's size.
- */
+  /**
+   * Compiled graphs of deployed versions and draft snapshots; versions are immutable, so entries never go
+   * stale. A graph holds its definition's blocks, so it is counted at its definition's size.
+   */
   private readonly compiled = new BoundedCache<CompiledGraph>(WORKFLOW_CACHE_BOUNDS.compiled);
 
   compileVersion(version: VersionRow): CompiledGraph {
-  let graph = this.compiled.get(version.id);
-  if (!graph) {
-    graph = compile(version.definition);
-    this.compiled.set(version.id, graph, jsonBytes(version.definition));
+    let graph = this.compiled.get(version.id);
+    if (!graph) {
+      graph = compile(version.definition);
+      this.compiled.set(version.id, graph, jsonBytes(version.definition));
+    }
+    return graph;
   }
-  return graph;
-}
 
-/** The active deployed version of a workflow, or undefined when it is not deployed. */
+  /** The active deployed version of a workflow, or undefined when it is not deployed. */
   async activeVersion(w: WorkflowRow): Promise<VersionRow | undefined> {
-  if (!w.active_version_id) return undefined;
-  return this.loadVersion(w.active_version_id);
-}
+    if (!w.active_version_id) return undefined;
+    return this.loadVersion(w.active_version_id);
+  }
 
-/** True when the saved draft differs from the active deployed version; false while not deployed. */
+  /** True when the saved draft differs from the active deployed version; false while not deployed. */
   async needsRedeployment(w: WorkflowWithDefinition): Promise<boolean> {
-  const active = await this.activeVersion(w);
-  return active ? canonicalJson(active.definition) !== canonicalJson(w.definition) : false;
-}
+    const active = await this.activeVersion(w);
+    return active ? canonicalJson(active.definition) !== canonicalJson(w.definition) : false;
+  }
 
-/** Deployed versions (and draft snapshots) never change, so they are kept in memory once read, within bounds. */
+  /** Deployed versions (and draft snapshots) never change, so they are kept in memory once read, within bounds. */
   private readonly versions = new BoundedCache<VersionRow>(WORKFLOW_CACHE_BOUNDS.versions);
 
   async loadVersion(id: string): Promise<VersionRow | undefined> {
-  const hit = this.versions.get(id);
-  if (hit) return hit;
-  const row = await store.findVersionById(this.db, id);
-  if (row) this.versions.set(id, row, jsonBytes(row));
-  return row;
-}
+    const hit = this.versions.get(id);
+    if (hit) return hit;
+    const row = await store.findVersionById(this.db, id);
+    if (row) this.versions.set(id, row, jsonBytes(row));
+    return row;
+  }
 }
 
 /** A cached value's size: the UTF-8 length of its JSON, measured once when it is inserted. */
