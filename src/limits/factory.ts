@@ -21,7 +21,7 @@ export function createLimits(
   const plans = planTable(config.planLimitsJson);
   const clock = new AdjustableClock();
   const storage = new StorageAccounting(deps.storageSources, async (workspaceId, q) =>
-    config.limitsEnabled ? plans(await deps.workspacePlan(workspaceId, q)).storageBytes : undefined);
+    config.limitsEnabled ? plans(await deps.workspacePlan(workspaceId, q)).storageBytes : undefined, { concurrentWriters: db.mode === 'postgres' });
   if (config.redisUrl) {
     const redis = new RedisLimits(config.redisUrl, clock);
     return new LimitsService(config.limitsEnabled, db, redis, redis, clock, plans, storage, deps.observer);

@@ -72,6 +72,11 @@ export class StorageAccounting implements StorageGuard {
   constructor(
     sources: readonly StorageSource[],
     private readonly quota: StorageQuota,
+    /**
+     * Transactions may run at once (PostgreSQL): growing writes then lock their workspace before summing. The
+     * embedded database runs one transaction at a time, so the lock would be one more statement for nothing.
+     */
+    private readonly opts: { concurrentWriters: boolean } = { concurrentWriters: true },
   ) {
     const terms = sources.map((s) => `COALESCE((${s.sql})::float8, 0)`);
     this.sumSql = `SELECT ${terms.length > 0 ? terms.join(' + ') : '0::float8'} AS n`;
@@ -89,8 +94,8 @@ export class StorageAccounting implements StorageGuard {
     // Two growing writes to different tables or documents lock different counters, and under READ COMMITTED
     // neither sum sees the other's bytes: both would pass and commit over the limit. This lock, held until the
     // transaction ends, makes the later writer's sum (a new statement, so a new snapshot) include the earlier
-    // writer's committed bytes. Embedded, transactions already run one at a time and the lock costs nothing.
-    await q.query('SELECT pg_advisory_xact_lock(7306, hashtext($1::text))', [workspaceId]);
+    // writer's committed bytes.
+    if (this.opts.concurrentWriters) await q.query('SELECT pg_advisory_xact_lock(7306, hashtext($1::text))', [workspaceId]);
     const used = await this.used(q, [workspaceId]);
     if (used > quota) throw storageLimitError(addedBytes, quota, used);
   }
