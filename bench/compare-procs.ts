@@ -207,27 +207,38 @@ export async function waitFor200(url: string, proc: Proc, since: number, timeout
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The RSS of a process and every process below it (a server may run parts of itself in child processes). */
-export function treeRssMb(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
+/** The processes below `pid` (children, their children, ...), with the command each runs. */
+export function descendants(pid: number): { pid: number; command: string }[] {
   const children = new Map<number, number[]>();
+  const commands = new Map<number, string>();
   for (const entry of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
       // Field 4 of /proc/<pid>/stat, after the parenthesised command name, is the parent pid.
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+      // Named by the script it runs (a child's arguments may be long: the sandbox process gets its options as JSON).
+      const argv = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      commands.set(Number(entry), path.basename(argv.find((a) => /\.(m?js|ts)$/.test(a)) ?? argv[0] ?? ''));
     } catch {
       // gone meanwhile
     }
   }
-  let total = 0;
-  const stack = [pid];
+  const out: { pid: number; command: string }[] = [];
+  const stack = [...(children.get(pid) ?? [])];
   while (stack.length) {
     const p = stack.pop()!;
-    total += rss(p)?.rssMb ?? 0;
+    out.push({ pid: p, command: commands.get(p) ?? '' });
     stack.push(...(children.get(p) ?? []));
   }
+  return out;
+}
+
+/** The RSS of a process and every process below it (a server may run parts of itself in child processes). */
+export function treeRssMb(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  let total = rss(pid)?.rssMb ?? 0;
+  for (const d of descendants(pid)) total += rss(d.pid)?.rssMb ?? 0;
   return total;
 }
 

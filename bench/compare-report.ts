@@ -72,8 +72,11 @@ export interface VariantFigures {
   rssSettledAfterRestartMb?: number;
   firstStartMs: number;
   restartMs: number;
-  /** Where the serving process's RSS is (bench/compare-memory.ts): idle after start, after the load, idle after a restart. */
-  memory: { idle?: MemoryBreakdown; afterLoad?: MemoryBreakdown; afterRestart?: MemoryBreakdown };
+  /**
+   * Where the serving process's RSS is (bench/compare-memory.ts): idle after start, after the load, idle after a
+   * restart; and after the load, each process below it (the sandbox process), which the RSS rows count too.
+   */
+  memory: { idle?: MemoryBreakdown; afterLoad?: MemoryBreakdown; childrenAfterLoad?: (MemoryBreakdown & { command: string })[]; afterRestart?: MemoryBreakdown };
   growth?: GrowthFigures;
   /** Load measurements that saw transport errors or non-2xx answers: their figures are not valid. */
   problems: string[];
@@ -255,6 +258,9 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   for (const [when, b] of [['idle after start', v.memory.idle], ['after the load', v.memory.afterLoad], ['idle after restart', v.memory.afterRestart]] as const) {
     if (!b) continue;
     add(`smaps MB, ${api}, ${when}: wasm / malloc / code / files / anonymous`, [b.wasmMb, b.mallocMb, b.codeMb, b.filesMb, b.anonymousMb]);
+  }
+  for (const c of v.memory.childrenAfterLoad ?? []) {
+    add(`smaps MB, its child ${c.command}, after the load: rss / malloc / code / files / anonymous`, [c.rssMb, c.mallocMb, c.codeMb, c.filesMb, c.anonymousMb]);
   }
   add(`start to /readyz ms, first start`, [v.firstStartMs]);
   add(`start to /readyz ms, restart`, [v.restartMs], embedded ? '< 3000' : undefined, (x) => x < 3000);

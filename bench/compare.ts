@@ -41,7 +41,7 @@
 // index of its own (BullMQ's queue names are fixed). Every child process is stopped on exit, error or Ctrl-C.
 import { parseArgs } from 'node:util';
 import { load, machine, type LoadResult } from './support.js';
-import { cleanupAll, cpuMs, diskMb, firstJsonLine, installExitHandlers, metricValue, request, rss, sleep, start, treeRssMb, type Proc } from './compare-procs.js';
+import { cleanupAll, cpuMs, descendants, diskMb, firstJsonLine, installExitHandlers, metricValue, request, rss, sleep, start, treeRssMb, type Proc } from './compare-procs.js';
 import { asyncRuns, assertBuilt, deployWorkflow, passedThrough, startEmbedded, startScaled, syncPaths, type Weft } from './compare-weft.js';
 import { describeBreakdown, memoryBreakdown } from './compare-memory.js';
 import { startPortkey, type Peer } from './compare-peers.js';
@@ -275,6 +275,12 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
   const rssPeakMb = rss(apiPid)?.peakMb;
   const memoryAfterLoad = memoryBreakdown(apiPid);
   if (memoryAfterLoad) say(`after the load: ${describeBreakdown(memoryAfterLoad)}`);
+  // The tree's other processes (the sandbox process, started by the sandboxed paths): what the RSS row adds to the server's.
+  const childrenAfterLoad = apiPid === undefined ? [] : descendants(apiPid).flatMap((d) => {
+    const b = memoryBreakdown(d.pid);
+    return b ? [{ command: d.command, ...b }] : [];
+  });
+  for (const c of childrenAfterLoad) say(`after the load, child ${c.command}: ${describeBreakdown(c)}`);
   const workersRssAfterLoadMb = w.workers.map((p) => treeRssMb(p.child.pid));
   say('restarting on the same data');
   const restartMs = await w.restart();
@@ -297,7 +303,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     rounds, coldSyncSpec: { seconds: coldSeconds, load: cold }, warmupAsync, rssIdleMb, rssSettledMb, idleSeconds, settledSeconds, rssAfterLoadMb, rssPeakMb,
     ...(w.workers.length ? { workersRssAfterLoadMb } : {}),
     rssIdleAfterRestartMb, rssSettledAfterRestartMb, firstStartMs: w.firstStartMs, restartMs, problems,
-    memory: { idle: memoryIdle, afterLoad: memoryAfterLoad, afterRestart: memoryAfterRestart },
+    memory: { idle: memoryIdle, afterLoad: memoryAfterLoad, childrenAfterLoad, afterRestart: memoryAfterRestart },
     ...(growth ? { growth } : {}),
   };
 }
