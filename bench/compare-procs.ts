@@ -242,6 +242,27 @@ export function treeRssMb(pid: number | undefined): number | undefined {
   return total;
 }
 
+/**
+ * The RSS of a process plus the private pages of every process below it, in MB: the tree's resident memory with
+ * the pages a child shares with it (the node binary and libraries the sandbox process maps again) counted once,
+ * where the RSS sum counts them in each process. Unlike PSS it does not shrink when unrelated processes (the bench's
+ * own node processes) map the same files.
+ */
+export function treeRssSharedOnceMb(pid: number | undefined): number | undefined {
+  const root = rss(pid)?.rssMb;
+  if (!pid || root === undefined) return undefined;
+  let kb = 0;
+  for (const d of descendants(pid)) {
+    try {
+      const rollup = fs.readFileSync(`/proc/${d.pid}/smaps_rollup`, 'utf8');
+      for (const field of ['Private_Clean', 'Private_Dirty']) kb += Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0);
+    } catch {
+      // gone meanwhile, or no smaps_rollup (Linux before 4.14)
+    }
+  }
+  return root + Math.round(kb / 1024);
+}
+
 /** Bytes on disk under `dir` (allocated blocks, as `du` counts them), in MB. */
 export function diskMb(dir: string): number {
   let bytes = 0;
