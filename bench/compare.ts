@@ -14,7 +14,7 @@
 // Parties: a bare Fastify hello-world, an instant OpenAI-wire upstream and two bare pass-through proxies in front
 // of it, one on Fastify and undici as the gateway is built, one on node:http alone (bench/compare-servers.ts), Weft from dist/main.js on a fresh data directory (its key from `weft setup --json`), Portkey with --peers.
 // Figures: hello-world req/s; sync execute on both paths (req/s, p50, p99, ratio to hello-world; the spec path's to
-// hello-world measured right before and after it, as the gateway's to the upstream direct): the spec's
+// hello-world judged over paired short windows, as the gateway's to the upstream direct): the spec's
 // answer (start -> function, no response block, posted `{ "inputs": {...} }` as Sim's SDKs call it, answered
 // with the envelope and its `limits`) and the response-block path (start -> function -> response, posted
 // `{ "n": 21 }`); the same run without user code (a start block alone, posted like the spec path: what the
@@ -115,11 +115,13 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 10);
 const coldSeconds = 2;
 const resumeSeconds = 3;
 /**
- * The baselines again, right before and after the load they are judged against (hello-world around the spec
- * path, the upstream direct around the gateway): this host's speed drifts by a third from one minute to the next,
- * and the round's first baselines run a minute or more before those loads.
+ * The two judged ratios (the spec path to hello-world, the gateway to the upstream direct) are also read from
+ * short windows taken in pairs right after the load's own window, in ABBA order (baseline, load, load, baseline,
+ * ...): this host's speed drifts by half within half a minute, more than the round's first baselines, taken a
+ * minute or more earlier, can stand for. The median of the pairs' ratios is judged.
  */
-const besideSeconds = Math.max(2, Math.round(seconds / 2));
+const pairs = 4;
+const pairSeconds = 2;
 const baselines = new Set(['hello', 'direct', 'proxy', 'nodeProxy', 'floor', 'peer']);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
 // Idle RSS is read twice: 5 s after /readyz, and once the server has settled. V8's memory reducer collects a
@@ -224,6 +226,21 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     return r;
   };
 
+  /** `pairs` pairs of short windows of `load` and `baseline`, in ABBA order; each pair's ratio load / baseline. */
+  const pairedRatios = async (loadLabel: string, load: Target, baselineLabel: string, baseline: Target): Promise<number[]> => {
+    const ratios: number[] = [];
+    for (let p = 0; p < pairs; p++) {
+      const order = p % 2 === 0 ? ['baseline', 'load'] : ['load', 'baseline'];
+      const rps: Record<string, number> = {};
+      for (const which of order) {
+        const [label, t] = which === 'load' ? [loadLabel, load] : [baselineLabel, baseline];
+        rps[which] = (await drive(`${label}, paired window ${p + 1}`, t, 10, pairSeconds)).rps;
+      }
+      ratios.push(+(rps.load / Math.max(1, rps.baseline)).toFixed(4));
+    }
+    return ratios;
+  };
+
   say(`warming up (${warmupSeconds} s per path of Weft, async included, the first ${coldSeconds} s of the spec path reported as cold)`);
   const cold = await drive('warm-up (cold) sync execute, spec answer', targets.syncSpec, 10, coldSeconds);
   for (const [name, t] of Object.entries(targets)) {
@@ -248,16 +265,14 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const metricsUrl = w.variant === 'embedded' ? `${w.url}/metrics` : undefined;
     // Weft sat idle while the baselines ran; after an idle spell its first seconds are slower (bench/RESULTS.md,
     // "cold and warm"). The figures are for a server under steady load: it gets load again before they are taken.
-    const helloBeforeSpec = await drive('hello-world, right before the spec path', targets.hello, 10, besideSeconds);
     await drive('warm-up (after the baselines) sync execute, spec answer', targets.syncSpec, 10, resumeSeconds);
     const syncSpec = await withCpu(apiPid, () => drive('sync execute, spec answer', targets.syncSpec, 10, seconds), metricsUrl);
-    const helloAfterSpec = await drive('hello-world, right after the spec path', targets.hello, 10, besideSeconds);
+    const pairedSpec = await pairedRatios('sync execute, spec answer', targets.syncSpec, 'hello-world', targets.hello);
     const syncSandboxed = await withCpu(apiPid, () => drive('sync execute, spec answer, code in the sandbox', targets.syncSandboxed, 10, seconds), metricsUrl);
     const syncResponse = await withCpu(apiPid, () => drive('sync execute, response block', targets.syncResponse, 10, seconds), metricsUrl);
     const syncNoCode = await withCpu(apiPid, () => drive('sync execute, no user code', targets.syncNoCode, 10, seconds), metricsUrl);
-    const directBeforeGateway = await drive('upstream direct, right before the gateway', targets.direct, 10, besideSeconds);
     const gateway = await withCpu(apiPid, () => drive('gateway', targets.gateway, 10, seconds), metricsUrl);
-    const directAfterGateway = await drive('upstream direct, right after the gateway', targets.direct, 10, besideSeconds);
+    const pairedGateway = await pairedRatios('gateway', targets.gateway, 'upstream direct', targets.direct);
     const peerLoad = targets.peer ? await drive(peer!.name, targets.peer, 10, seconds) : undefined;
     say(`round ${i}/${o.rounds}: single flight, ${seconds} s per path`);
     const perRequest = async (label: string, t: Target) => +(1000 / Math.max(1, (await drive(`${label} single flight`, t, 1, seconds)).rps)).toFixed(3);
@@ -274,8 +289,7 @@ async function measureVariant(w: Weft, o: Options, hello: string, upstreamBase: 
     const asyncSandboxedMeasured = await costOf(apiPid, metricsUrl, () => asyncRuns(w, `compare-async-sandboxed-${i}`, o.runs, 20, 'specSandboxed'), (f) => f.runs);
     rounds.push({
       helloRps: helloLoad.rps, syncSpec: syncSpec.load, syncSandboxed: syncSandboxed.load, syncResponse: syncResponse.load, syncNoCode: syncNoCode.load, direct, proxy: bareProxy.load, nodeProxy: nodeProxy.load, commitFloor: commitFloor.load, gateway: gateway.load,
-      besideSpec: { helloBefore: helloBeforeSpec.rps, helloAfter: helloAfterSpec.rps },
-      besideGateway: { directBefore: directBeforeGateway.rps, directAfter: directAfterGateway.rps },
+      pairedSpec, pairedGateway,
       ...(peerLoad ? { peer: peerLoad } : {}), singleFlightMs, async: asyncFigures, asyncSandboxed: asyncSandboxedMeasured.value,
       cpuPerRequest: {
         syncSpec: syncSpec.cpu, syncSandboxed: syncSandboxed.cpu, syncResponse: syncResponse.cpu, syncNoCode: syncNoCode.cpu, gateway: gateway.cpu, proxy: bareProxy.cpu, nodeProxy: nodeProxy.cpu,
