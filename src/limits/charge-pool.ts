@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/database.js';
-import { newId } from '../ids.js';
+import { newTimeOrderedId } from '../ids.js';
 import { runUsageKey } from './usage.js';
 import { releaseCharges, reserveCharges, type ReservationOutcome } from './usage-totals.js';
 
@@ -118,7 +118,9 @@ class Pool {
     // The last batch ran out soon after it came: the load outruns the batch size, so double it.
     if (now - this.lastGrantAt < GROW_WITHIN_MS) this.size = Math.min(this.o.maxBatch, this.size * 2);
     const asked = Math.min(this.o.maxBatch, Math.max(this.size, this.waiters.length));
-    const charges: ReservedCharge[] = Array.from({ length: asked }, () => ({ token: randomUUID(), executionId: newId(), usableUntil: now + this.o.usableMs }));
+    // Handed out in the order of their ids (one millisecond's ids sort at random): runs of one pool take ids in order.
+    const charges: ReservedCharge[] = Array.from({ length: asked }, () => ({ token: randomUUID(), executionId: newTimeOrderedId(), usableUntil: now + this.o.usableMs }))
+      .sort((a, b) => (a.executionId < b.executionId ? -1 : 1));
     let outcome: ReservationOutcome;
     try {
       outcome = await reserveCharges(this.o.db, {

@@ -5,7 +5,7 @@ import type { Actor } from '../accounts/service.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type RunTree, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
-import { newId } from '../ids.js';
+import { newTimeOrderedId } from '../ids.js';
 import { runUsageKey, type Admission, type LimitsService } from '../limits/service.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
@@ -135,7 +135,7 @@ export class ExecutionService {
     const admission = await this.limits.admitRun(run.billedAccount, run.plan, chosen
       ? { bucket: opts.bucket ?? mode, mode, usageKey: runUsageKey(chosen) }
       : { bucket: opts.bucket ?? mode, mode, chooseExecutionId: true });
-    return { workflow, versionId, admission, executionId: chosen ?? admission.executionId ?? newId() };
+    return { workflow, versionId, admission, executionId: chosen ?? admission.executionId ?? newTimeOrderedId() };
   }
 
   /**
