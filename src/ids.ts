@@ -11,32 +11,34 @@ export const newHexId = (prefix: string): string => prefix + randomBytes(16).toS
 const pool = Buffer.alloc(4096);
 let poolUsed = pool.length;
 export function pooledRandomId(bytes: number): string {
+  const at = takeRandom(bytes);
+  return pool.toString('base64url', at, at + bytes);
+}
+
+/** Where `bytes` fresh random bytes start in the pool, refilling it when they do not fit. */
+function takeRandom(bytes: number): number {
   if (bytes > pool.length) throw new RangeError('pooledRandomId: too many bytes');
   if (poolUsed + bytes > pool.length) {
     randomFillSync(pool);
     poolUsed = 0;
   }
-  const id = pool.toString('base64url', poolUsed, poolUsed + bytes);
+  const at = poolUsed;
   poolUsed += bytes;
-  return id;
+  return at;
 }
 
 /**
  * A version-7 UUID (RFC 9562): 48 bits of Unix milliseconds, the version, then 74 random bits. Ids made one after
  * another sort in the order they were made, so an index keyed by them (run rows, their charges and steps) grows at
- * its end instead of on random pages: past a few hundred thousand runs those pages no longer fit the embedded
+ * its end instead of on random pages: past about 100,000 runs those pages no longer fit the embedded
  * database's 16 MB of buffers, and each random insert read one back (docs/architecture.md, "Run ids"). Within
- * one millisecond the order is random; callers never rely on it.
+ * one millisecond the order is random, and nothing relies on it.
  */
 export function newTimeOrderedId(now = Date.now()): string {
-  if (poolUsed + 10 > pool.length) {
-    randomFillSync(pool);
-    poolUsed = 0;
-  }
   const b = Buffer.allocUnsafe(16);
   b.writeUIntBE(now, 0, 6);
-  pool.copy(b, 6, poolUsed, poolUsed + 10);
-  poolUsed += 10;
+  const at = takeRandom(10);
+  pool.copy(b, 6, at, at + 10);
   b[6] = (b[6] & 0x0f) | 0x70; // version 7
   b[8] = (b[8] & 0x3f) | 0x80; // variant 10
   const h = b.toString('hex');
