@@ -90,8 +90,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       usageEvents: events,
       builds: builds.map((b) => ({
         build: b.name,
-        short: { command: COMMANDS.short.join(' '), ms: b.ms.short, medianMs: median(b.ms.short) },
-        long: { command: COMMANDS.long.join(' '), ms: b.ms.long, medianMs: median(b.ms.long) },
+        short: { command: COMMANDS.short.join(' '), ms: b.ms.short, medianMs: Math.round(median(b.ms.short)) },
+        long: { command: COMMANDS.long.join(' '), ms: b.ms.long, medianMs: Math.round(median(b.ms.long)) },
       })),
     };
   } finally {

@@ -1,6 +1,6 @@
 // The figures of `bench/compare.ts` as rows, each with issue 17's target where the issue states one,
 // and the readable table printed on stderr.
-import type { LoadResult } from './support.js';
+import { median, type LoadResult } from './support.js';
 import type { AsyncFigures, Weft } from './compare-weft.js';
 import type { MemoryBreakdown } from './compare-memory.js';
 
@@ -133,7 +133,6 @@ export function targetRows(v: VariantFigures, peerName = 'peer', n8nRps?: number
   // Windows of equal length: their req/s summed weigh each window alike.
   const sum = (loads: LoadResult[]) => loads.reduce((total, x) => total + x.rps, 0);
   add('hello-world req/s', r.map((x) => x.helloRps));
-  const median = (xs: number[]) => { const o = [...xs].sort((a, b) => a - b); return o.length % 2 ? o[o.length >> 1] : (o[o.length / 2 - 1] + o[o.length / 2]) / 2; };
   const pairedOr = (paired: number[] | undefined, fallback: number) => (paired?.length ? +median(paired).toFixed(4) : fallback);
   // The issue's targets are set on the spec's answer path; the response-block path is shown beside it.
   // The spec path's code is pure, so it runs without a context; the same path with code that needs the sandbox

@@ -73,8 +73,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       starts,
       builds: builds.map((b) => ({
         build: b.name,
-        restart: { msToReadyz: b.ms, meanMs: mean(b.ms), medianMs: median(b.ms) },
-        firstStart: { msToReadyz: b.firstMs, meanMs: mean(b.firstMs), medianMs: median(b.firstMs) },
+        restart: { msToReadyz: b.ms, meanMs: mean(b.ms), medianMs: Math.round(median(b.ms)) },
+        firstStart: { msToReadyz: b.firstMs, meanMs: mean(b.firstMs), medianMs: Math.round(median(b.firstMs)) },
       })),
     };
   } finally {

@@ -68,9 +68,10 @@ export function latencySummary(ms: number[]): { polls: number; p50Ms: number; ma
   return { polls: ms.length, p50Ms: round2(percentile(sorted, 50)), maxMs: round2(sorted.at(-1) ?? NaN) };
 }
 
+/** The median, exact (the mean of the middle two for an even count). */
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 export function percentile(sorted: number[], p: number): number {
