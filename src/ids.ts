@@ -4,20 +4,15 @@ export const newId = (): string => randomUUID();
 export const newHexId = (prefix: string): string => prefix + randomBytes(16).toString('hex');
 
 /**
- * Random bytes for ids made on hot paths (one per gateway request), taken from a pool refilled 4 KB at a
+ * Random bytes for ids made on hot paths (one per gateway request or run), taken from a pool refilled 4 KB at a
  * time: a call into the system's generator per id cost about 3 % of the gateway's main thread. For ids
  * only; keys and tokens take their bytes from `randomBytes` directly.
  */
 const pool = Buffer.alloc(4096);
 let poolUsed = pool.length;
-export function pooledRandomId(bytes: number): string {
-  const at = takeRandom(bytes);
-  return pool.toString('base64url', at, at + bytes);
-}
 
 /** Where `bytes` fresh random bytes start in the pool, refilling it when they do not fit. */
 function takeRandom(bytes: number): number {
-  if (bytes > pool.length) throw new RangeError('pooledRandomId: too many bytes');
   if (poolUsed + bytes > pool.length) {
     randomFillSync(pool);
     poolUsed = 0;
@@ -43,6 +38,16 @@ export function newTimeOrderedId(now = Date.now()): string {
   b[8] = (b[8] & 0x3f) | 0x80; // variant 10
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * A time-ordered token for ids that are not UUIDs (gateway completion ids, usage keys): 12 lowercase hex digits of
+ * Unix milliseconds, then 16 base64url characters (96 random bits). Hex digits sort the same in every collation,
+ * so these too are inserted at the end of the indexes keyed by them, for the reason `newTimeOrderedId` gives.
+ */
+export function newTimeOrderedToken(now = Date.now()): string {
+  const at = takeRandom(12);
+  return now.toString(16).padStart(12, '0') + pool.toString('base64url', at, at + 12);
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

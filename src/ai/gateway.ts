@@ -3,7 +3,7 @@ import type { AiConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AiPort } from '../engine/blocks/ai-port.js';
 import { HttpError } from '../http/errors.js';
-import { pooledRandomId } from '../ids.js';
+import { newTimeOrderedToken } from '../ids.js';
 import { deadline } from '../net/deadline.js';
 import type { UsageRecorder } from '../limits/usage.js';
 import type { AiObserver } from '../observability/observer.js';
@@ -59,7 +59,11 @@ export interface AiGatewayDeps {
   tokenCounter?: TokenCounter;
 }
 
-export const newCompletionId = (): string => `chatcmpl-${pooledRandomId(15)}`;
+/**
+ * Completion ids key the request's row and its usage event: time-ordered, so a long gateway history grows
+ * those indexes at their end (docs/architecture.md, "Run ids").
+ */
+export const newCompletionId = (): string => `chatcmpl-${newTimeOrderedToken()}`;
 
 const ZERO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import { holdsUnstorableString } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
-import { isUuid, newId } from '../ids.js';
+import { isUuid, newTimeOrderedToken } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
 import { fuseScored, rerankPassages, similarityFromDistance, type WeightedTerm } from './ranking.js';
 import * as store from './store.js';
@@ -95,7 +95,7 @@ export class KnowledgeSearch {
       // The embedder (a hosted provider, or the local model's worker) failed: the caller may retry.
       throw new HttpError(503, `Embedding the query failed: ${err instanceof Error ? err.message : String(err)}`, {}, { 'Retry-After': '2' });
     }
-    await this.deps.charge(scope.billedAccount, embedded.tokens, `knowledge-query:${newId()}`, { knowledgeBaseIds: ids });
+    await this.deps.charge(scope.billedAccount, embedded.tokens, `knowledge-query:${newTimeOrderedToken()}`, { knowledgeBaseIds: ids });
 
     const search: store.ChunkSearch = {
       baseIds: ids, dimension: base.embedding_dimension, embedding: embedded.vectors[0] as number[], limit: req.topK,

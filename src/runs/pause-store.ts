@@ -1,7 +1,7 @@
 // SQL of paused executions and their resume queue: the pause store of the runs area.
 import type { Queryable } from '../db/database.js';
 import type { PausePoint, StepRecord } from '../engine/index.js';
-import { newId } from '../ids.js';
+import { newId, newTimeOrderedId } from '../ids.js';
 
 export type ResumeStatus = 'paused' | 'queued' | 'resuming' | 'resumed' | 'failed';
 
@@ -111,7 +111,7 @@ export const insertResumeEntry = (
     `INSERT INTO resume_queue (id, paused_execution_id, parent_execution_id, new_execution_id, context_id, resume_input, status, claimed_at, lease_until, slot_token)
      VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'claimed' THEN clock_timestamp() END, CASE WHEN $7 = 'claimed' THEN ${leaseFromNow('$8')} END, $9)
      RETURNING *`,
-    [newId(), e.pausedId, e.parentExecutionId, newId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending', e.leaseMs, e.slotToken ?? null],
+    [newId(), e.pausedId, e.parentExecutionId, newTimeOrderedId(), e.contextId, JSON.stringify(e.input), e.claimed ? 'claimed' : 'pending', e.leaseMs, e.slotToken ?? null],
   ).then((r) => r[0] as QueueRow);
 
 /** A claim still held: claimed, and its lease (if it has its own) not lapsed. A lapsed one is no one's until released. */

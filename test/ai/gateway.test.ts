@@ -74,6 +74,23 @@ describe('the official openai client against Weft', () => {
     expect(fake.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
   });
 
+  it('mints completion ids in the order the requests came, streaming or not, and bills them under those ids', async () => {
+    // Time first (docs/architecture.md, "Run ids"): the request rows and usage events they key are appended.
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      if (i % 2 === 0) ids.push((await client().chat.completions.create({ model: 'gpt-4o', messages: hi })).id);
+      else for await (const chunk of await client().chat.completions.create({ model: 'gpt-4o', messages: hi, stream: true })) ids.push(chunk.id);
+      await new Promise((r) => setTimeout(r, 2)); // a later millisecond: within one the order is random
+    }
+    const distinct = [...new Set(ids)];
+    expect(distinct).toHaveLength(4);
+    for (const id of distinct) expect(id).toMatch(/^chatcmpl-[0-9a-f]{12}[A-Za-z0-9_-]{16}$/);
+    expect([...distinct].sort()).toEqual(distinct);
+    const settled = (await t.call('GET', '/api/v1/ai/credits/ledger?limit=50')).body.data
+      .filter((e: { kind: string }) => e.kind === 'settle').map((e: { requestId: string }) => e.requestId);
+    expect(settled.slice(0, 4).reverse()).toEqual(distinct);
+  });
+
   it('does not send a usage chunk unless asked', async () => {
     const r = await fetch(`${t.url}/api/v1/ai/chat/completions`, {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.apiKey}` },

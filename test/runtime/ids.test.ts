@@ -1,13 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { newTimeOrderedId, pooledRandomId } from '../../src/ids.js';
+import { newTimeOrderedId, newTimeOrderedToken } from '../../src/ids.js';
 
-describe('pooledRandomId', () => {
-  it('gives distinct base64url ids of the asked size across many refills of its pool', () => {
-    const ids = Array.from({ length: 5_000 }, () => pooledRandomId(15)); // about 18 refills of the 4 KB pool
-    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{20}$/);
-    expect(new Set(ids).size).toBe(ids.length);
-    expect(pooledRandomId(3)).toMatch(/^[A-Za-z0-9_-]{4}$/);
-    expect(() => pooledRandomId(5_000)).toThrow(RangeError);
+describe('newTimeOrderedToken', () => {
+  it('writes the millisecond as 12 hex digits, then 16 base64url characters, distinct across many refills of the pool', () => {
+    expect(newTimeOrderedToken(0x0123456789ab)).toMatch(/^0123456789ab[A-Za-z0-9_-]{16}$/);
+    const same = Array.from({ length: 5_000 }, () => newTimeOrderedToken(1_700_000_000_000)); // about 15 refills of the 4 KB pool
+    for (const t of same) expect(t).toMatch(/^018bcfe56800[A-Za-z0-9_-]{16}$/);
+    expect(new Set(same).size).toBe(same.length);
+  });
+
+  it('sorts tokens of later milliseconds after earlier ones, byte-wise and in a locale collation', () => {
+    const times = [0, 1, 15, 16, 255, 65_535, 1_700_000_000_000, 1_700_000_000_001, 2 ** 48 - 1];
+    const tokens = times.map((t) => newTimeOrderedToken(t));
+    expect([...tokens].sort()).toEqual(tokens);
+    expect([...tokens].sort((a, b) => a.localeCompare(b, 'en'))).toEqual(tokens);
   });
 });
 
