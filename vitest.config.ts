@@ -7,6 +7,8 @@ const modes = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'
 export default defineConfig({
   test: {
     globalSetup: ['./test/support/build-setup.ts', './test/support/global-setup.ts'],
+    // Each test file's data directories are removed when it ends (test/support/temp-dirs.ts).
+    setupFiles: ['./test/support/suite-cleanup.ts'],
     pool: 'forks',
     // Forks keep their modules from one file to the next (isolate: false): importing the server's module graph
     // cost each file 1 to 2 s. Files still get their own database and server; shared module state (the engine
