@@ -32,7 +32,7 @@ export default defineConfig({
         env: { WEFT_TEST_DB: mode, WEFT_EMBEDDED_FSYNC: 'off', WEFT_WORKERS_FROM_BUILD: '1' },
         include: ['test/**/*.test.ts'],
         // Pure unit suites do not touch the database: run them once.
-        exclude: mode === 'pglite' ? [] : ['test/web/**', 'test/engine/**', 'test/sandbox/**', 'test/net/**', 'test/queue/**', 'test/lint/**', 'test/runtime/**', 'test/knowledge/local-embedder.test.ts', 'test/knowledge/ranking.test.ts', 'test/knowledge/http-embedder.test.ts', 'test/knowledge/parse.test.ts', 'test/knowledge/chunker.test.ts', 'test/db/pglite-vacuum.test.ts', 'test/db/embedded-fsync.test.ts', 'test/**/*.unit.test.ts'],
+        exclude: mode === 'pglite' ? [] : ['test/web/**', 'test/engine/**', 'test/sandbox/**', 'test/net/**', 'test/queue/**', 'test/lint/**', 'test/runtime/**', 'test/knowledge/local-embedder.test.ts', 'test/knowledge/ranking.test.ts', 'test/knowledge/http-embedder.test.ts', 'test/knowledge/parse.test.ts', 'test/knowledge/chunker.test.ts', 'test/db/pglite-vacuum.test.ts', 'test/db/pglite-checkpoint.test.ts', 'test/db/embedded-fsync.test.ts', 'test/**/*.unit.test.ts'],
       },
     })),
   },

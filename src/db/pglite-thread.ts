@@ -13,6 +13,7 @@ import type { Database, Queryable } from './database.js';
 import type { PgliteReply, PgliteRequest, PgliteWorkerData, WasmModule, WireError } from './pglite-worker.js';
 import { SharedActivity } from './pglite-activity.js';
 import { DEFAULT_VACUUM, type VacuumOptions } from './pglite-vacuum.js';
+import { DEFAULT_CHECKPOINTS, type CheckpointOptions } from './pglite-checkpoint.js';
 import { txQueryable } from './tx-queryable.js';
 
 export interface PgliteOptions {
@@ -24,6 +25,8 @@ export interface PgliteOptions {
   fsync?: boolean;
   /** The database's VACUUM passes (pglite-vacuum.ts): their settings, or false for none. */
   vacuum?: Partial<VacuumOptions> | false;
+  /** The database's checkpoints (pglite-checkpoint.ts): their settings, or false for only at shutdown. */
+  checkpoints?: Partial<CheckpointOptions> | false;
   /** Told when a bounded transaction ran past its time and the database thread was started again. */
   onRestart?: (event: RestartEvent) => void;
 }
@@ -40,9 +43,9 @@ export interface RestartEvent {
 
 /**
  * Settings given at start. The default 128 MB of shared buffers is most of the idle memory and buys nothing at
- * this size. The WAL: PGlite checkpoints only when the WAL reaches max_wal_size (default 1 GB) or every 5
- * minutes, so under steady writes pg_wal alone could hold a gigabyte of the data directory; 64 MB bounds it
- * (docs/architecture.md, "Run-log retention").
+ * this size. The WAL: PGlite itself never checkpoints before shutdown (pglite-checkpoint.ts does); after a
+ * checkpoint, max_wal_size and min_wal_size bound the old segments kept for reuse (docs/architecture.md,
+ * "Embedded database").
  */
 const SETTINGS: Record<string, string> = { shared_buffers: '16MB', max_wal_size: '64MB', min_wal_size: '32MB' };
 
@@ -126,6 +129,7 @@ export async function connectPglite(opts: PgliteOptions): Promise<Database> {
     settings: SETTINGS,
     binaries: await pgliteBinaries(),
     vacuum: opts.vacuum === false ? null : { ...DEFAULT_VACUUM, ...opts.vacuum },
+    checkpoints: opts.checkpoints === false ? null : { ...DEFAULT_CHECKPOINTS, ...opts.checkpoints },
     activity: counters,
   };
   let worker = await startThread(data);

@@ -10,6 +10,7 @@ import { vector } from '@electric-sql/pglite-pgvector';
 import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.js';
 import { PreparedStatements } from './pglite-prepared.js';
 import { EmbeddedVacuum, type VacuumOptions } from './pglite-vacuum.js';
+import { EmbeddedCheckpoints, type CheckpointOptions } from './pglite-checkpoint.js';
 import { SharedActivity } from './pglite-activity.js';
 
 /** A compiled WebAssembly module, as PGlite's options name it (the build's `lib` has no WebAssembly types). */
@@ -27,6 +28,8 @@ export interface PgliteWorkerData {
   binaries?: { pgliteWasmModule: WasmModule; initdbWasmModule: WasmModule; fsBundle: Blob };
   /** The database's own VACUUM passes (pglite-vacuum.ts); null: none. */
   vacuum: VacuumOptions | null;
+  /** The database's own checkpoints (pglite-checkpoint.ts); null: only at shutdown, as PGlite alone does. */
+  checkpoints: CheckpointOptions | null;
   /** The activity counters this thread adds to (pglite-activity.ts); the same memory for every thread in turn. */
   activity: SharedArrayBuffer;
 }
@@ -98,6 +101,7 @@ const outcomes = new Map<number, Promise<void>>();
 let db: PGlite;
 let prepared: PreparedStatements;
 let vacuum: EmbeddedVacuum | undefined;
+let checkpoints: EmbeddedCheckpoints | undefined;
 /** Busy time (statements, transactions and VACUUM), statements run for callers, files synced (commits, checkpoints). */
 const busy = new SharedActivity(init.activity);
 let durableFs: DurableNodeFS | undefined;
@@ -179,6 +183,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
     case 'query': {
       busy.statementRan();
       vacuum?.noteStatement();
+      checkpoints?.noteStatement();
       // Without parameters, the simple protocol: one call into PGlite instead of the extended protocol's
       // parse, bind and execute (measured: SELECT 1 in 30 us against 55 to 65 us).
       const target = await on(req.tx);
@@ -190,6 +195,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
     case 'exec':
       busy.statementRan();
       vacuum?.noteStatement();
+      checkpoints?.noteStatement();
       await (await on(req.tx)).exec(req.text);
       return undefined;
     case 'begin':
@@ -202,6 +208,7 @@ async function handle(req: PgliteRequest): Promise<unknown> {
     }
     case 'close':
       await vacuum?.stop();
+      await checkpoints?.stop();
       await db.close();
       return undefined;
   }
@@ -232,17 +239,20 @@ try {
     ...init.binaries,
   });
   prepared = new PreparedStatements(db);
+  const pglite = db;
+  const tracked = {
+    exec: (sql: string) => busy.track(() => pglite.exec(sql)),
+    query: <T>(sql: string) => busy.track(() => pglite.query<T>(sql)),
+  };
+  // No logger on this thread; a failed pass or check is tried again at the next interval.
+  const warn = (what: string) => (err: unknown) => console.warn(`weft: ${what} of the embedded database failed: ${err instanceof Error ? err.message : String(err)}`);
   if (init.vacuum) {
-    const pglite = db;
-    const tracked = {
-      exec: (sql: string) => busy.track(() => pglite.exec(sql)),
-      query: <T>(sql: string) => busy.track(() => pglite.query<T>(sql)),
-    };
-    vacuum = new EmbeddedVacuum(tracked, init.vacuum, (err) => {
-      // No logger on this thread; a failed pass is retried at the next interval.
-      console.warn(`weft: VACUUM of the embedded database failed: ${err instanceof Error ? err.message : String(err)}`);
-    });
+    vacuum = new EmbeddedVacuum(tracked, init.vacuum, warn('VACUUM'));
     vacuum.start();
+  }
+  if (init.checkpoints) {
+    checkpoints = new EmbeddedCheckpoints(tracked, init.checkpoints, warn('a checkpoint'));
+    checkpoints.start();
   }
   port.postMessage({ id: 0, ready: true } satisfies PgliteReply);
 } catch (err) {
