@@ -7,6 +7,7 @@
  * has gone past the last checkpoint's redo point and checkpoints beyond a bound. Runs on the database thread,
  * between callers' statements (PGlite's lock), as the VACUUM passes do (pglite-vacuum.ts).
  */
+import { DatabaseChore } from './pglite-chore.js';
 import type { VacuumTarget } from './pglite-vacuum.js';
 
 export interface CheckpointOptions {
@@ -23,49 +24,19 @@ export interface CheckpointOptions {
  */
 export const DEFAULT_CHECKPOINTS: CheckpointOptions = { intervalMs: 1_000, maxLogBytes: 16 * 1024 * 1024 };
 
-export class EmbeddedCheckpoints {
-  private statements = 0;
-  private timer?: ReturnType<typeof setInterval>;
-  private running?: Promise<void>;
-  private stopped = false;
-
+export class EmbeddedCheckpoints extends DatabaseChore {
   constructor(
     private readonly db: VacuumTarget,
     private readonly opts: CheckpointOptions,
-    private readonly onError: (err: unknown) => void,
-  ) {}
-
-  /** Counts a statement run by the database's users: an idle database is not looked at. */
-  noteStatement(): void {
-    this.statements++;
+    onError: (err: unknown) => void,
+  ) {
+    super(opts.intervalMs, 1, onError);
   }
 
-  start(): void {
-    this.timer = setInterval(() => {
-      if (this.running || this.stopped || this.statements === 0) return;
-      this.running = this.check().finally(() => {
-        this.running = undefined;
-      });
-    }, this.opts.intervalMs);
-    this.timer.unref();
-  }
-
-  /** No new check starts; resolves once a checkpoint under way, if any, is done. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private async check(): Promise<void> {
-    this.statements = 0;
-    try {
-      const { rows } = await this.db.query<{ behind: string }>(
-        'SELECT (pg_current_wal_insert_lsn() - (SELECT redo_lsn FROM pg_control_checkpoint()))::text AS behind',
-      );
-      if (!this.stopped && Number(rows[0]?.behind ?? 0) > this.opts.maxLogBytes) await this.db.exec('CHECKPOINT');
-    } catch (err) {
-      if (!this.stopped) this.onError(err);
-    }
+  protected async run(): Promise<void> {
+    const { rows } = await this.db.query<{ behind: string }>(
+      'SELECT (pg_current_wal_insert_lsn() - (SELECT redo_lsn FROM pg_control_checkpoint()))::text AS behind',
+    );
+    if (!this.stopped && Number(rows[0]?.behind ?? 0) > this.opts.maxLogBytes) await this.db.exec('CHECKPOINT');
   }
 }

@@ -6,6 +6,8 @@
  * 1,380 to 1,388 with the defaults below. Runs on the database thread; each table is its own VACUUM, so
  * statements that wait go between them.
  */
+import { DatabaseChore } from './pglite-chore.js';
+
 export interface VacuumOptions {
   /** How often to look (ms). */
   intervalMs: number;
@@ -21,52 +23,22 @@ export interface VacuumTarget {
   query<T>(sql: string): Promise<{ rows: T[] }>;
 }
 
-export class EmbeddedVacuum {
-  private statements = 0;
-  private timer?: ReturnType<typeof setInterval>;
-  private running?: Promise<void>;
-  private stopped = false;
-
+export class EmbeddedVacuum extends DatabaseChore {
   constructor(
     private readonly db: VacuumTarget,
-    private readonly opts: VacuumOptions,
-    private readonly onError: (err: unknown) => void,
-  ) {}
-
-  /** Counts a statement run by the database's users (the measure of activity). */
-  noteStatement(): void {
-    this.statements++;
+    opts: VacuumOptions,
+    onError: (err: unknown) => void,
+  ) {
+    super(opts.intervalMs, opts.minStatements, onError);
   }
 
-  start(): void {
-    this.timer = setInterval(() => {
-      if (this.running || this.stopped || this.statements < this.opts.minStatements) return;
-      this.running = this.pass().finally(() => {
-        this.running = undefined;
-      });
-    }, this.opts.intervalMs);
-    this.timer.unref();
-  }
-
-  /** No new pass starts; resolves once the table being vacuumed, if any, is done. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private async pass(): Promise<void> {
-    this.statements = 0;
-    try {
-      const tables = await this.db.query<{ name: string }>(
-        `SELECT quote_ident(relname) AS name FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY relname`,
-      );
-      for (const t of tables.rows) {
-        if (this.stopped) return;
-        await this.db.exec(`VACUUM ${t.name}`);
-      }
-    } catch (err) {
-      if (!this.stopped) this.onError(err);
+  protected async run(): Promise<void> {
+    const tables = await this.db.query<{ name: string }>(
+      `SELECT quote_ident(relname) AS name FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY relname`,
+    );
+    for (const t of tables.rows) {
+      if (this.stopped) return;
+      await this.db.exec(`VACUUM ${t.name}`);
     }
   }
 }
