@@ -62,7 +62,7 @@ function runFinished(): Error {
 
 export class RunState {
   readonly clock: ClockPort;
-  readonly controller = new AbortController();
+  readonly controller: AbortController;
   readonly trace: TraceLog;
   readonly pausePoints: PausePoint[] = [];
   readonly variables: Record<string, unknown>;
@@ -110,6 +110,7 @@ export class RunState {
   private readonly onExternalAbort = () => this.cancel('cancelled', 'Run cancelled');
 
   constructor(readonly graph: CompiledGraph, readonly opts: RunOptions) {
+    this.controller = opts.newController?.() ?? new AbortController();
     this.clock = opts.ports.clock;
     this.startedAt = this.clock.now();
     this.variables = { ...(graph.definition.variables ?? {}), ...(opts.variables ?? {}) };

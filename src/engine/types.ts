@@ -138,6 +138,12 @@ export interface RunOptions {
   entry?: string;
   ports: EnginePorts;
   signal?: AbortSignal;
+  /**
+   * Makes the run's abort controller (default: a plain one). Each block running at once and each child run
+   * listens to the run's signal until it ends, so a wide parallel puts up to the tree's concurrency of
+   * listeners on it: a host whose runtime warns of a leak past a count (Node: 10) raises it here.
+   */
+  newController?: () => AbortController;
   /** Run timeout; exceeding it ends the run with status 'timed_out'. */
   timeoutMs?: number;
   /** Blocks running at once in this run and its child runs (default 32). */

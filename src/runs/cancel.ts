@@ -1,5 +1,6 @@
 // Cancelling runs, in every state: a queued run never starts, a running one (sync or async, in this
 // process or another) stops at once and ends `cancelled`, a paused one is cancelled with its pause.
+import { setMaxListeners } from 'node:events';
 import type { Database } from '../db/database.js';
 import * as ps from './pause-store.js';
 import { publicExecutionId } from './execution-ids.js';
@@ -18,6 +19,17 @@ export interface CancelOutcome {
   /** The run was running in this process and was stopped at once. */
   locallyAborted: boolean;
   pausedCancelled: boolean;
+}
+
+/**
+ * A run's own abort controller (the engine's `newController`). Its signal holds one listener per block running at
+ * once and per child run until each ends, up to the tree's concurrency: not a leak, so Node's warning past 10
+ * listeners is turned off for it (docs/architecture.md, "Cancel").
+ */
+export function newRunController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 /** Runs in progress in this process, by stored execution id: a cancel reaches them without waiting for a lease renewal. */

@@ -10,7 +10,7 @@ import { runUsageKey, type Admission, type LimitsService } from '../limits/servi
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
 import { AsyncRunWorker, type ExecuteOptions, type RunsCoreDeps } from './async-worker.js';
-import { cancelRun, InFlightRuns, type CancelOutcome } from './cancel.js';
+import { cancelRun, InFlightRuns, newRunController, type CancelOutcome } from './cancel.js';
 import { internalExecutionId, publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { holdLease } from './lease-holder.js';
 import { listRuns, type RunFilter, type RunListRow } from './history-store.js';
@@ -192,6 +192,7 @@ export class ExecutionService {
       entry: opts.trigger === 'webhook' || opts.trigger === 'schedule' ? opts.trigger : undefined,
       ports: this.deps.ports(run),
       signal: opts.signal,
+      newController: newRunController,
       depth: opts.depth ?? 0,
       tree: opts.tree,
       recorded: opts.recorded,

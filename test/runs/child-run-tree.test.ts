@@ -100,4 +100,32 @@ describe('a tree of child workflows', () => {
     await otherRun;
     expect(order).toEqual(['other', 'tree']);
   }, 120_000);
+
+  it('runs a wide fan-out of child runs and of waiting blocks without a listener-leak warning: their listeners are bounded by the concurrency', async () => {
+    // Each concurrent block or child run listens to its run's signal until it ends. Node warns about a possible
+    // leak past 10 listeners on one signal; the count is bounded by the tree's concurrency (32), not a leak, and
+    // the warning told operators of one on every wide parallel.
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const waitFor = (seconds: number) => ({ blocks: [start(), { id: 'w', type: 'wait', name: 'Wait', config: { seconds } }], edges: [{ from: 'start', to: 'w' }] });
+      const childId = await deploy(t, 'waiting-child', waitFor(0.2));
+      const children = await deploy(t, 'wide-children', fanOut(childId, 16));
+      const waits = await deploy(t, 'wide-waits', {
+        blocks: [start(), { id: 'fan', type: 'parallel', name: 'Fan', config: { kind: 'count', count: 16 }, blocks: [{ id: 'w', type: 'wait', name: 'Wait', config: { seconds: 0.2 } }] }],
+        edges: [{ from: 'start', to: 'fan' }],
+      });
+      for (const id of [children, waits]) {
+        const r = await t.call('POST', `/api/workflows/${id}/execute`, {});
+        expect(r.status, r.text).toBe(200);
+        expect(r.body.success).toBe(true);
+      }
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
