@@ -293,7 +293,17 @@ export class ProcessSandbox implements SandboxPort {
     switch (msg.t) {
       case 'done':
         child.contexts = msg.contexts;
-        this.settle(msg.id, (p) => p.resolve({ value: msg.value, logs: msg.logs }));
+        this.settle(msg.id, (p) => {
+          // JSON.stringify's text always parses; guarded all the same, since a throw here would end the server.
+          let value: unknown;
+          try {
+            value = msg.json === undefined ? undefined : JSON.parse(msg.json);
+          } catch (err) {
+            p.reject(new SandboxError(`the returned value could not be read: ${err instanceof Error ? err.message : String(err)}`, msg.logs));
+            return;
+          }
+          p.resolve({ value, logs: msg.logs });
+        });
         return;
       case 'failed':
         child.contexts = msg.contexts;

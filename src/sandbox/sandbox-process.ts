@@ -54,13 +54,21 @@ process.on('message', (msg: ToSandbox) => {
     case 'run': {
       const signal = runSignal(msg.runId);
       const req = { code: msg.code, timeoutMs: msg.timeoutMs, signal, http: msg.fetch ? serverHttp(msg.id) : undefined };
-      sandbox.runSerialized(msg.tenant, req, msg.names, msg.input, () => send({ t: 'started', id: msg.id })).then(
-        (r) => send({ t: 'done', id: msg.id, value: r.value, logs: r.logs, contexts: counts() }),
-        (err: unknown) => send({
-          t: 'failed', id: msg.id, message: err instanceof Error ? err.message : String(err),
-          logs: err instanceof SandboxError ? err.logs : [], thrownByCode: err instanceof SandboxError && err.thrownByCode, contexts: counts(),
-        }),
-      );
+      const failed = (err: unknown) => send({
+        t: 'failed', id: msg.id, message: err instanceof Error ? err.message : String(err),
+        logs: err instanceof SandboxError ? err.logs : [], thrownByCode: err instanceof SandboxError && err.thrownByCode, contexts: counts(),
+      });
+      sandbox.runSerialized(msg.tenant, req, msg.names, msg.input, () => send({ t: 'started', id: msg.id })).then((r) => {
+        let json: string | undefined;
+        try {
+          json = JSON.stringify(r.value);
+        } catch (err) {
+          // Too deep for JSON.stringify's recursion (far past what a run may hold: the engine's bound is 1,000 levels).
+          failed(new SandboxError(`the returned value cannot be serialized as JSON: ${err instanceof Error ? err.message : String(err)}`, r.logs, true));
+          return;
+        }
+        send({ t: 'done', id: msg.id, json, logs: r.logs, contexts: counts() });
+      }, failed);
       return;
     }
     case 'end': {

@@ -20,7 +20,12 @@ export interface ContextCounts { created: number; reused: number }
 
 export type FromSandbox =
   | { t: 'ready' }
-  | { t: 'done'; id: number; value: unknown; logs: SandboxLogEntry[]; contexts: ContextCounts }
+  /**
+   * The value as JSON text (absent: undefined). Not as a structured clone: Node's IPC deserializer recurses per
+   * level, and a value nested about 2,000 deep overflowed its stack in the server, an uncaught error that ended
+   * the server; JSON.parse does not recurse.
+   */
+  | { t: 'done'; id: number; json?: string; logs: SandboxLogEntry[]; contexts: ContextCounts }
   | { t: 'failed'; id: number; message: string; logs: SandboxLogEntry[]; thrownByCode: boolean; contexts: ContextCounts }
   /** The call has its isolate: its code may run from now on (until then, a call lost with the process never ran). */
   | { t: 'started'; id: number }

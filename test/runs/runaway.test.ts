@@ -120,6 +120,26 @@ describe('code that exhausts its sandbox memory in a way the isolate cannot catc
     expect(ok.body.output).toBe(42);
   }, 60_000);
 
+  // The sandbox process hands a result to the server over its IPC channel. Sent as a structured clone, a value
+  // nested about 2,000 deep overflowed the stack of Node's deserializer in the server's channel callback: an
+  // uncaught error that ended the server (and, for an async run, again at every restart's recovery).
+  it('fails a run whose code returns a value nested thousands deep, and the server and the next run go on', async () => {
+    const w = await newWorkspace();
+    const nested = (depth: number) => `let v = 1; for (let i = 0; i < ${depth}; i++) v = { a: v }; return [v].map((x) => x)[0];`;
+    const deep = await deploy(w, 'deep', oneFunction(nested(3_000)));
+    const r = await w.call('POST', `/api/workflows/${deep}/execute`, {});
+    expect(r.status, r.text).toBe(500);
+    expect(r.body.error).toMatch(/nested more than 1000 levels deep/);
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    // Within the bound, a nested value comes back whole.
+    const deepest = await deploy(w, 'deepest', oneFunction(nested(900)));
+    const ok = await w.call('POST', `/api/workflows/${deepest}/execute`, {});
+    expect(ok.status, ok.text).toBe(200);
+    let depth = 0;
+    for (let v = ok.body.output; typeof v === 'object' && v !== null; v = v.a) depth++;
+    expect(depth).toBe(900);
+  }, 60_000);
+
   it("pauses a workspace's code that needs an isolate once it has stopped the sandbox process twice; other workspaces and its pure code go on", async () => {
     const hostile = await newWorkspace();
     const other = await newWorkspace();
