@@ -76,9 +76,19 @@ export function isoTime(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/**
+ * Longest error message a run keeps. A block's message is repeated in the answer, the run's log, its trace entry
+ * and each page of the log list: kept whole, code throwing 20 MB made every one of those 20 MB.
+ */
+export const MAX_ERROR_CHARS = 8_000;
+
+/** A thrown value's message, cut past MAX_ERROR_CHARS (saying how much was left out). */
 export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return typeof err === 'string' ? err : formatInterpolated(err) || 'unknown error';
+  const message = err instanceof Error ? String(err.message) : typeof err === 'string' ? err : formatInterpolated(err) || 'unknown error';
+  if (message.length <= MAX_ERROR_CHARS) return message;
+  // Not between the two halves of a surrogate pair: a lone half is invalid Unicode, which the databases refuse.
+  const end = /[\ud800-\udbff]/.test(message[MAX_ERROR_CHARS - 1]) ? MAX_ERROR_CHARS - 1 : MAX_ERROR_CHARS;
+  return `${message.slice(0, end)}… (${message.length - end} more characters)`;
 }
 
 /** Sandbox errors carry the console output of the failed call. */

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { RUN_DEFAULTS, type BlockDefinition, type BlockTrace } from '../../src/engine/index.js';
 import { measureJson } from '../../src/engine/json-size.js';
+import { errorMessage, MAX_ERROR_CHARS } from '../../src/engine/trace.js';
 import { chain, fn, run, start, workflow } from './helpers.js';
 
 function loop(id: string, count: number, blocks: BlockDefinition[]): BlockDefinition {
@@ -165,5 +166,17 @@ describe('measureJson', () => {
     cyclic.self = cyclic;
     expect(measureJson(cyclic, Infinity).json).toBe(false);
     expect(measureJson({ n: 10n }, Infinity)).toEqual({ bytes: 8, json: false });
+  });
+});
+
+describe('error messages', () => {
+  it('are cut past MAX_ERROR_CHARS, saying how much was left out, never between the halves of a surrogate pair', () => {
+    expect(errorMessage(new Error('short'))).toBe('short');
+    expect(errorMessage(new Error('a'.repeat(MAX_ERROR_CHARS)))).toBe('a'.repeat(MAX_ERROR_CHARS));
+    expect(errorMessage('b'.repeat(MAX_ERROR_CHARS + 5))).toBe(`${'b'.repeat(MAX_ERROR_CHARS)}… (5 more characters)`);
+    // An emoji (two UTF-16 units) across the cut: it goes whole to the part left out.
+    const cut = errorMessage(new Error(`${'c'.repeat(MAX_ERROR_CHARS - 1)}😀tail`));
+    expect(cut).toBe(`${'c'.repeat(MAX_ERROR_CHARS - 1)}… (6 more characters)`);
+    expect(/[\ud800-\udbff](?![\udc00-\udfff])/.test(cut)).toBe(false);
   });
 });

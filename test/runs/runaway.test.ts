@@ -72,6 +72,26 @@ describe('a runaway run', () => {
     const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
     expect(log.text.length).toBeLessThan(5 * 1024 * 1024);
   }, 60_000);
+
+  // A thrown message was kept whole: 20 MB of it made each answer, each log list entry and the log (twice, with
+  // its trace) that large, so a page of such runs would have been gigabytes built on the event loop.
+  it('keeps the first 8,000 characters of a huge error message in the answer, the log list and the log', async () => {
+    const id = await deploy(t, 'huge-error', {
+      blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'boom', type: 'function', name: 'Boom', config: { code: "throw new Error('y'.repeat(2_000_000))" } }],
+      edges: [{ from: 'start', to: 'boom' }],
+    });
+    const r = await t.call('POST', `/api/workflows/${id}/execute`, {});
+    expect(r.status).toBe(500);
+    expect(r.body.error).toMatch(/^Block "Boom" failed: (Error: )?y{7000,8000}… \(\d+ more characters\)$/);
+    expect(r.text.length).toBeLessThan(20_000);
+    const log = await t.call('GET', `/api/v1/logs/${r.body.executionId}`);
+    expect(log.status).toBe(200);
+    expect(log.body.data.error).toBe(r.body.error);
+    expect(log.text.length).toBeLessThan(40_000);
+    const list = await t.call('GET', `/api/v1/logs?workspaceId=${t.workspaceId}&workflowId=${id}`);
+    expect(list.body.data[0].error).toBe(r.body.error);
+    expect(list.text.length).toBeLessThan(20_000);
+  }, 60_000);
 });
 
 describe('code that exhausts its sandbox memory in a way the isolate cannot catch', () => {
