@@ -7,7 +7,7 @@ import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
 import { Lifecycles } from './lifecycle.js';
 import { mcpPort } from './connectors/mcp-client.js';
-import { ConnectorsService, MAX_SPEC_BYTES } from './connectors/service.js';
+import { connectorStorageBytes, ConnectorsService, MAX_SPEC_BYTES } from './connectors/service.js';
 import { createLimits } from './limits/factory.js';
 import { PlanAdministration } from './limits/plan-admin.js';
 import type { LimitsService } from './limits/service.js';
@@ -103,7 +103,7 @@ export function composeCore(
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
-    storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes],
+    storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes, connectorStorageBytes],
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
     observer,
   });
@@ -127,7 +127,7 @@ export function composeCore(
   // A specUrl is fetched through the same outbound guard as the http block, bounded in size.
   const specHttp = new GuardedHttp({ allowPrivateNetwork: config.allowPrivateNetwork, maxResponseBytes: MAX_SPEC_BYTES });
   lifecycles.add({ name: 'connector document fetcher', stop: async () => specHttp.close() });
-  const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId) });
+  const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId), storage: limits.storage });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
     maxBlocks: config.maxBlocksPerWorkflow, maxDefinitionBytes: config.maxDefinitionBytes, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
     secretNames: (workspaceId) => secrets.names(workspaceId),

@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
+import { decodeCursor } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import type { ConnectorsService } from './service.js';
+import { MAX_CONNECTORS, MAX_LIST_PAGE_BYTES, type ConnectorsService } from './service.js';
 
 const notFound = { conceal: true, notFoundMessage: 'Connector not found' } as const;
 
@@ -75,13 +76,20 @@ export function connectorRoutes(connectors: ConnectorsService, accounts: AccessC
 
     app.get('/api/v1/connectors', {
       schema: {
-        tags: ['connectors'], summary: 'List the connectors of a workspace with their operations',
-        querystring: z.object({ workspaceId: z.string().min(1).max(128) }),
-        response: { 200: z.object({ success: z.literal(true), data: z.object({ connectors: z.array(connectorSchema) }) }), ...errorResponses },
+        tags: ['connectors'],
+        summary: 'List the connectors of a workspace with their operations, oldest first',
+        description: `A page holds at most \`limit\` connectors and stops once it holds ${MAX_LIST_PAGE_BYTES / 1024 / 1024} MiB of stored connectors (at least one); \`nextCursor\` fetches the next.`,
+        querystring: z.object({
+          workspaceId: z.string().min(1).max(128),
+          limit: z.coerce.number().int().min(1).max(MAX_CONNECTORS).default(MAX_CONNECTORS),
+          cursor: z.string().max(512).optional(),
+        }),
+        response: { 200: z.object({ success: z.literal(true), data: z.object({ connectors: z.array(connectorSchema), nextCursor: z.string().optional() }) }), ...errorResponses },
       },
     }, async (request) => {
+      const after = decodeCursor(request.query.cursor);
       const a = await accounts.authorize(request.auth, request.query.workspaceId, 'read', notFound);
-      return { success: true as const, data: { connectors: await connectors.list(a.workspaceId) } };
+      return { success: true as const, data: await connectors.list(a.workspaceId, { limit: request.query.limit, after }) };
     });
 
     app.get('/api/v1/connectors/:id', {

@@ -6,7 +6,9 @@ import { recordAudit } from '../audit/audit-log.js';
 import type { Database } from '../db/database.js';
 import type { ConnectorsPort, ConnectorOperationInfo, WorkflowDefinition, BlockDefinition } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
+import { encodeCursor, type CursorKey } from '../http/pagination.js';
 import { isUuid, newId } from '../ids.js';
+import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import type { HttpPort } from '../engine/index.js';
 import type { ConnectorOperation } from './openapi.js';
 import { parseDocumentOffThread } from './openapi-parse.js';
@@ -19,6 +21,11 @@ export const MAX_SPEC_BYTES = 5 * 1024 * 1024;
 export const SPEC_FETCH_TIMEOUT_MS = 15_000;
 /** Connectors per workspace. */
 export const MAX_CONNECTORS = 500;
+/** Stored size of the connectors one list page holds (at least one connector): their operations are most of it. */
+export const MAX_LIST_PAGE_BYTES = 8 * 1024 * 1024;
+
+/** Bytes a workspace's connectors store (one of the storage limit's sources). */
+export const connectorStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL };
 
 export interface ConnectorInput {
   name: string;
@@ -74,6 +81,8 @@ export class ConnectorsService {
     http: HttpPort;
     /** Secret names of a workspace: auth must name one that exists. */
     secretNames: (workspaceId: string) => Promise<ReadonlySet<string>>;
+    /** The workspace's storage limit: a connector counts its document and its resolved operations. */
+    storage: StorageGuard;
   }) {}
 
   /** Fetches a specUrl through the guarded client, bounded in time and size. */
@@ -125,6 +134,7 @@ export class ConnectorsService {
       const count = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM connectors WHERE workspace_id = $1', [workspaceId]);
       if ((count[0]?.n ?? 0) >= MAX_CONNECTORS) throw new HttpError(400, `A workspace holds at most ${MAX_CONNECTORS} connectors`);
       const r = await store.insertConnector(q, id, workspaceId, values, actor.userId ?? null);
+      await this.deps.storage.checkAfterWrite(q, workspaceId, Number(r.stored_bytes));
       await recordAudit(q, {
         workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type,
         action: 'connector.created', resourceType: 'connector', resourceId: id, resourceName: values.name,
@@ -138,8 +148,10 @@ export class ConnectorsService {
     await this.get(workspaceId, id);
     const values = await this.values(workspaceId, input);
     const row = await this.deps.db.tx(async (q) => {
+      const before = await store.connectorBytes(q, workspaceId, id);
       const r = await store.updateConnector(q, workspaceId, id, values);
-      if (!r) throw new HttpError(404, 'Connector not found');
+      if (!r || before === undefined) throw new HttpError(404, 'Connector not found');
+      await this.deps.storage.checkAfterWrite(q, workspaceId, Number(r.stored_bytes) - before);
       await recordAudit(q, {
         workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type,
         action: 'connector.replaced', resourceType: 'connector', resourceId: id, resourceName: values.name,
@@ -149,8 +161,18 @@ export class ConnectorsService {
     return publicConnector(row);
   }
 
-  async list(workspaceId: string): Promise<PublicConnector[]> {
-    return (await store.listConnectors(this.deps.db, workspaceId)).map(publicConnector);
+  /**
+   * A page of a workspace's connectors, oldest first: at most `limit`, and no more than MAX_LIST_PAGE_BYTES of
+   * stored size past the first; `nextCursor` when more follow.
+   */
+  async list(workspaceId: string, opts: { limit: number; after?: CursorKey }): Promise<{ connectors: PublicConnector[]; nextCursor?: string }> {
+    const rows = await store.listConnectors(this.deps.db, workspaceId, { limit: opts.limit + 1, maxBytes: MAX_LIST_PAGE_BYTES, after: opts.after });
+    // One more row than asked (or the byte bound cut the page short): more follow the last one returned.
+    const page = rows.slice(0, opts.limit);
+    const last = page.at(-1);
+    const key = last && { t: last.created_at.toISOString(), id: last.id };
+    const more = key !== undefined && (rows.length > opts.limit || await store.hasConnectorAfter(this.deps.db, workspaceId, key));
+    return { connectors: page.map(publicConnector), ...(more ? { nextCursor: encodeCursor(key) } : {}) };
   }
 
   /** The workspace of a connector, or undefined (routes authorize against it, then 404 alike). */

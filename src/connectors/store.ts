@@ -14,6 +14,8 @@ export interface ConnectorRow {
   auth: ConnectorAuth | null;
   created_at: Date;
   updated_at: Date;
+  /** What the connector counts toward its workspace's storage (computed by the database: migration 0033). */
+  stored_bytes: string;
 }
 
 export interface ConnectorValues {
@@ -50,12 +52,38 @@ export const findConnector = (q: Queryable, workspaceId: string, id: string) =>
 export const connectorWorkspace = (q: Queryable, id: string) =>
   q.query<{ workspace_id: string }>('SELECT workspace_id FROM connectors WHERE id = $1', [id]).then((r) => r[0]?.workspace_id);
 
-/** Connectors without their documents, oldest first. */
-export const listConnectors = (q: Queryable, workspaceId: string) =>
+/** Bytes a workspace's connectors store (one of the storage limit's sources). */
+export const WORKSPACE_BYTES_SQL = 'SELECT COALESCE(sum(stored_bytes), 0) FROM connectors WHERE workspace_id = $1';
+
+/** The stored size of one connector (before a replacement, to count only what it adds). */
+export const connectorBytes = (q: Queryable, workspaceId: string, id: string) =>
+  q.query<{ stored_bytes: string }>('SELECT stored_bytes FROM connectors WHERE workspace_id = $1 AND id = $2', [workspaceId, id])
+    .then((r) => (r[0] ? Number(r[0].stored_bytes) : undefined));
+
+/**
+ * A page of connectors without their documents, oldest first, after `after`: at most `limit`, and no more than
+ * `maxBytes` of stored size (at least one). The page is chosen on the sizes alone, so only its own operations are
+ * read: one answer holding every connector of a workspace could have been gigabytes.
+ */
+export const listConnectors = (q: Queryable, workspaceId: string, opts: { limit: number; maxBytes: number; after?: { t: string; id: string } }) =>
   q.query<Omit<ConnectorRow, 'spec'>>(
-    'SELECT id, workspace_id, name, base_url, operations, auth, created_at, updated_at FROM connectors WHERE workspace_id = $1 ORDER BY created_at, id LIMIT 500',
-    [workspaceId],
+    `WITH sized AS (
+       SELECT id, created_at, sum(stored_bytes) OVER (ORDER BY created_at, id) - stored_bytes AS bytes_before
+         FROM connectors
+        WHERE workspace_id = $1 AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::uuid))
+        ORDER BY created_at, id LIMIT $2
+     )
+     SELECT c.id, c.workspace_id, c.name, c.base_url, c.operations, c.auth, c.created_at, c.updated_at, c.stored_bytes
+       FROM sized s JOIN connectors c ON c.id = s.id
+      WHERE s.bytes_before = 0 OR s.bytes_before < $3
+      ORDER BY c.created_at, c.id`,
+    [workspaceId, opts.limit, opts.maxBytes, opts.after?.t ?? null, opts.after?.id ?? null],
   );
+
+/** Whether the workspace has a connector after `key` in list order. */
+export const hasConnectorAfter = (q: Queryable, workspaceId: string, key: { t: string; id: string }) =>
+  q.query<{ id: string }>('SELECT id FROM connectors WHERE workspace_id = $1 AND (created_at, id) > ($2::timestamptz, $3::uuid) LIMIT 1', [workspaceId, key.t, key.id])
+    .then((r) => r.length > 0);
 
 export const deleteConnector = (q: Queryable, workspaceId: string, id: string) =>
   q.query<{ id: string }>('DELETE FROM connectors WHERE workspace_id = $1 AND id = $2 RETURNING id', [workspaceId, id]).then((r) => r.length > 0);

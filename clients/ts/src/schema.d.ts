@@ -9775,11 +9775,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the connectors of a workspace with their operations */
+        /**
+         * List the connectors of a workspace with their operations, oldest first
+         * @description A page holds at most `limit` connectors and stops once it holds 8 MiB of stored connectors (at least one); `nextCursor` fetches the next.
+         */
         get: {
             parameters: {
                 query: {
                     workspaceId: string;
+                    limit?: number;
+                    cursor?: string;
                 };
                 header?: never;
                 path?: never;
@@ -9823,6 +9828,7 @@ export interface paths {
                                     createdAt: string;
                                     updatedAt: string;
                                 }[];
+                                nextCursor?: string;
                             };
                         };
                     };

@@ -23,8 +23,17 @@ export type ConnectorAuthType = NonNullable<NewConnector['auth']>['type'];
 
 const asConnector = (c: ConnectorData): Connector => c as Connector;
 
-export const listConnectors = (workspaceId: string) =>
-  api('/api/v1/connectors', { query: { workspaceId } }).then((r) => r.data.connectors.map(asConnector));
+/** Every connector of the workspace: the list comes in pages bounded by size, followed here to the end. */
+export async function listConnectors(workspaceId: string): Promise<Connector[]> {
+  const all: Connector[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await api('/api/v1/connectors', { query: { workspaceId, ...(cursor ? { cursor } : {}) } });
+    all.push(...r.data.connectors.map(asConnector));
+    cursor = r.data.nextCursor;
+  } while (cursor);
+  return all;
+}
 
 export const createConnector = (workspaceId: string, input: NewConnector) =>
   api('/api/v1/connectors', { method: 'post', body: { workspaceId, ...input } }).then((r) => asConnector(r.data.connector));

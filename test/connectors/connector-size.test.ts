@@ -1,0 +1,91 @@
+// What a connector stores, and what listing them answers (docs/architecture.md, Where limits are enforced). A
+// 100 KB document whose 480 operations share one large schema by $ref is stored as about 7 MB of resolved
+// operations: before, none of it counted toward the workspace's storage (500 connectors, 3.7 GB), and the list
+// answered every connector of the workspace with its operations in one body (74 MB for ten such connectors).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createWorkspace } from '../support/accounts.js';
+import { request, startTestServer, type TestServer } from '../support/harness.js';
+
+/** The free plan stores this many bytes here. */
+const FREE_BYTES = 2_000_000;
+
+/** A document of about 100 KB whose operations resolve to about 7 MB (each repeats the shared schema). */
+function amplifyingDocument(): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (let i = 0; i < 120; i++) properties[`field_${i}_${'x'.repeat(40)}`] = { type: 'string', description: 'd'.repeat(40) };
+  const paths: Record<string, unknown> = {};
+  for (let i = 0; i < 480; i++) {
+    paths[`/op${i}`] = { post: { operationId: `op${i}`, requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Big' } } } }, responses: { 200: { description: 'ok' } } } };
+  }
+  return { openapi: '3.0.3', info: { title: 'big', version: '1' }, servers: [{ url: 'https://api.example.com' }], paths, components: { schemas: { Big: { type: 'object', properties } } } };
+}
+
+const smallDocument = {
+  openapi: '3.0.3', info: { title: 'small', version: '1' }, servers: [{ url: 'https://api.example.com' }],
+  paths: { '/ping': { get: { operationId: 'ping', responses: { 200: { description: 'ok' } } } } },
+};
+
+let t: TestServer;
+let free: TestServer;
+
+beforeAll(async () => {
+  t = await startTestServer({ env: { WEFT_PLAN_LIMITS: JSON.stringify({ free: { storageBytes: FREE_BYTES, apiPerMinute: 100_000 } }) } });
+  const ws = await createWorkspace(t.server.ctx.db, `connectors-free-${Date.now()}`, t.userId, 'free');
+  const key = (await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' })).secret;
+  free = { ...t, workspaceId: ws.id, apiKey: key, call: (m, p, b, h = {}) => request(t.url + p, m, b, { 'x-api-key': key, ...h }) };
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const storedBytes = async (s: TestServer): Promise<number> => {
+  const r = await s.call('GET', '/api/users/me/usage-limits');
+  expect(r.status, r.text).toBe(200);
+  return r.body.storage.usedBytes as number;
+};
+
+describe("a connector's size", () => {
+  it("counts its document and resolved operations toward the workspace's storage, and is refused past the plan's", async () => {
+    const before = await storedBytes(free);
+    const small = await free.call('POST', '/api/v1/connectors', { workspaceId: free.workspaceId, name: 'Small', spec: smallDocument });
+    expect(small.status, small.text).toBe(201);
+    const grew = (await storedBytes(free)) - before;
+    expect(grew).toBeGreaterThan(JSON.stringify(smallDocument).length);
+    expect(grew).toBeLessThan(5_000);
+
+    // About 7 MB resolved from a 100 KB document: past the free plan's 2 MB, refused, and nothing stored.
+    const big = await free.call('POST', '/api/v1/connectors', { workspaceId: free.workspaceId, name: 'Big', spec: amplifyingDocument() });
+    expect(big.status, big.text).toBe(403);
+    expect(big.body.code).toBe('STORAGE_LIMIT_EXCEEDED');
+    const replaced = await free.call('PUT', `/api/v1/connectors/${small.body.data.connector.id}`, { name: 'Small', spec: amplifyingDocument() });
+    expect(replaced.status, replaced.text).toBe(403);
+    expect(replaced.body.code).toBe('STORAGE_LIMIT_EXCEEDED');
+    const listed = await free.call('GET', `/api/v1/connectors?workspaceId=${free.workspaceId}`);
+    expect(listed.body.data.connectors.map((c: { name: string; operations: unknown[] }) => [c.name, c.operations.length])).toEqual([['Small', 1]]);
+    expect((await storedBytes(free)) - before).toBe(grew);
+  }, 60_000);
+
+  it('lists in pages bounded by size, each reached through nextCursor', async () => {
+    const ids: string[] = [];
+    for (const name of ['Big 1', 'Big 2', 'Big 3']) {
+      const r = await t.call('POST', '/api/v1/connectors', { workspaceId: t.workspaceId, name, spec: amplifyingDocument() });
+      expect(r.status, r.text).toBe(201);
+      ids.push(r.body.data.connector.id);
+    }
+    // Pages stop once they hold 8 MiB of stored connectors: two of about 7 MB, then the third.
+    const first = await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}`);
+    expect(first.status, first.text.slice(0, 300)).toBe(200);
+    expect(first.body.data.connectors.map((c: { id: string }) => c.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.data.connectors[0].operations).toHaveLength(480);
+    expect(typeof first.body.data.nextCursor).toBe('string');
+    const second = await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&cursor=${first.body.data.nextCursor}`);
+    expect(second.body.data.connectors.map((c: { id: string }) => c.id)).toEqual(ids.slice(2));
+    expect(second.body.data.nextCursor).toBeUndefined();
+
+    const one = await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&limit=1`);
+    expect(one.body.data.connectors.map((c: { id: string }) => c.id)).toEqual(ids.slice(0, 1));
+    expect(typeof one.body.data.nextCursor).toBe('string');
+    expect((await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&cursor=nonsense`)).status).toBe(400);
+    expect((await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&limit=0`)).status).toBe(400);
+  }, 120_000);
+});
