@@ -36,7 +36,7 @@ import { Scheduler } from './schedules/scheduler.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
-import { WorkflowService } from './workflows/service.js';
+import { WorkflowService, workflowStorageBytes } from './workflows/service.js';
 import { QUERY_COOLDOWN_FACTOR, QueryTimeout } from './limits/query-timeout.js';
 import { WorkspaceGate } from './limits/workspace-gate.js';
 
@@ -103,7 +103,7 @@ export function composeCore(
   });
   const limits = createLimits(config, db, {
     // Every area that stores bytes counts toward the workspace's storage.
-    storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes, connectorStorageBytes],
+    storageSources: [tableStorageBytes, webhookFileBytes, knowledgeStorageBytes, connectorStorageBytes, workflowStorageBytes],
     workspacePlan: (workspaceId, q) => accounts.workspacePlan(workspaceId, q),
     observer,
   });
@@ -130,6 +130,7 @@ export function composeCore(
   const connectors = new ConnectorsService({ db, http: specHttp, secretNames: (workspaceId) => secrets.names(workspaceId), storage: limits.storage });
   const workflows: WorkflowService = new WorkflowService(db, accounts, {
     maxBlocks: config.maxBlocksPerWorkflow, maxDefinitionBytes: config.maxDefinitionBytes, checkCode: checkJavaScriptSyntax, checkConfig: checkScheduleConfig,
+    storage: limits.storage,
     secretNames: (workspaceId) => secrets.names(workspaceId),
   },
     async (q, change) => {

@@ -8,6 +8,7 @@ import { compile, secretReferences, validateDefinition, type CompiledGraph, type
 import { measureJson } from '../engine/json-size.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newId } from '../ids.js';
+import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import { BoundedCache, type CacheSize } from './bounded-cache.js';
 import * as store from './store.js';
 import type { VersionRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
@@ -68,7 +69,12 @@ export type DefinitionChecks = NonNullable<Parameters<typeof validateDefinition>
   secretNames?: (workspaceId: string) => Promise<ReadonlySet<string>>;
   /** UTF-8 bytes of a definition's JSON text (WEFT_MAX_DEFINITION_BYTES); more is a 413. */
   maxDefinitionBytes?: number;
+  /** The workspace's storage limit: drafts and every deployed version count toward it (migration 0034). */
+  storage?: StorageGuard;
 };
+
+/** Bytes a workspace's workflows store, drafts and deployed versions (one of the storage limit's sources). */
+export const workflowStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL };
 
 /** Workflows: definitions, immutable deployed versions, and the cached lookups of the execute path. */
 export class WorkflowService {
@@ -177,7 +183,8 @@ export class WorkflowService {
     const id = newId();
     try {
       await this.db.tx(async (q) => {
-        await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId ?? null });
+        const [row] = await store.insertWorkflow(q, { id, workspaceId, name: input.name, description: input.description ?? '', definition, createdBy: actor.userId ?? null });
+        await this.definitionOptions.storage?.checkAfterWrite(q, workspaceId, Number(row.stored_bytes));
         await recordAudit(q, {
           workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.created',
           resourceType: 'workflow', resourceId: id, resourceName: input.name,
@@ -201,7 +208,8 @@ export class WorkflowService {
     await this.checkForWorkspace(workspaceId, definition);
     try {
       await this.db.tx(async (q) => {
-        await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });
+        const [row] = await store.updateWorkflow(q, workspaceId, id, { name: input.name, description: input.description, definition });
+        if (row) await this.definitionOptions.storage?.checkAfterWrite(q, workspaceId, Number(row.added_bytes));
         await recordAudit(q, {
           workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type, action: 'workflow.updated',
           resourceType: 'workflow', resourceId: id, resourceName: input.name,
@@ -239,6 +247,8 @@ export class WorkflowService {
       const locked = await store.lockWorkflow(q, workspaceId, id);
       if (!locked) throw new HttpError(404, 'Workflow not found');
       const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
+      // A version is a copy of the draft kept for good (the trigger of migration 0034 adds it to the workflow's size).
+      await this.definitionOptions.storage?.checkAfterWrite(q, workspaceId, Number(version.stored_bytes));
       await store.activateVersion(q, id, version.id);
       await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version });
       await recordAudit(q, {

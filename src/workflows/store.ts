@@ -25,7 +25,12 @@ export interface WorkflowWithDefinition extends WorkflowRow {
  */
 export interface VersionRow {
   id: string; workflow_id: string; workspace_id: string; version: number; definition: WorkflowDefinition; created_by: string | null; created_at: Date;
+  /** What the version counts toward its workspace's storage (computed by the database: migration 0034). */
+  stored_bytes: string;
 }
+
+/** Bytes a workspace's workflows store, drafts and deployed versions (one of the storage limit's sources). */
+export const WORKSPACE_BYTES_SQL = 'SELECT COALESCE(sum(stored_bytes), 0) FROM workflows WHERE workspace_id = $1';
 
 /** The columns of a WorkflowRow: every one but the draft definition. */
 const rowColumns = (t: string) =>
@@ -69,9 +74,9 @@ export const insertWorkflow = (
   q: Queryable,
   w: { id: string; workspaceId: string; name: string; description: string; definition: WorkflowDefinition; createdBy: string | null },
 ) =>
-  q.query<{ id: string }>(
+  q.query<{ id: string; stored_bytes: string }>(
     `INSERT INTO workflows (id, workspace_id, name, description, definition, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, stored_bytes`,
     [w.id, w.workspaceId, w.name, w.description, JSON.stringify(w.definition), w.createdBy],
   );
 
@@ -81,10 +86,11 @@ export const updateWorkflow = (
   id: string,
   patch: { name?: string; description?: string; definition: WorkflowDefinition },
 ) =>
-  q.query<{ id: string }>(
-    `UPDATE workflows SET definition = $3, name = COALESCE($4, name), description = COALESCE($5, description),
+  q.query<{ id: string; added_bytes: string }>(
+    `WITH before AS (SELECT stored_bytes FROM workflows WHERE id = $1 AND workspace_id = $2 FOR UPDATE)
+     UPDATE workflows SET definition = $3, name = COALESCE($4, name), description = COALESCE($5, description),
             updated_at = date_trunc('milliseconds', clock_timestamp())
-      WHERE id = $1 AND workspace_id = $2 RETURNING id`,
+      WHERE id = $1 AND workspace_id = $2 RETURNING id, stored_bytes - (SELECT stored_bytes FROM before) AS added_bytes`,
     [id, workspaceId, JSON.stringify(patch.definition), patch.name ?? null, patch.description ?? null],
   );
 
