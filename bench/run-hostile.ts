@@ -5,18 +5,32 @@
 // thing a tenant's save makes the server answer: connectors whose small documents resolve to megabytes of
 // operations (uncounted toward storage, and listed all in one body).
 //
-//   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10]
+//   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10] [--deploys 20]
 //
 // Weft from dist/main.js as `compare` runs it (embedded, npm start's flags, limits on with plans it cannot reach). For each depth: the
 // answer's status, latency and size, `GET /healthz` polled meanwhile, and whether the server still answers.
 // For the error: the sync answer's size, the log's and one page of the log list's, and their latencies. For the
 // connectors: each save's status, the storage the workspace reports, and the list's first page (size, latency,
-// `/healthz` polled meanwhile).
+// `/healthz` polled meanwhile). For the deploys: a workflow of a 1.9 MB definition saved (changed) and deployed
+// again and again (random text, as a real definition does not compress away), the storage the workspace reports and how much the data directory grew.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { startEmbedded } from './compare-weft.js';
 import { cleanupAll, installExitHandlers } from './compare-procs.js';
 import { latencySummary, pollWhile, round2 } from './support.js';
 
 export const standalone = true;
+
+/** Bytes of the files under `dir`. */
+function directoryBytes(dir: string | undefined): number {
+  if (dir === undefined) return 0;
+  let total = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) total += fs.statSync(path.join(e.parentPath, e.name)).size;
+  }
+  return total;
+}
 
 function option(argv: string[], name: string, fallback: string): string {
   const i = argv.indexOf(name);
@@ -27,6 +41,7 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const depths = option(argv, '--depths', '900,3000,10000').split(',').map(Number);
   const errorMb = Number(option(argv, '--error-mb', '20'));
   const connectorCount = Number(option(argv, '--connectors', '10'));
+  const deployCount = Number(option(argv, '--deploys', '20'));
   installExitHandlers();
   try {
     const w = await startEmbedded('http://127.0.0.1:9/v1', true);
@@ -101,8 +116,32 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         listFirstPage: { status: l.status, ms: l.ms, bytes: l.bytes, connectors: page.data.connectors.length, more: page.data.nextCursor !== undefined }, healthz,
       };
     }
+    let deploys: Record<string, unknown> = { skipped: 'the server stopped answering above' };
+    if (await alive()) {
+      // Random text: it does not compress, so the versions take their size on disk too.
+      const definition = () => ({
+        blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'v', type: 'variables', name: 'V', config: { assignments: { big: randomBytes(1_400_000).toString('base64') } } }],
+        edges: [{ from: 'start', to: 'v' }],
+      });
+      const usedBytes = async () => (JSON.parse((await timed('GET', '/api/users/me/usage-limits')).text) as { storage?: { usedBytes?: number } }).storage?.usedBytes ?? null;
+      const before = { storage: await usedBytes(), dataDir: directoryBytes(w.dataDir) };
+      const created = JSON.parse((await timed('POST', '/api/v1/workflows', { workspaceId: w.workspaceId, name: 'redeployed', definition: definition() })).text) as { data: { workflow: { id: string } } };
+      const id = created.data.workflow.id;
+      const statuses: number[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < deployCount; i++) {
+        statuses.push((await timed('PUT', `/api/v1/workflows/${id}`, { name: 'redeployed', definition: definition() })).status);
+        statuses.push((await timed('POST', `/api/v1/workflows/${id}/deploy`)).status);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      deploys = {
+        definitionBytes: JSON.stringify(definition()).length, deploys: deployCount, seconds: round2(seconds), statuses: [...new Set(statuses)],
+        storageCountedBytes: before.storage === null ? null : ((await usedBytes()) ?? 0) - before.storage,
+        dataDirGrewBytes: directoryBytes(w.dataDir) - before.dataDir,
+      };
+    }
     await w.close();
-    return { nested, thrown, connectors };
+    return { nested, thrown, connectors, deploys };
   } finally {
     await cleanupAll();
   }
