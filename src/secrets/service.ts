@@ -16,6 +16,11 @@ export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 export const SECRET_NAME_RULE =
   'Secret names must match ^[A-Z][A-Z0-9_]{0,63}$ (an upper-case letter, then up to 63 upper-case letters, digits or underscores)';
 export const MAX_SECRET_BYTES = 64 * 1024;
+/**
+ * Secrets per workspace. Without a bound a workspace could keep any number of 64 KiB values outside its storage
+ * limit, and every save of a workflow reads all their names (its `{{NAME}}` references are checked against them).
+ */
+export const MAX_SECRETS = 1000;
 /** Secrets that make a workspace's AI requests use its own provider key, by provider. */
 export const PROVIDER_KEY_SECRETS = { openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY' } as const;
 export type KeyedProvider = keyof typeof PROVIDER_KEY_SECRETS;
@@ -114,6 +119,9 @@ export class SecretsService {
     this.providerKeys.delete(workspaceId);
     return this.deps.db.tx(async (q) => {
       const result = await store.upsertSecret(q, workspaceId, name, sealed, actor.userId ?? null);
+      if (result.created && (await store.countSecrets(q, workspaceId)) > MAX_SECRETS) {
+        throw new HttpError(400, `A workspace holds at most ${MAX_SECRETS} secrets: delete one before adding ${name}`);
+      }
       await recordAudit(q, {
         workspaceId, actorId: actor.userId ?? null, actorKeyId: actor.keyId ?? null, actorType: actor.type,
         action: result.created ? 'secret.created' : 'secret.replaced', resourceType: 'secret', resourceName: name,

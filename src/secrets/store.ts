@@ -16,6 +16,9 @@ export interface SecretRow {
 export type SecretInfo = Pick<SecretRow, 'name' | 'created_at' | 'updated_at' | 'last_used_at'>;
 
 /** Inserts or replaces a secret; `created` tells which (xmax = 0 only on a fresh insert). */
+export const countSecrets = (q: Queryable, workspaceId: string) =>
+  q.query<{ n: number }>('SELECT count(*)::int AS n FROM secrets WHERE workspace_id = $1', [workspaceId]).then((r) => r[0]?.n ?? 0);
+
 export async function upsertSecret(q: Queryable, workspaceId: string, name: string, sealed: Sealed, createdBy: string | null): Promise<{ created: boolean }> {
   const rows = await q.query<{ created: boolean }>(
     `INSERT INTO secrets (workspace_id, name, key_id, nonce, ciphertext, created_by)

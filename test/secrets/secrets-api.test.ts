@@ -10,6 +10,7 @@ import { addMember, createKey, createUser, createWorkspace } from '../support/ac
 import { dbMode, request, startTestServer, type TestServer } from '../support/harness.js';
 import { fn, start, waitForJob } from '../support/workflows.js';
 import { startServer as startRecorder, type TestServer as Recorder } from '../engine/helpers.js';
+import { MAX_SECRETS } from '../../src/secrets/service.js';
 
 const VALUE = `tok_${randomBytes(12).toString('hex')}`;
 /** Pieces of the value that must not appear either (8 characters or more). */
@@ -105,6 +106,22 @@ describe('workspace secrets', () => {
     const list = await t.call('GET', `/api/v1/secrets?workspaceId=${t.workspaceId}`);
     expect(list.body.data.secrets.map((s: any) => s.name)).toEqual(['API_TOKEN']);
   });
+
+  it(`holds at most ${MAX_SECRETS} secrets a workspace: one more is a 400 naming the limit, a replacement still passes`, async () => {
+    const db = t.server.ctx.db;
+    const ws = (await createWorkspace(db, `secrets-full-${Date.now()}`, t.userId, 'enterprise')).id;
+    const key = (await createKey(db, { workspaceId: ws, userId: t.userId, type: 'workspace' })).secret;
+    // Filled through the service (the HTTP path is the same call), all but the last over HTTP.
+    for (let i = 1; i < MAX_SECRETS; i++) await t.server.services.secrets.set(ws, `FILL_${i}`, 'v', { userId: t.userId });
+    expect((await put('LAST_ONE', { workspaceId: ws, value: 'v' }, key)).status).toBe(201);
+    const over = await put('ONE_TOO_MANY', { workspaceId: ws, value: 'v' }, key);
+    expect(over.status, over.text).toBe(400);
+    expect(over.body.error).toContain(`at most ${MAX_SECRETS} secrets`);
+    expect((await put('FILL_1', { workspaceId: ws, value: 'replaced' }, key)).status).toBe(200);
+    const list = await t.call('GET', `/api/v1/secrets?workspaceId=${ws}`, undefined, { 'x-api-key': key });
+    expect(list.body.data.secrets).toHaveLength(MAX_SECRETS);
+    expect(list.body.data.secrets.map((x: { name: string }) => x.name)).not.toContain('ONE_TOO_MANY');
+  }, 60_000);
 
   it('needs the write role to write; a read member lists', async () => {
     expect((await put('READER', { workspaceId: t.workspaceId, value: 'v' }, readerKey)).status).toBe(403);
