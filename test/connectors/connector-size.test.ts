@@ -3,8 +3,7 @@
 // operations: before, none of it counted toward the workspace's storage (500 connectors, 3.7 GB), and the list
 // answered every connector of the workspace with its operations in one body (74 MB for ten such connectors).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createWorkspace } from '../support/accounts.js';
-import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { asNewWorkspace, startTestServer, type TestServer } from '../support/harness.js';
 
 /** The free plan stores this many bytes here. */
 const FREE_BYTES = 2_000_000;
@@ -30,9 +29,7 @@ let free: TestServer;
 
 beforeAll(async () => {
   t = await startTestServer({ env: { WEFT_PLAN_LIMITS: JSON.stringify({ free: { storageBytes: FREE_BYTES, apiPerMinute: 100_000 } }) } });
-  const ws = await createWorkspace(t.server.ctx.db, `connectors-free-${Date.now()}`, t.userId, 'free');
-  const key = (await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' })).secret;
-  free = { ...t, workspaceId: ws.id, apiKey: key, call: (m, p, b, h = {}) => request(t.url + p, m, b, { 'x-api-key': key, ...h }) };
+  free = await asNewWorkspace(t, 'free', 'connectors-free');
 });
 afterAll(async () => {
   await t?.close();

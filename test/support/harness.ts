@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectDatabase } from '../../src/db/connect.js';
 import { startServer, type RunningServer, type StartOptions as ServerStartOptions } from '../../src/server.js';
-import { createKey, ensureBootstrap } from './accounts.js';
+import { createKey, createWorkspace, ensureBootstrap } from './accounts.js';
 import { FAST_PASSWORD_HASHING, TEST_ENCRYPTION_KEY } from './cli.js';
 import { pgliteTemplateDir, postgresTemplateName, postgresUrlFor, testDatabaseName } from './templates.js';
 import { runTempDir } from './temp-dirs.js';
@@ -101,6 +101,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     call: (method, p, body, headers = {}) => request(url + p, method, body, { 'x-api-key': secret, ...headers }),
     close: () => server.close(),
   };
+}
+
+/** The test server as a new workspace of its own sees it (on `plan`, with a workspace key of its own). */
+export async function asNewWorkspace(t: TestServer, plan: string, namePrefix = 'ws'): Promise<TestServer> {
+  const ws = await createWorkspace(t.server.ctx.db, `${namePrefix}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, t.userId, plan);
+  const { secret } = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+  return { ...t, workspaceId: ws.id, apiKey: secret, call: (method, p, body, headers = {}) => request(t.url + p, method, body, { 'x-api-key': secret, ...headers }) };
 }
 
 /**

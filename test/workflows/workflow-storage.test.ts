@@ -3,8 +3,7 @@
 // it counted: a free workspace (30 API requests a minute) could save and deploy 15 times 2 MB a minute, about
 // 43 GB a day, against its 5 GiB.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createWorkspace } from '../support/accounts.js';
-import { request, startTestServer, type TestServer } from '../support/harness.js';
+import { asNewWorkspace, startTestServer, type TestServer } from '../support/harness.js';
 
 /** The free plan stores this many bytes here. */
 const FREE_BYTES = 2_000_000;
@@ -21,9 +20,7 @@ let free: TestServer;
 
 beforeAll(async () => {
   t = await startTestServer({ env: { WEFT_PLAN_LIMITS: JSON.stringify({ free: { storageBytes: FREE_BYTES, apiPerMinute: 100_000 } }) } });
-  const ws = await createWorkspace(t.server.ctx.db, `workflows-free-${Date.now()}`, t.userId, 'free');
-  const key = (await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' })).secret;
-  free = { ...t, workspaceId: ws.id, apiKey: key, call: (m, p, b, h = {}) => request(t.url + p, m, b, { 'x-api-key': key, ...h }) };
+  free = await asNewWorkspace(t, 'free', 'workflows-free');
 });
 afterAll(async () => {
   await t?.close();
