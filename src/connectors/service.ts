@@ -167,12 +167,11 @@ export class ConnectorsService {
    */
   async list(workspaceId: string, opts: { limit: number; after?: CursorKey }): Promise<{ connectors: PublicConnector[]; nextCursor?: string }> {
     const rows = await store.listConnectors(this.deps.db, workspaceId, { limit: opts.limit + 1, maxBytes: MAX_LIST_PAGE_BYTES, after: opts.after });
-    // One more row than asked (or the byte bound cut the page short): more follow the last one returned.
+    // One more row than asked, or the byte bound cut the page short: more follow the last one returned.
     const page = rows.slice(0, opts.limit);
     const last = page.at(-1);
-    const key = last && { t: last.created_at.toISOString(), id: last.id };
-    const more = key !== undefined && (rows.length > opts.limit || await store.hasConnectorAfter(this.deps.db, workspaceId, key));
-    return { connectors: page.map(publicConnector), ...(more ? { nextCursor: encodeCursor(key) } : {}) };
+    const more = last !== undefined && (rows.length > opts.limit || last.considered > rows.length);
+    return { connectors: page.map(publicConnector), ...(more ? { nextCursor: encodeCursor({ t: last.created_at.toISOString(), id: last.id }) } : {}) };
   }
 
   /** The workspace of a connector, or undefined (routes authorize against it, then 404 alike). */

@@ -63,27 +63,24 @@ export const connectorBytes = (q: Queryable, workspaceId: string, id: string) =>
 /**
  * A page of connectors without their documents, oldest first, after `after`: at most `limit`, and no more than
  * `maxBytes` of stored size (at least one). The page is chosen on the sizes alone, so only its own operations are
- * read: one answer holding every connector of a workspace could have been gigabytes.
+ * read: one answer holding every connector of a workspace could have been gigabytes. `considered`: how many
+ * connectors the sizes were read of (up to `limit`), so more than the rows returned means the size cut the page.
  */
 export const listConnectors = (q: Queryable, workspaceId: string, opts: { limit: number; maxBytes: number; after?: { t: string; id: string } }) =>
-  q.query<Omit<ConnectorRow, 'spec'>>(
+  q.query<Omit<ConnectorRow, 'spec'> & { considered: number }>(
     `WITH sized AS (
        SELECT id, created_at, sum(stored_bytes) OVER (ORDER BY created_at, id) - stored_bytes AS bytes_before
          FROM connectors
         WHERE workspace_id = $1 AND ($4::timestamptz IS NULL OR (created_at, id) > ($4::timestamptz, $5::uuid))
         ORDER BY created_at, id LIMIT $2
      )
-     SELECT c.id, c.workspace_id, c.name, c.base_url, c.operations, c.auth, c.created_at, c.updated_at, c.stored_bytes
+     SELECT c.id, c.workspace_id, c.name, c.base_url, c.operations, c.auth, c.created_at, c.updated_at, c.stored_bytes,
+            (SELECT count(*)::int FROM sized) AS considered
        FROM sized s JOIN connectors c ON c.id = s.id
       WHERE s.bytes_before = 0 OR s.bytes_before < $3
       ORDER BY c.created_at, c.id`,
     [workspaceId, opts.limit, opts.maxBytes, opts.after?.t ?? null, opts.after?.id ?? null],
   );
-
-/** Whether the workspace has a connector after `key` in list order. */
-export const hasConnectorAfter = (q: Queryable, workspaceId: string, key: { t: string; id: string }) =>
-  q.query<{ id: string }>('SELECT id FROM connectors WHERE workspace_id = $1 AND (created_at, id) > ($2::timestamptz, $3::uuid) LIMIT 1', [workspaceId, key.t, key.id])
-    .then((r) => r.length > 0);
 
 export const deleteConnector = (q: Queryable, workspaceId: string, id: string) =>
   q.query<{ id: string }>('DELETE FROM connectors WHERE workspace_id = $1 AND id = $2 RETURNING id', [workspaceId, id]).then((r) => r.length > 0);
