@@ -1,5 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { uniqueViolation } from '../db/database.js';
+import { lockWorkspace } from '../db/workspace-lock.js';
 import { recordAudit, type ActorType } from '../audit/audit-log.js';
 import type { AuthContext } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
@@ -22,6 +23,9 @@ export interface AccessControlled {
 
 /** Who did something, for the audit log: a key of a kind, or the CLI (no key). */
 export interface Actor { userId?: string | null; keyId?: string | null; type?: ActorType }
+
+/** Active (not revoked) keys of one owner: a workspace's workspace keys, or a user's personal keys. */
+export const MAX_ACTIVE_KEYS = 1_000;
 
 export const actorOf = (access: Pick<WorkspaceAccess, 'userId' | 'keyId' | 'keyType' | 'via'>): Actor => ({
   // A workspace key acts as its workspace: no user is recorded as the actor.
@@ -244,7 +248,16 @@ export class AccountsService implements AccessControlled {
   async createKey(input: { workspaceId: string; userId: string; type: KeyType; name?: string }, actor: Actor = { type: 'cli' }): Promise<CreatedKey> {
     const secret = generateKeySecret();
     const name = input.name?.trim() || (input.type === 'workspace' ? 'Workspace key' : 'Personal key');
+    const owner = input.type === 'workspace' ? input.workspaceId : input.userId;
     const row = await this.db.tx(async (q) => {
+      // The key list answers every active key at once, so their number is bounded per owner; the lock makes a
+      // concurrent create's count see this one's row.
+      await lockWorkspace(q, 'apiKeys', owner);
+      if ((await store.countActiveKeys(q, input.type, owner)) >= MAX_ACTIVE_KEYS) {
+        throw new HttpError(400, input.type === 'workspace'
+          ? `A workspace holds at most ${MAX_ACTIVE_KEYS} workspace keys: revoke one before creating another`
+          : `A user holds at most ${MAX_ACTIVE_KEYS} personal keys: revoke one before creating another`);
+      }
       const k = await store.insertApiKey(q, {
         id: newId(),
         hash: hashKey(secret),

@@ -77,6 +77,15 @@ export const insertApiKey = (
     [k.id, k.hash, k.suffix, k.name, k.type, k.userId, k.workspaceId],
   ).then((r) => r[0]);
 
+/** Keys not revoked of one owner: a workspace's workspace keys, or a user's personal keys. */
+export const countActiveKeys = (q: Queryable, type: KeyType, ownerId: string) =>
+  q.query<{ n: number }>(
+    type === 'workspace'
+      ? "SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $1 AND type = 'workspace' AND revoked_at IS NULL"
+      : "SELECT count(*)::int AS n FROM api_keys WHERE user_id = $1 AND type = 'personal' AND revoked_at IS NULL",
+    [ownerId],
+  ).then((r) => r[0]?.n ?? 0);
+
 export const findKeyByHash = (q: Queryable, hash: string) =>
   q.query<ApiKeyRow>('SELECT * FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [hash]).then((r) => r[0]);
 

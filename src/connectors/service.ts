@@ -4,6 +4,7 @@
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { Database } from '../db/database.js';
+import { lockWorkspace } from '../db/workspace-lock.js';
 import type { ConnectorsPort, ConnectorOperationInfo, WorkflowDefinition, BlockDefinition } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { encodeCursor, type CursorKey } from '../http/pagination.js';
@@ -131,6 +132,7 @@ export class ConnectorsService {
     const values = await this.values(workspaceId, input);
     const id = newId();
     const row = await this.deps.db.tx(async (q) => {
+      await lockWorkspace(q, 'connectors', workspaceId);
       const count = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM connectors WHERE workspace_id = $1', [workspaceId]);
       if ((count[0]?.n ?? 0) >= MAX_CONNECTORS) throw new HttpError(400, `A workspace holds at most ${MAX_CONNECTORS} connectors`);
       const r = await store.insertConnector(q, id, workspaceId, values, actor.userId ?? null);

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import { lockWorkspace } from '../db/workspace-lock.js';
 import { HttpError } from '../http/errors.js';
 
 /**
@@ -95,7 +96,7 @@ export class StorageAccounting implements StorageGuard {
     // neither sum sees the other's bytes: both would pass and commit over the limit. This lock, held until the
     // transaction ends, makes the later writer's sum (a new statement, so a new snapshot) include the earlier
     // writer's committed bytes.
-    if (this.opts.concurrentWriters) await q.query('SELECT pg_advisory_xact_lock(7306, hashtext($1::text))', [workspaceId]);
+    if (this.opts.concurrentWriters) await lockWorkspace(q, 'storage', workspaceId);
     const used = await this.used(q, [workspaceId]);
     if (used > quota) throw storageLimitError(addedBytes, quota, used);
   }

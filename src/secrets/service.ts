@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Actor } from '../accounts/service.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { Database } from '../db/database.js';
+import { lockWorkspace } from '../db/workspace-lock.js';
 import type { SecretsPort } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { generateKey, KeyRing } from './crypto.js';
@@ -118,6 +119,8 @@ export class SecretsService {
     const sealed = this.ring.seal(workspaceId, name, value);
     this.providerKeys.delete(workspaceId);
     return this.deps.db.tx(async (q) => {
+      // Before the write: a concurrent create then waits, and its count below sees this one's row.
+      await lockWorkspace(q, 'secrets', workspaceId);
       const result = await store.upsertSecret(q, workspaceId, name, sealed, actor.userId ?? null);
       if (result.created && (await store.countSecrets(q, workspaceId)) > MAX_SECRETS) {
         throw new HttpError(400, `A workspace holds at most ${MAX_SECRETS} secrets: delete one before adding ${name}`);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/database.js';
+import { lockWorkspace } from '../db/workspace-lock.js';
 import type { Column } from './columns.js';
 import { typedExpression, uniqueExpression } from './column-sql.js';
 import { type SortKey, orderBySql } from './filter-sql.js';
@@ -59,9 +60,8 @@ export async function listTables(q: Queryable, workspaceId: string): Promise<Tab
 }
 
 /** Serializes table creation within a workspace (the per-plan table cap) until the transaction ends. */
-export async function lockWorkspaceTables(q: Queryable, workspaceId: string): Promise<void> {
-  // Two-key form: its own lock space, apart from the single-bigint locks other areas take.
-  await q.query('SELECT pg_advisory_xact_lock(7305, hashtext($1::text))', [workspaceId]);
+export function lockWorkspaceTables(q: Queryable, workspaceId: string): Promise<void> {
+  return lockWorkspace(q, 'tables', workspaceId);
 }
 
 export async function countTables(q: Queryable, workspaceId: string): Promise<number> {

@@ -3,6 +3,9 @@
 // operations: before, none of it counted toward the workspace's storage (500 connectors, 3.7 GB), and the list
 // answered every connector of the workspace with its operations in one body (74 MB for ten such connectors).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { MAX_CONNECTORS } from '../../src/connectors/service.js';
+import { insertConnector } from '../../src/connectors/store.js';
 import { asNewWorkspace, startTestServer, type TestServer } from '../support/harness.js';
 
 /** The free plan stores this many bytes here. */
@@ -85,4 +88,29 @@ describe("a connector's size", () => {
     expect((await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&cursor=nonsense`)).status).toBe(400);
     expect((await t.call('GET', `/api/v1/connectors?workspaceId=${t.workspaceId}&limit=0`)).status).toBe(400);
   }, 120_000);
+
+  it(`holds at most ${MAX_CONNECTORS} connectors a workspace, also when creates race`, async () => {
+    const ws = await asNewWorkspace(t, 'enterprise', 'connectors-count');
+    // All but the last two places filled in the store (the parse is what the API adds); the rest over HTTP.
+    const db = t.server.ctx.db;
+    for (let i = 0; i < MAX_CONNECTORS - 2; i++) {
+      await insertConnector(db, randomUUID(), ws.workspaceId, { name: `Fill ${i}`, baseUrl: 'https://api.example.com', spec: smallDocument, operations: [], auth: null }, null);
+    }
+    // Four creates at once for two places: on PostgreSQL each counts in its own transaction, so without the
+    // workspace's lock two that overlap could both see a place left. (Each create's parse on a thread of its own
+    // mostly staggers them here; the secrets and API key suites show that race failing without the lock.)
+    const racing = await Promise.all([1, 2, 3, 4].map((i) =>
+      ws.call('POST', '/api/v1/connectors', { workspaceId: ws.workspaceId, name: `Last ${i}`, spec: smallDocument })));
+    expect(racing.map((r) => r.status).sort(), racing.map((r) => r.text.slice(0, 200)).join('\n')).toEqual([201, 201, 400, 400]);
+    expect(racing.find((r) => r.status === 400)?.body.error).toContain(`at most ${MAX_CONNECTORS} connectors`);
+    let count = 0;
+    let cursor = '';
+    do {
+      const page = await ws.call('GET', `/api/v1/connectors?workspaceId=${ws.workspaceId}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status, page.text.slice(0, 200)).toBe(200);
+      count += page.body.data.connectors.length;
+      cursor = page.body.data.nextCursor ?? '';
+    } while (cursor);
+    expect(count).toBe(MAX_CONNECTORS);
+  }, 60_000);
 });

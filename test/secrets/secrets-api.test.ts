@@ -107,13 +107,16 @@ describe('workspace secrets', () => {
     expect(list.body.data.secrets.map((s: any) => s.name)).toEqual(['API_TOKEN']);
   });
 
-  it(`holds at most ${MAX_SECRETS} secrets a workspace: one more is a 400 naming the limit, a replacement still passes`, async () => {
+  it(`holds at most ${MAX_SECRETS} secrets a workspace, also when creates race: one more is a 400 naming the limit, a replacement still passes`, async () => {
     const db = t.server.ctx.db;
     const ws = (await createWorkspace(db, `secrets-full-${Date.now()}`, t.userId, 'enterprise')).id;
     const key = (await createKey(db, { workspaceId: ws, userId: t.userId, type: 'workspace' })).secret;
-    // Filled through the service (the HTTP path is the same call), all but the last over HTTP.
-    for (let i = 1; i < MAX_SECRETS; i++) await t.server.services.secrets.set(ws, `FILL_${i}`, 'v', { userId: t.userId });
-    expect((await put('LAST_ONE', { workspaceId: ws, value: 'v' }, key)).status).toBe(201);
+    // Filled through the service (the HTTP path is the same call), all but the last two over HTTP.
+    for (let i = 1; i <= MAX_SECRETS - 2; i++) await t.server.services.secrets.set(ws, `FILL_${i}`, 'v', { userId: t.userId });
+    // Four new names at once for the last two places: on PostgreSQL each create counts in its own transaction,
+    // so without the workspace's lock all four could see 998 and the workspace would end at 1,002.
+    const racing = await Promise.all([1, 2, 3, 4].map((i) => put(`LAST_${i}`, { workspaceId: ws, value: 'v' }, key)));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 400, 400]);
     const over = await put('ONE_TOO_MANY', { workspaceId: ws, value: 'v' }, key);
     expect(over.status, over.text).toBe(400);
     expect(over.body.error).toContain(`at most ${MAX_SECRETS} secrets`);
