@@ -20,7 +20,7 @@ import type { ExecutionService } from '../runs/service.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { admitMessages, invalidParamsError, type RequestSchemas } from './admission.js';
 import { callWorkflowTool, DEFAULT_WAIT_SECONDS, toolError, WAIT_META_KEY } from './tool-call.js';
-import { ToolCatalog } from './tool-catalog.js';
+import { InvalidToolCursor, ToolCatalog, ToolListBudgetSpent } from './tool-catalog.js';
 
 const SERVER_INFO = { name: 'weft', version: '0.1.0' };
 
@@ -62,6 +62,7 @@ async function importSdk() {
   return {
     Server: server.Server, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
     CallToolRequestSchema: types.CallToolRequestSchema, ListToolsRequestSchema: types.ListToolsRequestSchema,
+    McpError: types.McpError, ErrorCode: types.ErrorCode,
     requestSchemas,
   };
 }
@@ -82,12 +83,23 @@ function mcpServer(sdk: McpSdk, runs: ExecutionService, workflows: WorkflowServi
       + 'Runs that take longer than the call waits answer with a job id and a status URL instead.',
   });
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: (await scope.catalog.list()).map((t) => ({
-      name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema,
-      annotations: { title: t.title, readOnlyHint: false, openWorldHint: true },
-    })),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+    let listed;
+    try {
+      listed = await scope.catalog.list(request.params?.cursor);
+    } catch (err) {
+      if (err instanceof InvalidToolCursor) throw new sdk.McpError(sdk.ErrorCode.InvalidParams, err.message);
+      if (err instanceof ToolListBudgetSpent) throw new sdk.McpError(sdk.ErrorCode.InvalidRequest, err.message);
+      throw err;
+    }
+    return {
+      tools: listed.tools.map((t) => ({
+        name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema,
+        annotations: { title: t.title, readOnlyHint: false, openWorldHint: true },
+      })),
+      ...(listed.nextCursor ? { nextCursor: listed.nextCursor } : {}),
+    };
+  });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args, _meta: meta } = request.params;

@@ -2,8 +2,15 @@
 // start block of the active (deployed) version, its description from the workflow's.
 //
 // A catalog is made per HTTP request and read at most once by it: every message of a batch (and the
-// admission that prices them) shares the one read of the workspace's workflows. Listing loads every active
-// version; finding one tool by name loads only that tool's version.
+// admission that prices them) shares the one read of the workspace's workflows. Listing loads the active
+// versions of one page of tools; finding one tool by name loads only that tool's version.
+//
+// A tool's schema is its start block's input format, which a definition of up to 2 MB can fill: three hundred
+// such tools made one answer of 570 MB (past V8's longest string: the client got an empty answer after 25 s,
+// and the server's memory grew by 1.1 GB). So pages are bounded by the bytes of the tools they hold, and so is
+// everything one HTTP request lists (a batch may hold a hundred tools/list messages).
+import { measureJson } from '../engine/json-size.js';
+import { encodeCursor, type CursorKey } from '../http/pagination.js';
 import type { WorkflowService, WorkflowRow } from '../workflows/service.js';
 import { assignToolNames } from './tool-names.js';
 import { declaredFields, inputSchema, type ToolInputSchema } from './tool-input.js';
@@ -18,6 +25,36 @@ export interface WorkflowTool {
 }
 
 const PAGE = 500;
+/**
+ * JSON bytes of the tools one HTTP request lists, all its tools/list messages together. A page stops before the
+ * tool that would pass it (it holds at least one tool) and answers `nextCursor`; a smaller tool list is one page.
+ */
+export const MAX_LISTED_TOOL_BYTES = 8 * 1024 * 1024;
+
+/** A tools/list cursor this server did not give (the route answers it as invalid params). */
+export class InvalidToolCursor extends Error {}
+
+/** A tools/list message after the request's others listed MAX_LISTED_TOOL_BYTES (the route answers an error). */
+export class ToolListBudgetSpent extends Error {}
+
+const keyOf = (w: WorkflowRow): CursorKey => ({ t: w.created_at.toISOString(), id: w.id });
+/** Creation order, as `workflows.list` pages (created_at is kept to the millisecond). */
+const after = (w: WorkflowRow, key: CursorKey): boolean => {
+  const t = w.created_at.toISOString();
+  return t > key.t || (t === key.t && w.id > key.id);
+};
+
+function parseCursor(cursor: string): CursorKey {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (typeof v === 'object' && v !== null && typeof (v as CursorKey).t === 'string' && typeof (v as CursorKey).id === 'string') {
+      return v as CursorKey;
+    }
+  } catch {
+    // not ours
+  }
+  throw new InvalidToolCursor('Invalid cursor: pass the nextCursor of the previous tools/list answer');
+}
 /** Every name assignToolNames gives matches this: anything else is no tool, known without a read. */
 const TOOL_NAME = /^[a-z0-9_]{1,64}$/;
 
@@ -75,15 +112,39 @@ export class ToolCatalog {
     return tool;
   }
 
-  /** The workspace's tools, in workflow creation order. */
-  async list(): Promise<WorkflowTool[]> {
+  /**
+   * A page of the workspace's tools, in workflow creation order, from after `cursor` (a `nextCursor` of an earlier
+   * page); `nextCursor` when more follow. At most MAX_LISTED_TOOL_BYTES for the whole request (one tool bigger
+   * than that alone is a page of its own): a page that would hold no tool within it is ToolListBudgetSpent.
+   */
+  async list(cursor?: string): Promise<{ tools: WorkflowTool[]; nextCursor?: string }> {
+    const from = cursor === undefined ? undefined : parseCursor(cursor);
+    const { deployed } = await this.names();
+    const rest = from ? deployed.filter((d) => after(d.workflow, from)) : deployed;
+    if (rest.length > 0 && this.listedBytes >= MAX_LISTED_TOOL_BYTES) throw this.spent();
     const tools: WorkflowTool[] = [];
     // One version at a time (most are cached in memory): a large workspace sends no burst of reads.
-    for (const d of (await this.names()).deployed) {
-      const tool = await this.tool(d.name, d.workflow);
-      if (tool) tools.push(tool);
+    for (let i = 0; i < rest.length; i++) {
+      const tool = await this.tool(rest[i].name, rest[i].workflow);
+      if (!tool) continue;
+      const bytes = measureJson([tool.name, tool.title, tool.description, tool.inputSchema], MAX_LISTED_TOOL_BYTES).bytes;
+      // A tool bigger than the bound alone still gets a page, the request's first; the messages of a batch run at
+      // once, so the budget is read again here, after each await.
+      if (this.listedBytes + bytes > MAX_LISTED_TOOL_BYTES && this.listedBytes > 0) {
+        if (tools.length === 0) throw this.spent();
+        return { tools, nextCursor: encodeCursor(keyOf(rest[i - 1].workflow)) };
+      }
+      this.listedBytes += bytes;
+      tools.push(tool);
     }
-    return tools;
+    return { tools };
+  }
+
+  /** Bytes of tools this request's tools/list messages answered so far. */
+  private listedBytes = 0;
+
+  private spent(): ToolListBudgetSpent {
+    return new ToolListBudgetSpent(`This request's tools/list answers already hold ${MAX_LISTED_TOOL_BYTES} bytes of tools: ask for the next page in a request of its own`);
   }
 
   /** The tool with this name, undefined when no deployed workflow of the workspace has it. */
