@@ -3,9 +3,11 @@
 // sandbox process as a structured clone, whose deserializer overflowed the server's stack and ended it), and a
 // thrown error of megabytes (kept whole in the answer, the log and every page of the log list). And one more
 // thing a tenant's save makes the server answer: connectors whose small documents resolve to megabytes of
-// operations (uncounted toward storage, and listed all in one body).
+// operations (uncounted toward storage, and listed all in one body). And MCP tools whose input schemas fill their
+// 2 MB definitions, listed all in one answer by tools/list; and the versions list of a workflow deployed a hundred
+// times, which read every listed version's definition to count its blocks.
 //
-//   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10] [--deploys 20]
+//   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10] [--deploys 20] [--mcp-tools 40] [--versions 101]
 //
 // Weft from dist/main.js as `compare` runs it (embedded, npm start's flags, limits on with plans it cannot reach). For each depth: the
 // answer's status, latency and size, `GET /healthz` polled meanwhile, and whether the server still answers.
@@ -13,6 +15,9 @@
 // connectors: each save's status, the storage the workspace reports, and the list's first page (size, latency,
 // `/healthz` polled meanwhile). For the deploys: a workflow of a 1.9 MB definition saved (changed) and deployed
 // again and again (random text, as a real definition does not compress away), the storage the workspace reports and how much the data directory grew.
+// For the MCP tools: the first tools/list answer (status, size, latency, `/healthz` polled meanwhile) and a client
+// following nextCursor to the end. For the versions: a page of 100 versions of a 1.9 MB definition, three times
+// one after another and five at once, `/healthz` polled meanwhile.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -42,6 +47,8 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
   const errorMb = Number(option(argv, '--error-mb', '20'));
   const connectorCount = Number(option(argv, '--connectors', '10'));
   const deployCount = Number(option(argv, '--deploys', '20'));
+  const mcpToolCount = Number(option(argv, '--mcp-tools', '40'));
+  const versionCount = Number(option(argv, '--versions', '101'));
   installExitHandlers();
   try {
     const w = await startEmbedded('http://127.0.0.1:9/v1', true);
@@ -140,8 +147,77 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         dataDirGrewBytes: directoryBytes(w.dataDir) - before.dataDir,
       };
     }
+    let mcpTools: Record<string, unknown> = { skipped: 'the server stopped answering above' };
+    if (await alive()) {
+      const statuses = new Set<number>();
+      for (let i = 0; i < mcpToolCount; i++) {
+        const definition = { blocks: [{ id: 'start', type: 'start', name: 'Start', config: { inputFormat: [{ name: 'q', type: 'string', description: 'd'.repeat(1_900_000) }] } }], edges: [] };
+        const created = await timed('POST', '/api/v1/workflows', { workspaceId: w.workspaceId, name: `tool ${i}`, definition });
+        statuses.add(created.status);
+        if (created.status !== 201) break;
+        statuses.add((await timed('POST', `/api/v1/workflows/${(JSON.parse(created.text) as { data: { workflow: { id: string } } }).data.workflow.id}/deploy`)).status);
+      }
+      const mcpHeaders = { ...headers, accept: 'application/json, text/event-stream' };
+      const list = async (cursor?: string) => {
+        const t0 = performance.now();
+        const r = await fetch(`${w.url}/api/mcp/${w.workspaceId}`, { method: 'POST', headers: mcpHeaders, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: cursor ? { cursor } : {} }) });
+        const text = await r.text();
+        const data = text.split('\n').find((l) => l.startsWith('data: '));
+        const msg = data ? (JSON.parse(data.slice(6)) as { result?: { tools: unknown[]; nextCursor?: string } }) : {};
+        return { status: r.status, ms: round2(performance.now() - t0), bytes: Buffer.byteLength(text), tools: msg.result?.tools.length ?? null, nextCursor: msg.result?.nextCursor };
+      };
+      const first = list();
+      const healthz = latencySummary(await pollWhile(`${w.url}/healthz`, first));
+      const f = await first;
+      let pages = 1;
+      let tools = f.tools ?? 0;
+      let bytes = f.bytes;
+      let cursor = f.nextCursor;
+      const t0 = performance.now();
+      while (cursor) {
+        const p = await list(cursor);
+        pages++;
+        tools += p.tools ?? 0;
+        bytes += p.bytes;
+        cursor = p.nextCursor;
+      }
+      mcpTools = {
+        tools: mcpToolCount, saves: [...statuses],
+        firstAnswer: { status: f.status, ms: f.ms, bytes: f.bytes, tools: f.tools, more: f.nextCursor !== undefined }, healthz,
+        allPages: { pages, tools, bytes, msAfterFirst: round2(performance.now() - t0) },
+      };
+    }
+    let versions: Record<string, unknown> = { skipped: 'the server stopped answering above' };
+    if (await alive()) {
+      const definition = (i: number) => ({
+        blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'v', type: 'variables', name: 'V', config: { assignments: { big: `${i}`.padEnd(1_900_000, 'x') } } }],
+        edges: [{ from: 'start', to: 'v' }],
+      });
+      const created = JSON.parse((await timed('POST', '/api/v1/workflows', { workspaceId: w.workspaceId, name: 'versions', definition: definition(0) })).text) as { data: { workflow: { id: string } } };
+      const id = created.data.workflow.id;
+      const statuses = new Set<number>();
+      for (let i = 0; i < versionCount; i++) {
+        statuses.add((await timed('PUT', `/api/v1/workflows/${id}`, { name: 'versions', definition: definition(i) })).status);
+        statuses.add((await timed('POST', `/api/v1/workflows/${id}/deploy`)).status);
+      }
+      const page = () => timed('GET', `/api/v1/workflows/${id}/versions?limit=100`);
+      const oneByOne = (async () => {
+        const out = [];
+        for (let k = 0; k < 3; k++) out.push(await page());
+        return out;
+      })();
+      const healthz = latencySummary(await pollWhile(`${w.url}/healthz`, oneByOne));
+      const sequential = await oneByOne;
+      const t0 = performance.now();
+      const together = await Promise.all(Array.from({ length: 5 }, page));
+      versions = {
+        deployed: versionCount, saves: [...statuses],
+        page: { status: sequential[0].status, bytes: sequential[0].bytes, ms: sequential.map((p) => p.ms) }, healthz,
+        fiveAtOnce: { statuses: [...new Set(together.map((p) => p.status))], ms: round2(performance.now() - t0) },
+      };
+    }
     await w.close();
-    return { nested, thrown, connectors, deploys };
+    return { nested, thrown, connectors, deploys, mcpTools, versions };
   } finally {
     await cleanupAll();
   }

@@ -7,7 +7,7 @@ import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { LimitsService } from '../limits/service.js';
-import { publicWorkflow, workflowSummary, type VersionRow, type WorkflowRow, type WorkflowService } from './service.js';
+import { publicWorkflow, workflowSummary, type VersionSummaryRow, type WorkflowRow, type WorkflowService } from './service.js';
 
 const workflowSchema = z.object({
   id: z.string(),
@@ -47,18 +47,14 @@ const versionSchema = z.object({
   edgeCount: z.number().int().describe('Connections in its definition'),
 });
 
-/** Blocks of a definition, containers' children included. */
-const countBlocks = (blocks: readonly { blocks?: readonly unknown[] }[] | undefined): number =>
-  (blocks ?? []).reduce<number>((n, b) => n + 1 + countBlocks(b.blocks as { blocks?: unknown[] }[] | undefined), 0);
-
-const publicVersion = (v: VersionRow, activeId: string | null) => ({
+const publicVersion = (v: VersionSummaryRow, activeId: string | null) => ({
   id: v.id,
   version: v.version,
   isActive: v.id === activeId,
   createdAt: v.created_at.toISOString(),
   deployedBy: v.created_by,
-  blockCount: countBlocks(v.definition.blocks),
-  edgeCount: v.definition.edges?.length ?? 0,
+  blockCount: v.block_count,
+  edgeCount: v.edge_count,
 });
 
 /** Version pages are keyed by version number: an opaque base64url of `{v}`. */

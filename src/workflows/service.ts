@@ -11,9 +11,9 @@ import { isUuid, newId } from '../ids.js';
 import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import { BoundedCache, type CacheSize } from './bounded-cache.js';
 import * as store from './store.js';
-import type { VersionRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
+import type { VersionRow, VersionSummaryRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
 
-export type { VersionRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
+export type { VersionRow, VersionSummaryRow, WorkflowRow, WorkflowWithDefinition } from './store.js';
 
 /** Default of WEFT_MAX_DEFINITION_BYTES: the JSON size of one workflow definition. */
 export const DEFAULT_MAX_DEFINITION_BYTES = 2 * 1024 * 1024;
@@ -304,7 +304,7 @@ export class WorkflowService {
   }
 
   /** Deployed versions of a workflow, newest first (draft snapshots are not versions). */
-  listVersions(workflowId: string, limit: number, beforeVersion?: number): Promise<VersionRow[]> {
+  listVersions(workflowId: string, limit: number, beforeVersion?: number): Promise<VersionSummaryRow[]> {
     return store.listVersions(this.db, workflowId, limit, beforeVersion);
   }
 

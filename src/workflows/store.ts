@@ -136,9 +136,17 @@ export const previousVersion = (q: Queryable, workflowId: string, before: number
   ).then((r) => r[0]);
 
 /** Deployed versions of a workflow, newest first (keyset on the version number). */
+/** What the versions list shows of a version: never its definition (up to 2 MB each, a hundred a page). */
+export interface VersionSummaryRow {
+  id: string; version: number; created_by: string | null; created_at: Date;
+  /** Kept by the database (migration 0035): every block, nested ones included, and the edges. */
+  block_count: number; edge_count: number;
+}
+
 export const listVersions = (q: Queryable, workflowId: string, limit: number, beforeVersion?: number) =>
-  q.query<VersionRow>(
-    `SELECT * FROM workflow_versions WHERE workflow_id = $1 AND version > 0 AND version < $2 ORDER BY version DESC LIMIT $3`,
+  q.query<VersionSummaryRow>(
+    `SELECT id, version, created_by, created_at, block_count, edge_count FROM workflow_versions
+      WHERE workflow_id = $1 AND version > 0 AND version < $2 ORDER BY version DESC LIMIT $3`,
     [workflowId, beforeVersion ?? 2_147_483_647, limit],
   );
 

@@ -78,6 +78,30 @@ describe('workflow versions', () => {
     expect((await versions(id, '', readKey)).status).toBe(200);
   });
 
+  it('counts blocks at every depth of nesting, as the database keeps them beside each version', async () => {
+    // start, a parallel holding a loop (holding two blocks) and a function: six blocks, two edges at the top.
+    const nested = {
+      blocks: [
+        start(),
+        {
+          id: 'fan', type: 'parallel', name: 'Fan', config: { kind: 'count', count: 2 },
+          blocks: [
+            { id: 'each', type: 'loop', name: 'Each', config: { kind: 'forEach', items: [1, 2] }, blocks: [fn('a', 'return 1', 'A'), fn('b', 'return 2', 'B')] },
+            fn('c', 'return 3', 'C'),
+          ],
+        },
+      ],
+      edges: [{ from: 'start', to: 'fan' }, { from: 'a', to: 'b' }],
+    };
+    const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'versions-nested', definition: nested });
+    expect(c.status, c.text).toBe(201);
+    const id = c.body.data.workflow.id;
+    expect((await t.call('POST', `/api/v1/workflows/${id}/deploy`)).status).toBe(200);
+    const r = await versions(id);
+    expect(r.body.data).toHaveLength(1);
+    expect(r.body.data[0]).toMatchObject({ version: 1, blockCount: 6, edgeCount: 2, isActive: true });
+  });
+
   it('pages with limit and cursor', async () => {
     const c = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'versions-paging', definition: def('return 0') });
     const id = c.body.data.workflow.id;
