@@ -5,7 +5,8 @@
 // thing a tenant's save makes the server answer: connectors whose small documents resolve to megabytes of
 // operations (uncounted toward storage, and listed all in one body). And MCP tools whose input schemas fill their
 // 2 MB definitions, listed all in one answer by tools/list; and the versions list of a workflow deployed a hundred
-// times, which read every listed version's definition to count its blocks.
+// times, which read every listed version's definition to count its blocks; and the deployment status Sim's SDKs
+// poll (no rate limit), which read and compared the draft and the deployed definition on every call.
 //
 //   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10] [--deploys 20] [--mcp-tools 40] [--versions 101]
 //
@@ -17,7 +18,8 @@
 // again and again (random text, as a real definition does not compress away), the storage the workspace reports and how much the data directory grew.
 // For the MCP tools: the first tools/list answer (status, size, latency, `/healthz` polled meanwhile) and a client
 // following nextCursor to the end. For the versions: a page of 100 versions of a 1.9 MB definition, three times
-// one after another and five at once, `/healthz` polled meanwhile.
+// one after another and five at once, `/healthz` polled meanwhile. For the status: ten clients polling
+// `GET /api/workflows/{id}/status` of a 1.8 MB workflow whose draft differs from its deployed version for 5 s.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -216,8 +218,30 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
         fiveAtOnce: { statuses: [...new Set(together.map((p) => p.status))], ms: round2(performance.now() - t0) },
       };
     }
+    let status: Record<string, unknown> = { skipped: 'the server stopped answering above' };
+    if (await alive()) {
+      const definition = (tag: string) => ({
+        blocks: [{ id: 'start', type: 'start', name: 'Start', config: {} }, { id: 'v', type: 'variables', name: 'V', config: { assignments: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, tag.padEnd(350, 'x')])) } }],
+        edges: [{ from: 'start', to: 'v' }],
+      });
+      const created = JSON.parse((await timed('POST', '/api/v1/workflows', { workspaceId: w.workspaceId, name: 'status', definition: definition('a') })).text) as { data: { workflow: { id: string } } };
+      const id = created.data.workflow.id;
+      await timed('POST', `/api/v1/workflows/${id}/deploy`);
+      await timed('PUT', `/api/v1/workflows/${id}`, { definition: definition('b') });
+      const first = JSON.parse((await timed('GET', `/api/workflows/${id}/status`)).text) as { needsRedeployment?: boolean };
+      const t0 = performance.now();
+      let answered = 0;
+      const polling = Promise.all(Array.from({ length: 10 }, async () => {
+        while (performance.now() - t0 < 5_000) {
+          if ((await timed('GET', `/api/workflows/${id}/status`)).status === 200) answered++;
+        }
+      }));
+      const healthz = latencySummary(await pollWhile(`${w.url}/healthz`, polling));
+      await polling;
+      status = { definitionBytes: JSON.stringify(definition('a')).length, needsRedeployment: first.needsRedeployment, perSecond: Math.round(answered / ((performance.now() - t0) / 1000)), healthz };
+    }
     await w.close();
-    return { nested, thrown, connectors, deploys, mcpTools, versions };
+    return { nested, thrown, connectors, deploys, mcpTools, versions, status };
   } finally {
     await cleanupAll();
   }

@@ -251,8 +251,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
         },
       },
     }, async (request) => {
-      const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
-      const row = await workflows.getWorkflow(access.workspaceId, request.params.id);
+      // The row without its draft: the comparison reads the digests the database keeps, never a definition.
+      const { workflow: row } = await workflows.forCaller(request.auth, request.params.id, 'read');
       const w = workflowSummary(row);
       return { isDeployed: w.isDeployed, deployedAt: w.deployedAt, needsRedeployment: await workflows.needsRedeployment(row), version: w.version };
     });

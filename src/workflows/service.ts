@@ -382,9 +382,9 @@ export class WorkflowService {
   }
 
   /** True when the saved draft differs from the active deployed version; false while not deployed. */
-  async needsRedeployment(w: WorkflowWithDefinition): Promise<boolean> {
-    const active = await this.activeVersion(w);
-    return active ? canonicalJson(active.definition) !== canonicalJson(w.definition) : false;
+  /** Whether the saved draft differs from the deployed version (false while not deployed). */
+  needsRedeployment(w: WorkflowRow): Promise<boolean> {
+    return w.active_version_id === null ? Promise.resolve(false) : store.draftDiffersFromActive(this.db, w.id);
   }
 
   /** Deployed versions (and draft snapshots) never change, so they are kept in memory once read, within bounds. */

@@ -56,6 +56,17 @@ export const findDraftDefinition = (q: Queryable, workspaceId: string, id: strin
 export const findWorkflowAnyWorkspace = (q: Queryable, id: string) =>
   q.query<WorkflowRow>(`${selectWorkflow} WHERE w.id = $1`, [id]).then((r) => r[0]);
 
+/**
+ * Whether the workflow's draft differs from its deployed version (false while not deployed), from the digests the
+ * database keeps (migration 0036): neither definition is read.
+ */
+export const draftDiffersFromActive = (q: Queryable, workflowId: string) =>
+  q.query<{ differs: boolean }>(
+    `SELECT w.definition_md5 <> v.definition_md5 AS differs
+       FROM workflows w JOIN workflow_versions v ON v.id = w.active_version_id WHERE w.id = $1`,
+    [workflowId],
+  ).then((r) => r[0]?.differs ?? false);
+
 export const findWorkflowByName = (q: Queryable, workspaceId: string, name: string) =>
   q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1 AND w.name = $2`, [workspaceId, name]).then((r) => r[0]);
 

@@ -78,6 +78,12 @@ describe('workflow management', () => {
     expect(st.isDeployed).toBe(true);
     expect(st.version).toBe(2);
     expect(Date.parse(st.deployedAt)).toBeGreaterThan(0);
+    // The same definition saved again with its keys in another order is not a change.
+    const reordered = JSON.parse(JSON.stringify(simple('return 2'), (_k, v: unknown) =>
+      v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v));
+    expect(JSON.stringify(reordered)).not.toBe(JSON.stringify(simple('return 2')));
+    expect((await t.call('PUT', `/api/v1/workflows/${id}`, { definition: reordered })).status).toBe(200);
+    expect((await status()).needsRedeployment).toBe(false);
     const rb = await t.call('POST', `/api/v1/workflows/${id}/rollback`, {});
     expect(rb.body.data.version).toBe(1);
     // Rolled back to version 1: the draft (return 2) differs from it again.
