@@ -17,6 +17,7 @@ import { streamRun } from './execute-stream.js';
 import { selectedValues } from './output-selection.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { listLogs } from './history-store.js';
+import { JobAnswers, sendJsonBytes } from './job-status.js';
 import type { ExecutionService } from './service.js';
 import { v2RunRoutes } from './v2-routes.js';
 import * as store from './store.js';
@@ -35,9 +36,6 @@ const executeBody = z
   })
   .catchall(z.unknown());
 
-
-const jobStatus = (s: ExecutionRow['status']): 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' =>
-  s === 'processing' || s === 'paused' ? 'processing' : s;
 
 /** `cost`: what the run cost so far (see limits/run-cost.ts), undefined while nothing is recorded. */
 function logRecord(r: ExecutionRow, cost: RunCost | undefined) {
@@ -84,6 +82,7 @@ const logSchema = z.object({
 export function runRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { db } = ctx;
+    const jobs = new JobAnswers(db);
 
     /**
      * The timeline of an async run still queued or running: the blocks it recorded so far (its trace is
@@ -223,33 +222,15 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
           401: errorSchema, 404: errorSchema,
         },
       },
-    }, async (request) => {
+    }, async (request, reply) => {
       const { jobId } = request.params;
       const executionId = jobId.startsWith('job_') ? jobId.slice(4) : jobId;
       const { workspaceIds } = await accounts.billedAccount(requireAuth(request));
-      const row = await store.findExecutionAmong(db, storedExecutionIds(executionId, workspaceIds));
+      const row = await jobs.find(storedExecutionIds(executionId, workspaceIds));
       if (!row || row.mode !== 'async') throw new HttpError(404, 'Task not found');
       await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
-      const status = jobStatus(row.status);
-      const terminal = status === 'completed' || status === 'failed' || status === 'cancelled';
-      return {
-        success: true as const,
-        taskId: jobId,
-        status,
-        metadata: {
-          workflowId: row.workflow_id,
-          executionId: publicExecutionId(row.id),
-          createdAt: row.created_at.toISOString(),
-          startedAt: row.started_at ? row.started_at.toISOString() : null,
-          completedAt: terminal && row.ended_at ? row.ended_at.toISOString() : null,
-          duration: terminal ? row.duration_ms : null,
-        },
-        ...(status === 'completed'
-          ? { output: { success: true, workflowId: row.workflow_id, executionId: publicExecutionId(row.id), output: row.output, executedAt: row.ended_at?.toISOString() ?? null } }
-          : {}),
-        ...(status === 'failed' ? { error: row.error ?? 'Execution failed' } : {}),
-        ...(row.status === 'paused' ? { paused: true, pause: row.output } : {}),
-      };
+      // JSON bytes with the output placed in as the database keeps it (runs/job-status.ts): sent as they are.
+      return sendJsonBytes(reply, await jobs.answer(jobId, row));
     });
 
     app.get('/api/v1/logs', {

@@ -314,6 +314,24 @@ export async function findExecutionAmong(q: Queryable, ids: string[]): Promise<E
   return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1', [ids]).then((r) => r[0]);
 }
 
+/** What a job poll answers from, without the run's input, output and trace (each up to megabytes). */
+export type ExecutionHead = Pick<ExecutionRow,
+  'id' | 'workspace_id' | 'workflow_id' | 'mode' | 'status' | 'error' | 'created_at' | 'started_at' | 'ended_at' | 'duration_ms'>;
+
+/** `findExecutionAmong` without the large columns. */
+export async function findExecutionHeadAmong(q: Queryable, ids: string[]): Promise<ExecutionHead | undefined> {
+  if (ids.length === 0) return undefined;
+  return q.query<ExecutionHead>(
+    `SELECT id, workspace_id, workflow_id, mode, status, error, created_at, started_at, ended_at, duration_ms
+       FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1`,
+    [ids],
+  ).then((r) => r[0]);
+}
+
+/** A run's output as the database's JSON text (never parsed here: a poll sends it on as it is). */
+export const executionOutputText = (q: Queryable, id: string) =>
+  q.query<{ output: string | null }>('SELECT output::text AS output FROM executions WHERE id = $1', [id]).then((r) => r[0]?.output ?? null);
+
 /** A step record to write, with when the step finished (its order in the run's live timeline). */
 export interface TimedStep {
   executionId: string;

@@ -178,6 +178,22 @@ describe('execute (async) and jobs', () => {
     expect((await waitForJob(t, h.body.jobId)).status).toBe('completed');
   });
 
+  it("answers a finished job's output as the run returned it, the same on every poll", async () => {
+    // Text that JSON escapes (quotes, backslashes, control characters, a line separator) and text it does not.
+    const odd = 'quote " backslash \\ tab \t newline \n sep \u2028 é 漢字 🎉';
+    const code = `return { odd: ${JSON.stringify(odd)}, list: [1, 2.5, -0.001, 1e21, null, true], nested: { a: { b: [{ c: 'd' }] } }, empty: {} }`;
+    const id = await deploy(t, 'async-shapes', { blocks: [start(), fn('shape', code, 'Shape')], edges: [{ from: 'start', to: 'shape' }] });
+    const a = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
+    const done = await waitForJob(t, a.body.jobId);
+    expect(done.status).toBe('completed');
+    const expected = { odd, list: [1, 2.5, -0.001, 1e21, null, true], nested: { a: { b: [{ c: 'd' }] } }, empty: {} };
+    expect(done.output).toEqual({ success: true, workflowId: id, executionId: a.body.executionId, output: expected, executedAt: done.metadata.completedAt });
+    const again = await t.call('GET', `/api/jobs/${a.body.jobId}`);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(again.body).toEqual(done);
+  });
+
   it('reports a failed job with its error', async () => {
     const id = await deploy(t, 'async-fail', { blocks: [start(), fn('bad', 'throw new Error("nope")', 'Bad')], edges: [{ from: 'start', to: 'bad' }] });
     const a = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });
