@@ -6,7 +6,8 @@
 // operations (uncounted toward storage, and listed all in one body). And MCP tools whose input schemas fill their
 // 2 MB definitions, listed all in one answer by tools/list; and the versions list of a workflow deployed a hundred
 // times, which read every listed version's definition to count its blocks; and the deployment status Sim's SDKs
-// poll (no rate limit), which read and compared the draft and the deployed definition on every call.
+// poll (no rate limit), which read and compared the draft and the deployed definition on every call; and the job
+// poll (no rate limit either) of a run with a 3.5 MB output, which read and serialized the whole run each time.
 //
 //   npm run bench -- run-hostile [--depths 900,3000,10000] [--error-mb 20] [--connectors 10] [--deploys 20] [--mcp-tools 40] [--versions 101]
 //
@@ -19,7 +20,8 @@
 // For the MCP tools: the first tools/list answer (status, size, latency, `/healthz` polled meanwhile) and a client
 // following nextCursor to the end. For the versions: a page of 100 versions of a 1.9 MB definition, three times
 // one after another and five at once, `/healthz` polled meanwhile. For the status: ten clients polling
-// `GET /api/workflows/{id}/status` of a 1.8 MB workflow whose draft differs from its deployed version for 5 s.
+// `GET /api/workflows/{id}/status` of a 1.8 MB workflow whose draft differs from its deployed version for 5 s. For
+// the job: ten clients polling `GET /api/jobs/{jobId}` of a finished async run with a 3.5 MB output for 5 s.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -240,8 +242,31 @@ export async function run(argv: string[]): Promise<Record<string, unknown>> {
       await polling;
       status = { definitionBytes: JSON.stringify(definition('a')).length, needsRedeployment: first.needsRedeployment, perSecond: Math.round(answered / ((performance.now() - t0) / 1000)), healthz };
     }
+    let job: Record<string, unknown> = { skipped: 'the server stopped answering above' };
+    if (await alive()) {
+      const id = await deployed('big-output', "return { big: 'x'.repeat(3_500_000) }");
+      const queued = JSON.parse((await timed('POST', `/api/workflows/${id}/execute`, { async: true })).text) as { jobId: string };
+      let state = '';
+      while (state !== 'completed' && state !== 'failed') {
+        state = (JSON.parse((await timed('GET', `/api/jobs/${queued.jobId}`)).text) as { status: string }).status;
+        if (state !== 'completed' && state !== 'failed') await new Promise((r) => setTimeout(r, 100));
+      }
+      const t0 = performance.now();
+      let answered = 0;
+      let bytes = 0;
+      const polling = Promise.all(Array.from({ length: 10 }, async () => {
+        while (performance.now() - t0 < 5_000) {
+          const r = await timed('GET', `/api/jobs/${queued.jobId}`);
+          if (r.status === 200) answered++;
+          bytes += r.bytes;
+        }
+      }));
+      const healthz = latencySummary(await pollWhile(`${w.url}/healthz`, polling));
+      await polling;
+      job = { state, answerBytes: Math.round(bytes / Math.max(1, answered)), perSecond: Math.round(answered / ((performance.now() - t0) / 1000)), healthz };
+    }
     await w.close();
-    return { nested, thrown, connectors, deploys, mcpTools, versions, status };
+    return { nested, thrown, connectors, deploys, mcpTools, versions, status, job };
   } finally {
     await cleanupAll();
   }
