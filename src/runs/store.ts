@@ -309,9 +309,26 @@ export async function findExecution(q: Queryable, id: string): Promise<Execution
 }
 
 /** The newest execution among stored ids (a public id resolved in the caller's workspaces). */
-export async function findExecutionAmong(q: Queryable, ids: string[]): Promise<ExecutionRow | undefined> {
+/** The large columns of a run, each up to megabytes: a reader that does not answer one need not read it. */
+export interface LargeColumns { input?: boolean; output?: boolean; trace?: boolean }
+
+/** The columns of an ExecutionRow but the large ones. */
+const SMALL_EXECUTION_COLUMNS = [
+  'id', 'workspace_id', 'workflow_id', 'version_id', 'mode', 'trigger', 'status', 'level', 'billed_account', 'api_key_id',
+  'error', 'error_block', 'created_at', 'started_at', 'ended_at', 'duration_ms', 'lease_until', 'attempts', 'resume_entry_id',
+  'slot_token', 'link_base', 'cancel_requested_at', 'timeout_ms',
+].join(', ');
+
+/** An ExecutionRow's columns, the large ones (`LargeColumns`) as asked: one not asked for reads as null. */
+function executionColumns(large: LargeColumns): string {
+  const keep = (name: keyof LargeColumns) => (large[name] === false ? `NULL AS ${name}` : name);
+  return `${SMALL_EXECUTION_COLUMNS}, ${keep('input')}, ${keep('output')}, ${keep('trace')}`;
+}
+
+export async function findExecutionAmong(q: Queryable, ids: string[], large: LargeColumns = {}): Promise<ExecutionRow | undefined> {
   if (ids.length === 0) return undefined;
-  return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1', [ids]).then((r) => r[0]);
+  const columns = large.input === false || large.output === false || large.trace === false ? executionColumns(large) : '*';
+  return q.query<ExecutionRow>(`SELECT ${columns} FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1`, [ids]).then((r) => r[0]);
 }
 
 /** What a job poll answers from, without the run's input, output and trace (each up to megabytes). */

@@ -272,7 +272,8 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       const selected = request.query.selectedOutputs?.split(',').map((s) => s.trim()).filter(Boolean);
       const { id, runId } = request.params;
       const { access } = await workflows.forCaller(request.auth, id, 'read', {}).catch(concealAsRun);
-      const row = await service.findRun(access.workspaceId, id, runId);
+      // Only what the answer holds: the output when asked for, the trace for selected block outputs.
+      const row = await service.findRun(access.workspaceId, id, runId, { input: false, output: includeOutput, trace: selected !== undefined });
       if (!row) {
         const queued = await service.queuedResume(access.workspaceId, id, runId);
         if (queued) return { data: queuedResumeResource(queued, id) };
