@@ -10,7 +10,7 @@
 // and the server's memory grew by 1.1 GB). So pages are bounded by the bytes of the tools they hold, and so is
 // everything one HTTP request lists (a batch may hold a hundred tools/list messages).
 import { measureJson } from '../engine/json-size.js';
-import { encodeCursor, type CursorKey } from '../http/pagination.js';
+import { decodeCursor, encodeCursor, type CursorKey } from '../http/pagination.js';
 import type { WorkflowService, WorkflowRow } from '../workflows/service.js';
 import { assignToolNames } from './tool-names.js';
 import { declaredFields, inputSchema, type ToolInputSchema } from './tool-input.js';
@@ -46,12 +46,10 @@ const after = (w: WorkflowRow, key: CursorKey): boolean => {
 
 function parseCursor(cursor: string): CursorKey {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (typeof v === 'object' && v !== null && typeof (v as CursorKey).t === 'string' && typeof (v as CursorKey).id === 'string') {
-      return v as CursorKey;
-    }
+    const key = decodeCursor(cursor);
+    if (key) return key;
   } catch {
-    // not ours
+    // not one of ours: answered below as invalid params, not as an HTTP error
   }
   throw new InvalidToolCursor('Invalid cursor: pass the nextCursor of the previous tools/list answer');
 }
