@@ -24,7 +24,7 @@ export class JobAnswers {
 
   /** The async run among `ids` (the job's stored ids in the caller's workspaces), without its large columns. */
   find(ids: string[]): Promise<ExecutionHead | undefined> {
-    return store.findExecutionHeadAmong(this.db, ids);
+    return store.findExecutionAmong(this.db, ids, { input: false, output: false, trace: false });
   }
 
   /** The answer's JSON bytes for `row` (found by `find`, the caller authorized for its workspace). */

@@ -289,8 +289,10 @@ export class ExecutionService {
     }
   }
 
-  /** A run of a workflow in a workspace by the id its callers know (a caller-chosen id or the server's). */
-  /** A run of the workflow; `large` leaves out the large columns its caller does not answer (they read as null). */
+  /**
+   * A run of a workflow in a workspace by the id its callers know (a caller-chosen id or the server's); `large`
+   * leaves out the large columns its caller does not answer (they read as null).
+   */
   async findRun(workspaceId: string, workflowId: string, runId: string, large: store.LargeColumns = {}): Promise<store.ExecutionRow | undefined> {
     const row = await store.findExecutionAmong(this.db, storedExecutionIds(runId, [workspaceId]), large);
     return row && row.workspace_id === workspaceId && row.workflow_id === workflowId ? row : undefined;

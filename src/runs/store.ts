@@ -308,7 +308,6 @@ export async function findExecution(q: Queryable, id: string): Promise<Execution
   return q.query<ExecutionRow>('SELECT * FROM executions WHERE id = $1', [id]).then((r) => r[0]);
 }
 
-/** The newest execution among stored ids (a public id resolved in the caller's workspaces). */
 /** The large columns of a run, each up to megabytes: a reader that does not answer one need not read it. */
 export interface LargeColumns { input?: boolean; output?: boolean; trace?: boolean }
 
@@ -325,25 +324,19 @@ function executionColumns(large: LargeColumns): string {
   return `${SMALL_EXECUTION_COLUMNS}, ${keep('input')}, ${keep('output')}, ${keep('trace')}`;
 }
 
+/**
+ * The newest execution among stored ids (a public id resolved in the caller's workspaces); the large columns
+ * `large` leaves out read as null.
+ */
 export async function findExecutionAmong(q: Queryable, ids: string[], large: LargeColumns = {}): Promise<ExecutionRow | undefined> {
   if (ids.length === 0) return undefined;
   const columns = large.input === false || large.output === false || large.trace === false ? executionColumns(large) : '*';
   return q.query<ExecutionRow>(`SELECT ${columns} FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1`, [ids]).then((r) => r[0]);
 }
 
-/** What a job poll answers from, without the run's input, output and trace (each up to megabytes). */
+/** What a job poll answers from: a run read without its input, output and trace (each up to megabytes). */
 export type ExecutionHead = Pick<ExecutionRow,
   'id' | 'workspace_id' | 'workflow_id' | 'mode' | 'status' | 'error' | 'created_at' | 'started_at' | 'ended_at' | 'duration_ms'>;
-
-/** `findExecutionAmong` without the large columns. */
-export async function findExecutionHeadAmong(q: Queryable, ids: string[]): Promise<ExecutionHead | undefined> {
-  if (ids.length === 0) return undefined;
-  return q.query<ExecutionHead>(
-    `SELECT id, workspace_id, workflow_id, mode, status, error, created_at, started_at, ended_at, duration_ms
-       FROM executions WHERE id = ANY($1::text[]) ORDER BY created_at DESC LIMIT 1`,
-    [ids],
-  ).then((r) => r[0]);
-}
 
 /** A run's output as the database's JSON text (never parsed here: a poll sends it on as it is). */
 export const executionOutputText = (q: Queryable, id: string) =>

@@ -381,8 +381,7 @@ export class WorkflowService {
     return this.loadVersion(w.active_version_id);
   }
 
-  /** True when the saved draft differs from the active deployed version; false while not deployed. */
-  /** Whether the saved draft differs from the deployed version (false while not deployed). */
+  /** True when the saved draft differs from the active deployed version (by digest); false while not deployed. */
   needsRedeployment(w: WorkflowRow): Promise<boolean> {
     return w.active_version_id === null ? Promise.resolve(false) : store.draftDiffersFromActive(this.db, w.id);
   }
