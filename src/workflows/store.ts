@@ -58,7 +58,7 @@ export const findWorkflowAnyWorkspace = (q: Queryable, id: string) =>
 
 /**
  * Whether the workflow's draft differs from its deployed version (false while not deployed), from the digests the
- * database keeps (migration 0036): neither definition is read.
+ * database keeps (migrations 0035 and 0036): neither definition is read.
  */
 export const draftDiffersFromActive = (q: Queryable, workflowId: string) =>
   q.query<{ differs: boolean }>(

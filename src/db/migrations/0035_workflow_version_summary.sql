@@ -1,7 +1,9 @@
--- A deployed version's block and edge counts, kept beside it by the database:
--- the versions list answers them for up to a hundred versions a page, and read from each definition (up to 2 MB)
--- that page moved 200 MB from the database to the server and parsed it, 7 s an answer with the event loop held.
--- Blocks are counted as the engine's countBlocks counts them: every block, those inside containers included.
+-- What answers about a deployed version need, kept beside it by the database so that they never read its
+-- definition (up to 2 MB): its block and edge counts (the versions list answers them for up to a hundred versions
+-- a page; read from each definition, that page moved 200 MB from the database to the server and parsed it, 7 s an
+-- answer with the event loop held), and an MD5 digest of its definition over jsonb's canonical text (keys ordered,
+-- duplicates dropped), which the deployment status compares with the draft's (migration 0036). One ALTER: the
+-- table is rewritten once. Blocks are counted as the engine's countBlocks counts them, nested ones included.
 CREATE FUNCTION weft_definition_block_count(def jsonb) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   WITH RECURSIVE lists(list) AS (
     SELECT def -> 'blocks'
@@ -17,4 +19,5 @@ ALTER TABLE workflow_versions
   ADD COLUMN block_count integer GENERATED ALWAYS AS (weft_definition_block_count(definition)) STORED,
   ADD COLUMN edge_count integer GENERATED ALWAYS AS (
     CASE WHEN jsonb_typeof(definition -> 'edges') = 'array' THEN jsonb_array_length(definition -> 'edges') ELSE 0 END
-  ) STORED;
+  ) STORED,
+  ADD COLUMN definition_md5 text GENERATED ALWAYS AS (md5(definition::text)) STORED;
