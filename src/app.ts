@@ -20,6 +20,7 @@ import { knowledgeRoutes } from './knowledge/routes.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
 import { resumeRoutes } from './runs/resume-routes.js';
+import { logRoutes } from './runs/log-routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
@@ -131,11 +132,12 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
 
   await app.register(sessionRoutes(services.sessions, { baseUrl: ctx.config.baseUrl }));
   await app.register(accountRoutes(accounts));
-  await app.register(auditRoutes(accounts, ctx.db));
+  await app.register(auditRoutes(accounts, limits, ctx.db));
   await app.register(limitRoutes(limits, accounts, plans));
   await app.register(workflowRoutes(workflows, accounts, limits, webhookRegistry, scheduleRegistry));
   await app.register(schemaRoutes());
   await app.register(runRoutes(runs, workflows, accounts), { ctx });
+  await app.register(logRoutes(runs, workflows, accounts, { scans: services.scans, queryTimeout: services.queryTimeout }), { ctx });
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });

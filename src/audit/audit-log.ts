@@ -34,21 +34,65 @@ export async function recordAudit(q: Queryable, e: AuditEntry): Promise<void> {
   );
 }
 
+/** An entry as read back: with its actor's name and email while the user exists. */
+export type AuditRecord = AuditRow & { actor_name: string | null; actor_email: string | null };
+
+export interface AuditFilter {
+  actions?: string[];
+  resourceTypes?: string[];
+  resourceId?: string;
+  actorId?: string;
+  startDate?: Date;
+  endDate?: Date;
+  /** Also entries of users who are no longer the workspace's owner or members (default: not). */
+  includeDeparted?: boolean;
+}
+
+const AUDIT_COLUMNS = `a.*, u.name AS actor_name, u.email AS actor_email`;
+
+/** Entries of a workspace, newest first (keyset pagination), filtered. */
 export async function listAudit(
   q: Queryable,
   workspaceId: string,
   limit: number,
   after?: { t: string; id: string },
-): Promise<AuditRow[]> {
-  if (after) {
-    return q.query<AuditRow>(
-      `SELECT * FROM audit_logs WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3::uuid)
-       ORDER BY created_at DESC, id DESC LIMIT $4`,
-      [workspaceId, after.t, after.id, limit],
-    );
+  f: AuditFilter = {},
+): Promise<AuditRecord[]> {
+  const where = ['a.workspace_id = $1'];
+  const params: unknown[] = [workspaceId];
+  const add = (clause: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(`$${params.length}`));
+  };
+  if (f.actions?.length) add((p) => `a.action = ANY(${p}::text[])`, f.actions);
+  if (f.resourceTypes?.length) add((p) => `a.resource_type = ANY(${p}::text[])`, f.resourceTypes);
+  if (f.resourceId !== undefined) add((p) => `a.resource_id = ${p}`, f.resourceId);
+  if (f.actorId !== undefined) add((p) => `a.actor_id::text = ${p}`, f.actorId);
+  if (f.startDate) add((p) => `a.created_at >= ${p}::timestamptz`, f.startDate);
+  if (f.endDate) add((p) => `a.created_at <= ${p}::timestamptz`, f.endDate);
+  if (!f.includeDeparted) {
+    // A user's own actions (their key or their session) once they left the workspace; the CLI's and
+    // workspace keys' entries stay: those act as the operator or the workspace.
+    where.push(`(a.actor_id IS NULL OR a.actor_type IN ('cli', 'workspace_key')
+      OR EXISTS (SELECT 1 FROM workspaces w WHERE w.id = a.workspace_id AND w.owner_id = a.actor_id)
+      OR EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = a.workspace_id AND m.user_id = a.actor_id))`);
   }
-  return q.query<AuditRow>(
-    'SELECT * FROM audit_logs WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2',
-    [workspaceId, limit],
+  if (after) {
+    params.push(after.t, after.id);
+    where.push(`(a.created_at, a.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+  }
+  params.push(limit);
+  return q.query<AuditRecord>(
+    `SELECT ${AUDIT_COLUMNS} FROM audit_logs a LEFT JOIN users u ON u.id = a.actor_id
+      WHERE ${where.join(' AND ')} ORDER BY a.created_at DESC, a.id DESC LIMIT $${params.length}`,
+    params,
   );
 }
+
+/** One entry by id, among the workspaces a caller reaches. */
+export const findAudit = (q: Queryable, id: string, workspaceIds: readonly string[]) =>
+  q.query<AuditRecord>(
+    `SELECT ${AUDIT_COLUMNS} FROM audit_logs a LEFT JOIN users u ON u.id = a.actor_id
+      WHERE a.id::text = $1 AND a.workspace_id::text = ANY($2::text[])`,
+    [id, workspaceIds],
+  ).then((r) => r[0]);

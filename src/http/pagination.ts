@@ -1,7 +1,7 @@
 import { badRequest } from './errors.js';
 
-/** Opaque keyset cursor: base64url of the last row's sort key. */
-export interface CursorKey { t: string; id: string }
+/** Opaque keyset cursor: base64url of the last row's sort key; `o`, a list read either way: its direction. */
+export interface CursorKey { t: string; id: string; o?: 'asc' | 'desc' }
 
 export function encodeCursor(key: CursorKey): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');

@@ -2,26 +2,19 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
-import type { BlockDefinition, BlockTrace } from '../engine/index.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
-import { decodeCursor, page } from '../http/pagination.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
-import type { RunCost } from '../limits/run-cost.js';
-import { limitsSchema, runCostSchema } from '../limits/schemas.js';
 import { dailyUsage, workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
 import { streamRun } from './execute-stream.js';
 import { selectedValues } from './output-selection.js';
-import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
-import { listLogs } from './history-store.js';
+import { storedExecutionIds } from './execution-ids.js';
 import { JobAnswers, sendJsonBytes } from './job-status.js';
 import type { ExecutionService } from './service.js';
 import { v2RunRoutes } from './v2-routes.js';
-import * as store from './store.js';
-import type { ExecutionRow } from './store.js';
 
 const executeBody = z
   .object({
@@ -37,79 +30,10 @@ const executeBody = z
   .catchall(z.unknown());
 
 
-/** `cost`: what the run cost so far (see limits/run-cost.ts), undefined while nothing is recorded. */
-function logRecord(r: ExecutionRow, cost: RunCost | undefined) {
-  return {
-    id: publicExecutionId(r.id),
-    executionId: publicExecutionId(r.id),
-    workflowId: r.workflow_id,
-    deploymentVersionId: r.version_id,
-    status: r.status,
-    level: r.level,
-    trigger: r.trigger,
-    mode: r.mode,
-    createdAt: r.created_at.toISOString(),
-    startedAt: (r.started_at ?? r.created_at).toISOString(),
-    endedAt: r.ended_at ? r.ended_at.toISOString() : null,
-    totalDurationMs: r.duration_ms,
-    error: r.error,
-    errorBlockId: r.error_block,
-    costUsd: cost?.total ?? null,
-    cost: cost ?? null,
-  };
-}
-
-/** Names and types of a definition's blocks by id, containers' children included. */
-function blockInfo(blocks: readonly BlockDefinition[], into = new Map<string, { name: string; type: string }>()) {
-  for (const b of blocks) {
-    into.set(b.id, { name: b.name, type: b.type });
-    if (b.blocks) blockInfo(b.blocks, into);
-  }
-  return into;
-}
-
-const logSchema = z.object({
-  id: z.string(), executionId: z.string(), workflowId: z.string(), deploymentVersionId: z.string().nullable(),
-  status: z.string(), level: z.string(), trigger: z.string(), mode: z.string(), createdAt: z.string(), startedAt: z.string(),
-  endedAt: z.string().nullable(), totalDurationMs: z.number().nullable(), error: z.string().nullable(), errorBlockId: z.string().nullable(),
-  costUsd: z.number().nullable().describe('cost.total: what the run cost, USD. null while nothing is recorded'),
-  cost: runCostSchema.nullable().describe(
-    'What the run cost, USD: its base charge plus the model usage of its agent, router and evaluator blocks (child workflows\' included), by model. ' +
-      'A run still going shows what it spent so far (its base charge is written when it ends). null while nothing is recorded (a queued run)',
-  ),
-});
-
 export function runRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { db } = ctx;
     const jobs = new JobAnswers(db);
-
-    /**
-     * The timeline of an async run still queued or running: the blocks it recorded so far (its trace is
-     * written when it ends). execution_steps keeps only when each step finished, so a block's start is
-     * estimated as the previous recorded step's finish (the run's start for the first): right for a
-     * chain of blocks, too early for blocks that ran side by side (parallel branches).
-     */
-    async function liveTrace(row: ExecutionRow): Promise<BlockTrace[]> {
-      const [steps, version] = await Promise.all([
-        store.stepsSoFar(db, row.id, ctx.config.maxTraceEntries),
-        row.version_id ? workflows.loadVersion(row.version_id) : undefined,
-      ]);
-      const info = blockInfo(version?.definition.blocks ?? []);
-      let previous = (row.started_at ?? row.created_at).getTime();
-      return steps.map((step) => {
-        const ended = step.finishedAt.getTime();
-        const started = Math.min(previous, ended);
-        previous = Math.max(previous, ended);
-        const block = info.get(step.blockId);
-        return {
-          key: step.key, blockId: step.blockId, name: block?.name ?? step.blockId, type: block?.type ?? 'unknown',
-          status: step.error ? 'error' as const : 'success' as const,
-          startedAt: new Date(started).toISOString(), durationMs: ended - started,
-          output: step.output ?? null, ...(step.error ? { error: step.error } : {}),
-        };
-      });
-    }
 
     app.post('/api/workflows/:workflowId/execute', {
       config: { errorFamily: 'execute', rateLimitHeaders: false, workflowAnswer: true },
@@ -231,87 +155,6 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Task not found' });
       // JSON bytes with the output placed in as the database keeps it (runs/job-status.ts): sent as they are.
       return sendJsonBytes(reply, await jobs.answer(jobId, row));
-    });
-
-    app.get('/api/v1/logs', {
-      config: { errorFamily: 'v1' },
-      schema: {
-        tags: ['logs'], summary: 'Execution logs, newest first, with cursor pagination',
-        querystring: z.object({
-          workspaceId: z.string().min(1).max(128),
-          workflowId: z.string().max(128).optional(),
-          workflowIds: z.string().max(4000).optional().describe('Comma-separated workflow ids'),
-          status: z.enum(['queued', 'processing', 'completed', 'failed', 'paused', 'cancelled']).optional(),
-          level: z.enum(['info', 'error']).optional(),
-          trigger: z.string().max(200).optional().describe('Comma-separated triggers: api, webhook, manual, ...'),
-          startDate: z.string().datetime({ offset: true }).optional(),
-          endDate: z.string().datetime({ offset: true }).optional(),
-          limit: z.coerce.number().int().min(1).max(1000).default(100),
-          cursor: z.string().max(512).optional(),
-        }),
-        response: { 200: z.object({ data: z.array(logSchema), nextCursor: z.string().optional(), limits: limitsSchema }), ...errorResponses },
-      },
-    }, async (request) => {
-      const q = request.query;
-      const after = decodeCursor(q.cursor);
-      const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
-      const workflowIds = [q.workflowId, ...(q.workflowIds?.split(',') ?? [])].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
-      const rows = await listLogs(db, {
-        workspaceId: access.workspaceId,
-        workflowIds: workflowIds.length ? workflowIds : undefined,
-        statuses: q.status ? [q.status] : undefined,
-        level: q.level,
-        triggers: q.trigger ? q.trigger.split(',').map((s) => s.trim()).filter((s) => s && s !== 'all') : undefined,
-        startDate: q.startDate,
-        endDate: q.endDate,
-        limit: q.limit + 1,
-        after,
-      });
-      const p = page(rows, q.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
-      // The page's costs in one query (usage events by execution id).
-      const costs = await service.limits.runCosts(p.data.map((r) => r.id));
-      return {
-        data: p.data.map((r) => logRecord(r, costs.get(r.id))),
-        ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}),
-        limits: await service.limits.snapshot(access.billedAccount, access.plan),
-      };
-    });
-
-    app.get('/api/v1/logs/:id', {
-      schema: {
-        tags: ['logs'],
-        summary: 'One execution log with its per-block trace (of an async run still queued or running: the blocks recorded so far, start times estimated)',
-        params: z.object({ id: z.string().min(1).max(128) }),
-        response: {
-          200: z.object({
-            limits: limitsSchema,
-            data: logSchema.extend({
-              input: z.unknown(), output: z.unknown(),
-              trace: z.array(z.object({
-                blockId: z.string(), key: z.string(), name: z.string(), type: z.string(), status: z.string(),
-                startedAt: z.string(), durationMs: z.number(), input: z.unknown().optional(), output: z.unknown().optional(),
-                outputOmittedBytes: z.number().optional()
-                  .describe("The output's JSON size, when the trace did not keep it (past the run's WEFT_MAX_TRACE_OUTPUT_BYTES)"),
-                error: z.string().optional(), logs: z.array(z.unknown()).optional(),
-                logsDropped: z.number().optional().describe('Console lines not kept (past 1,000 a block or the run\'s WEFT_MAX_TRACE_LOG_CHARS)'),
-                attempts: z.number().optional(),
-              })),
-            }),
-          }),
-          ...errorResponses,
-        },
-      },
-    }, async (request) => {
-      const { workspaceIds } = await accounts.billedAccount(requireAuth(request));
-      const row = await store.findExecutionAmong(db, storedExecutionIds(request.params.id, workspaceIds));
-      if (!row) throw new HttpError(404, 'Log not found');
-      const access = await accounts.authorize(request.auth, row.workspace_id, 'read', { conceal: true, notFoundMessage: 'Log not found' });
-      const live = row.mode === 'async' && (row.status === 'queued' || row.status === 'processing') && !row.trace?.length;
-      const [trace, costs] = await Promise.all([live ? liveTrace(row) : row.trace ?? [], service.limits.runCosts([row.id])]);
-      return {
-        data: { ...logRecord(row, costs.get(row.id)), input: row.input, output: row.output ?? null, trace },
-        limits: await service.limits.snapshot(access.billedAccount, access.plan),
-      };
     });
 
     // Sim's v2 run API: a second surface over the same service.

@@ -311,12 +311,13 @@ export async function findExecution(q: Queryable, id: string): Promise<Execution
 /** The large columns of a run, each up to megabytes: a reader that does not answer one need not read it. */
 export interface LargeColumns { input?: boolean; output?: boolean; trace?: boolean }
 
-/** The columns of an ExecutionRow but the large ones. */
-const SMALL_EXECUTION_COLUMNS = [
+/** The columns of an ExecutionRow but the large ones (input, output, trace). */
+export const SMALL_EXECUTION_COLUMN_NAMES = [
   'id', 'workspace_id', 'workflow_id', 'version_id', 'mode', 'trigger', 'status', 'level', 'billed_account', 'api_key_id',
   'error', 'error_block', 'created_at', 'started_at', 'ended_at', 'duration_ms', 'lease_until', 'attempts', 'resume_entry_id',
   'slot_token', 'link_base', 'cancel_requested_at', 'timeout_ms',
-].join(', ');
+] as const;
+const SMALL_EXECUTION_COLUMNS = SMALL_EXECUTION_COLUMN_NAMES.join(', ');
 
 /** An ExecutionRow's columns, the large ones (`LargeColumns`) as asked: one not asked for reads as null. */
 function executionColumns(large: LargeColumns): string {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../http/errors.js';
+import { queryFlag } from '../http/query-params.js';
 import { rateHeaders } from '../limits/service.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { streamRun } from './execute-stream.js';
@@ -74,15 +75,6 @@ const executeBody = z.object({
   includeFileBase64: z.boolean().optional(),
   base64MaxBytes: z.number().int().min(1).max(10_485_760).optional(),
 }).strict();
-
-/** Boolean query flags accept true/false/1/0, case-insensitive and trimmed. */
-function flag(name: string, value: string | undefined): boolean | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim().toLowerCase();
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  throw new HttpError(400, `${name} must be true, false, 1 or 0`);
-}
 
 function utcDate(name: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
@@ -268,7 +260,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
         response: { 200: z.object({ data: runSchema }), ...errors },
       },
     }, async (request) => {
-      const includeOutput = flag('includeOutput', request.query.includeOutput) ?? false;
+      const includeOutput = queryFlag('includeOutput', request.query.includeOutput) ?? false;
       const selected = request.query.selectedOutputs?.split(',').map((s) => s.trim()).filter(Boolean);
       const { id, runId } = request.params;
       const { access } = await workflows.forCaller(request.auth, id, 'read', {}).catch(concealAsRun);

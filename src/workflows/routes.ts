@@ -4,6 +4,7 @@ import { actorOf, type AccountsService } from '../accounts/service.js';
 import { workflowDefinitionSchema } from '../engine/index.js';
 import { badRequest } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
+import { queryFlag } from '../http/query-params.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { LimitsService } from '../limits/service.js';
@@ -119,6 +120,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
           workspaceId: z.string().min(1).max(128),
           limit: z.coerce.number().int().min(1).max(100).default(50),
           cursor: z.string().max(512).optional(),
+          deployedOnly: z.string().max(10).optional().describe('true/false/1/0 (default false): only deployed workflows'),
+          folderId: z.string().max(128).optional().describe('Weft has no folders: no workflow is in one, so a folder id answers none'),
         }),
         response: {
           200: z.object({ success: z.literal(true), data: z.array(summarySchema), nextCursor: z.string().optional(), limits: limitsSchema.optional() }),
@@ -127,8 +130,9 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
       },
     }, async (request) => {
       const after = decodeCursor(request.query.cursor);
+      const deployedOnly = queryFlag('deployedOnly', request.query.deployedOnly) ?? false;
       const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
-      const rows = await workflows.list(access.workspaceId, request.query.limit + 1, after);
+      const rows = request.query.folderId?.trim() ? [] : await workflows.list(access.workspaceId, request.query.limit + 1, after, deployedOnly);
       const p = page(rows, request.query.limit, (r) => ({ t: r.created_at.toISOString(), id: r.id }));
       const deployed = p.data.filter((r) => r.active_version_id !== null).map((r) => r.id);
       const urls = await urlsOf(deployed, request);

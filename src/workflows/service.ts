@@ -98,9 +98,16 @@ export class WorkflowService {
     return { access, workflow };
   }
 
-  /** Workflows of a workspace, oldest first (keyset pagination). */
-  list(workspaceId: string, limit: number, after?: { t: string; id: string }): Promise<WorkflowRow[]> {
-    return store.listWorkflows(this.db, workspaceId, limit, after);
+  /** Workflows of a workspace, oldest first (keyset pagination); `deployedOnly`: those deployed. */
+  list(workspaceId: string, limit: number, after?: { t: string; id: string }, deployedOnly = false): Promise<WorkflowRow[]> {
+    return store.listWorkflows(this.db, workspaceId, limit, after, deployedOnly);
+  }
+
+  /** Names and descriptions of some of a workspace's workflows, by id (deleted ones are absent). */
+  async names(workspaceId: string, ids: readonly string[]): Promise<Map<string, { name: string; description: string }>> {
+    const unique = [...new Set(ids)];
+    const rows = unique.length ? await store.workflowNames(this.db, workspaceId, unique) : [];
+    return new Map(rows.map((r) => [r.id, { name: r.name, description: r.description }]));
   }
 
   findByName(workspaceId: string, name: string): Promise<WorkflowRow | undefined> {

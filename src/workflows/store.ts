@@ -70,16 +70,25 @@ export const draftDiffersFromActive = (q: Queryable, workflowId: string) =>
 export const findWorkflowByName = (q: Queryable, workspaceId: string, name: string) =>
   q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1 AND w.name = $2`, [workspaceId, name]).then((r) => r[0]);
 
-export async function listWorkflows(q: Queryable, workspaceId: string, limit: number, after?: { t: string; id: string }) {
+/** A page of a workspace's workflows, oldest first; `deployedOnly` keeps those with an active version. */
+export async function listWorkflows(q: Queryable, workspaceId: string, limit: number, after?: { t: string; id: string }, deployedOnly = false) {
+  const deployed = deployedOnly ? ' AND w.active_version_id IS NOT NULL' : '';
   if (after) {
     return q.query<WorkflowRow>(
-      `${selectWorkflow} WHERE w.workspace_id = $1 AND (w.created_at, w.id) > ($2::timestamptz, $3::uuid)
+      `${selectWorkflow} WHERE w.workspace_id = $1 AND (w.created_at, w.id) > ($2::timestamptz, $3::uuid)${deployed}
        ORDER BY w.created_at, w.id LIMIT $4`,
       [workspaceId, after.t, after.id, limit],
     );
   }
-  return q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1 ORDER BY w.created_at, w.id LIMIT $2`, [workspaceId, limit]);
+  return q.query<WorkflowRow>(`${selectWorkflow} WHERE w.workspace_id = $1${deployed} ORDER BY w.created_at, w.id LIMIT $2`, [workspaceId, limit]);
 }
+
+/** Names and descriptions of some of a workspace's workflows (those deleted since are absent). */
+export const workflowNames = (q: Queryable, workspaceId: string, ids: readonly string[]) =>
+  q.query<{ id: string; name: string; description: string }>(
+    'SELECT id, name, description FROM workflows WHERE workspace_id = $1 AND id::text = ANY($2::text[])',
+    [workspaceId, ids],
+  );
 
 export const insertWorkflow = (
   q: Queryable,

@@ -120,6 +120,29 @@ describe('cost of a run in the logs API', () => {
     }
   });
 
+  it("the list filters on a run's cost (minCost, maxCost, inclusive) and on the models it called", async () => {
+    const big = await deploy(t, 'cost-filter-4o', { blocks: [start(), agent('ask')], edges: chain('start', 'ask') });
+    const small = await deploy(t, 'cost-filter-mini', { blocks: [start(), agent('ask', 'gpt-4o-mini')], edges: chain('start', 'ask') });
+    const plain = await deploy(t, 'cost-filter-plain', { blocks: [start(), fn('f', 'return 1')], edges: chain('start', 'f') });
+    const [r4o, rMini, rPlain] = [await runSync(big), await runSync(small), await runSync(plain)];
+    const list = async (query: string) => {
+      const r = await t.call('GET', `/api/v1/logs?workspaceId=${t.workspaceId}&workflowIds=${big},${small},${plain}&${query}`);
+      expect(r.status, r.text).toBe(200);
+      return (r.body.data as { executionId: string }[]).map((l) => l.executionId).sort();
+    };
+    // Costs: gpt-4o 0.0125, gpt-4o-mini 0.00536 (2,000 + 100 tokens), the plain run its base 0.005.
+    expect(await list('minCost=0.01')).toEqual([r4o]);
+    expect(await list('maxCost=0.0054')).toEqual([rMini, rPlain].sort());
+    expect(await list('minCost=0.0051&maxCost=0.006')).toEqual([rMini]);
+    expect(await list(`minCost=${BASE}&maxCost=${BASE}`)).toEqual([rPlain]);
+    expect(await list('model=gpt-4o')).toEqual([r4o]);
+    expect(await list('model=gpt-4o-mini')).toEqual([rMini]);
+    expect(await list('model=claude-haiku-4-5')).toEqual([]);
+    const bad = await t.call('GET', `/api/v1/logs?workspaceId=${t.workspaceId}&minCost=cheap`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/minCost/);
+  });
+
   it('an async run records its model usage against its execution id too', async () => {
     const id = await deploy(t, 'cost-async', { blocks: [start(), agent('ask')], edges: chain('start', 'ask') });
     const queued = await t.call('POST', `/api/workflows/${id}/execute`, { async: true });

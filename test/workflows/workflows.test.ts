@@ -121,6 +121,31 @@ describe('workflow management', () => {
     expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=101`)).status).toBe(400);
   });
 
+  it('lists only deployed workflows with deployedOnly, as the reference does; a folder holds none', async () => {
+    const made = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'deployed-only-yes', definition: simple() });
+    const id: string = made.body.data.workflow.id;
+    expect((await t.call('POST', `/api/v1/workflows/${id}/deploy`)).status).toBe(200);
+    await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'deployed-only-no', definition: simple() });
+    const all: { id: string; name: string; isDeployed: boolean }[] = [];
+    const deployed: typeof all = [];
+    for (const [flag, into] of [['false', all], ['true', deployed]] as const) {
+      let cursor: string | undefined;
+      do {
+        const r = await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=100&deployedOnly=${flag}${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(r.status, r.text).toBe(200);
+        into.push(...r.body.data);
+        cursor = r.body.nextCursor;
+      } while (cursor);
+    }
+    expect(deployed.map((w) => w.id)).toEqual(all.filter((w) => w.isDeployed).map((w) => w.id));
+    expect(deployed.map((w) => w.name)).toContain('deployed-only-yes');
+    expect(all.map((w) => w.name)).toContain('deployed-only-no');
+    expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&deployedOnly=yes`)).status).toBe(400);
+    const inFolder = await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&folderId=folder-1`);
+    expect(inFolder.status).toBe(200);
+    expect(inFolder.body.data).toEqual([]);
+  });
+
   it('hides other workspaces\' workflows (404) and checks bad input', async () => {
     const other = await createWorkspace(t.server.ctx.db, `wf-other-${Date.now()}`, t.userId, 'free');
     const key = await createKey(t.server.ctx.db, { workspaceId: other.id, userId: t.userId, type: 'workspace' });

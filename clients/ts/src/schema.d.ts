@@ -1194,6 +1194,13 @@ export interface paths {
             parameters: {
                 query: {
                     workspaceId: string;
+                    action?: string;
+                    resourceType?: string;
+                    resourceId?: string;
+                    actorId?: string;
+                    startDate?: string;
+                    endDate?: string;
+                    includeDeparted?: string;
                     limit?: number;
                     cursor?: string;
                 };
@@ -1214,18 +1221,175 @@ export interface paths {
                                 id: string;
                                 workspaceId: string;
                                 actorId: string | null;
+                                actorName: string | null;
+                                actorEmail: string | null;
                                 actorKeyId: string | null;
                                 actorType: ("personal_key" | "workspace_key" | "cli" | "session") | null;
                                 action: string;
                                 resourceType: string;
                                 resourceId: string | null;
                                 resourceName: string | null;
+                                description: string;
                                 metadata: {
                                     [key: string]: unknown;
                                 };
                                 createdAt: string;
                             }[];
                             nextCursor?: string;
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-logs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One audit log entry (admins of its workspace) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                workspaceId: string;
+                                actorId: string | null;
+                                actorName: string | null;
+                                actorEmail: string | null;
+                                actorKeyId: string | null;
+                                actorType: ("personal_key" | "workspace_key" | "cli" | "session") | null;
+                                action: string;
+                                resourceType: string;
+                                resourceId: string | null;
+                                resourceName: string | null;
+                                description: string;
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                createdAt: string;
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
                         };
                     };
                 };
@@ -1539,6 +1703,8 @@ export interface paths {
                     workspaceId: string;
                     limit?: number;
                     cursor?: string;
+                    deployedOnly?: string;
+                    folderId?: string;
                 };
                 header?: never;
                 path?: never;
@@ -3015,338 +3181,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/logs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Execution logs, newest first, with cursor pagination */
-        get: {
-            parameters: {
-                query: {
-                    workspaceId: string;
-                    workflowId?: string;
-                    workflowIds?: string;
-                    status?: "queued" | "processing" | "completed" | "failed" | "paused" | "cancelled";
-                    level?: "info" | "error";
-                    trigger?: string;
-                    startDate?: string;
-                    endDate?: string;
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                id: string;
-                                executionId: string;
-                                workflowId: string;
-                                deploymentVersionId: string | null;
-                                status: string;
-                                level: string;
-                                trigger: string;
-                                mode: string;
-                                createdAt: string;
-                                startedAt: string;
-                                endedAt: string | null;
-                                totalDurationMs: number | null;
-                                error: string | null;
-                                errorBlockId: string | null;
-                                costUsd: number | null;
-                                cost: {
-                                    total: number;
-                                    base: number;
-                                    tokens: {
-                                        prompt: number;
-                                        completion: number;
-                                        total: number;
-                                    };
-                                    models: {
-                                        [key: string]: {
-                                            input: number;
-                                            output: number;
-                                            total: number;
-                                            tokens: {
-                                                prompt: number;
-                                                completion: number;
-                                                total: number;
-                                            };
-                                        };
-                                    };
-                                } | null;
-                            }[];
-                            nextCursor?: string;
-                            limits: {
-                                workflowExecutionRateLimit: {
-                                    sync: {
-                                        requestsPerMinute: number;
-                                        maxBurst: number;
-                                        remaining: number;
-                                        resetAt: string;
-                                    };
-                                    async: {
-                                        requestsPerMinute: number;
-                                        maxBurst: number;
-                                        remaining: number;
-                                        resetAt: string;
-                                    };
-                                };
-                                usage: {
-                                    currentPeriodCost: number;
-                                    limit: number;
-                                    plan: string;
-                                    isExceeded: boolean;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            details?: unknown[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/logs/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One execution log with its per-block trace (of an async run still queued or running: the blocks recorded so far, start times estimated) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            limits: {
-                                workflowExecutionRateLimit: {
-                                    sync: {
-                                        requestsPerMinute: number;
-                                        maxBurst: number;
-                                        remaining: number;
-                                        resetAt: string;
-                                    };
-                                    async: {
-                                        requestsPerMinute: number;
-                                        maxBurst: number;
-                                        remaining: number;
-                                        resetAt: string;
-                                    };
-                                };
-                                usage: {
-                                    currentPeriodCost: number;
-                                    limit: number;
-                                    plan: string;
-                                    isExceeded: boolean;
-                                };
-                            };
-                            data: {
-                                id: string;
-                                executionId: string;
-                                workflowId: string;
-                                deploymentVersionId: string | null;
-                                status: string;
-                                level: string;
-                                trigger: string;
-                                mode: string;
-                                createdAt: string;
-                                startedAt: string;
-                                endedAt: string | null;
-                                totalDurationMs: number | null;
-                                error: string | null;
-                                errorBlockId: string | null;
-                                costUsd: number | null;
-                                cost: {
-                                    total: number;
-                                    base: number;
-                                    tokens: {
-                                        prompt: number;
-                                        completion: number;
-                                        total: number;
-                                    };
-                                    models: {
-                                        [key: string]: {
-                                            input: number;
-                                            output: number;
-                                            total: number;
-                                            tokens: {
-                                                prompt: number;
-                                                completion: number;
-                                                total: number;
-                                            };
-                                        };
-                                    };
-                                } | null;
-                                input: unknown;
-                                output: unknown;
-                                trace: {
-                                    blockId: string;
-                                    key: string;
-                                    name: string;
-                                    type: string;
-                                    status: string;
-                                    startedAt: string;
-                                    durationMs: number;
-                                    input?: unknown;
-                                    output?: unknown;
-                                    outputOmittedBytes?: number;
-                                    error?: string;
-                                    logs?: unknown[];
-                                    logsDropped?: number;
-                                    attempts?: number;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            details?: unknown[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v2/workflows/{id}/execute": {
         parameters: {
             query?: never;
@@ -4560,6 +4394,553 @@ export interface paths {
                                 costUsd: number;
                                 runs: number;
                             }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Execution logs, newest first (or oldest with order=asc), with cursor pagination
+         * @description Filters combine with AND. A page holds at most `limit` logs (clamped to 1..1000); with details=full and includeFinalOutput or includeTraceSpans at most 100, and it ends once it holds 8 MiB of outputs and spans (at least one log); `nextCursor` fetches the next.
+         */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    workflowId?: string;
+                    workflowIds?: string;
+                    folderIds?: string;
+                    status?: "queued" | "processing" | "completed" | "failed" | "paused" | "cancelled";
+                    level?: "info" | "error";
+                    triggers?: string;
+                    trigger?: string;
+                    startDate?: string;
+                    endDate?: string;
+                    executionId?: string;
+                    minDurationMs?: number;
+                    maxDurationMs?: number;
+                    minCost?: number;
+                    maxCost?: number;
+                    model?: string;
+                    details?: "basic" | "full";
+                    includeTraceSpans?: string;
+                    includeFinalOutput?: string;
+                    order?: "desc" | "asc";
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                executionId: string;
+                                workflowId: string;
+                                deploymentVersionId: string | null;
+                                status: string;
+                                level: string;
+                                trigger: string;
+                                mode: string;
+                                createdAt: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                totalDurationMs: number | null;
+                                error: string | null;
+                                errorBlockId: string | null;
+                                costUsd: number | null;
+                                cost: {
+                                    total: number;
+                                    base: number;
+                                    tokens: {
+                                        prompt: number;
+                                        completion: number;
+                                        total: number;
+                                    };
+                                    models: {
+                                        [key: string]: {
+                                            input: number;
+                                            output: number;
+                                            total: number;
+                                            tokens: {
+                                                prompt: number;
+                                                completion: number;
+                                                total: number;
+                                            };
+                                        };
+                                    };
+                                } | null;
+                                files: null;
+                                workflow?: {
+                                    id: string;
+                                    name: string;
+                                    description: string | null;
+                                    deleted: boolean;
+                                };
+                                finalOutput?: unknown;
+                                traceSpans?: {
+                                    id: string;
+                                    blockId: string;
+                                    name: string;
+                                    type: string;
+                                    status: string;
+                                    startTime: string;
+                                    endTime: string;
+                                    duration: number;
+                                    input?: unknown;
+                                    output?: unknown;
+                                    outputOmittedBytes?: number;
+                                    error?: string;
+                                    logs?: unknown[];
+                                }[];
+                            }[];
+                            nextCursor?: string;
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/logs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One execution log with its per-block trace (of an async run still queued or running: the blocks recorded so far, start times estimated)
+         * @description executionData holds the same run in the reference service's shape: its trace spans and final output.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
+                            data: {
+                                id: string;
+                                executionId: string;
+                                workflowId: string;
+                                deploymentVersionId: string | null;
+                                status: string;
+                                level: string;
+                                trigger: string;
+                                mode: string;
+                                createdAt: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                totalDurationMs: number | null;
+                                error: string | null;
+                                errorBlockId: string | null;
+                                costUsd: number | null;
+                                cost: {
+                                    total: number;
+                                    base: number;
+                                    tokens: {
+                                        prompt: number;
+                                        completion: number;
+                                        total: number;
+                                    };
+                                    models: {
+                                        [key: string]: {
+                                            input: number;
+                                            output: number;
+                                            total: number;
+                                            tokens: {
+                                                prompt: number;
+                                                completion: number;
+                                                total: number;
+                                            };
+                                        };
+                                    };
+                                } | null;
+                                files: null;
+                                input: unknown;
+                                output: unknown;
+                                trace: {
+                                    blockId: string;
+                                    key: string;
+                                    name: string;
+                                    type: string;
+                                    status: string;
+                                    startedAt: string;
+                                    durationMs: number;
+                                    input?: unknown;
+                                    output?: unknown;
+                                    outputOmittedBytes?: number;
+                                    error?: string;
+                                    logs?: unknown[];
+                                    logsDropped?: number;
+                                    attempts?: number;
+                                }[];
+                                workflow: {
+                                    id: string;
+                                    name: string;
+                                    description: string | null;
+                                    deleted: boolean;
+                                };
+                                executionData: {
+                                    traceSpans: {
+                                        id: string;
+                                        blockId: string;
+                                        name: string;
+                                        type: string;
+                                        status: string;
+                                        startTime: string;
+                                        endTime: string;
+                                        duration: number;
+                                        input?: unknown;
+                                        output?: unknown;
+                                        outputOmittedBytes?: number;
+                                        error?: string;
+                                        logs?: unknown[];
+                                    }[];
+                                    finalOutput: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/logs/executions/{executionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workflow as a run ran it (its deployed version, or the draft snapshot of a draft run), credentials in block settings redacted, with the run's timing and cost */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    executionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            executionId: string;
+                            workflowId: string;
+                            workflowState: {
+                                blocks: unknown[];
+                                edges: unknown[];
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            executionMetadata: {
+                                trigger: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                totalDurationMs: number | null;
+                                cost: {
+                                    total: number;
+                                    base: number;
+                                    tokens: {
+                                        prompt: number;
+                                        completion: number;
+                                        total: number;
+                                    };
+                                    models: {
+                                        [key: string]: {
+                                            input: number;
+                                            output: number;
+                                            total: number;
+                                            tokens: {
+                                                prompt: number;
+                                                completion: number;
+                                                total: number;
+                                            };
+                                        };
+                                    };
+                                } | null;
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
+                            };
                         };
                     };
                 };
