@@ -69,3 +69,4 @@ export type {
 export { normalizeName } from './references.js';
 export { secretReferences } from './secret-refs.js';
 export { SecretMask, MASK } from './secret-mask.js';
+export { declaredFields } from './blocks/start.js';

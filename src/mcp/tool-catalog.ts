@@ -9,11 +9,12 @@
 // such tools made one answer of 570 MB (past V8's longest string: the client got an empty answer after 25 s,
 // and the server's memory grew by 1.1 GB). So pages are bounded by the bytes of the tools they hold, and so is
 // everything one HTTP request lists (a batch may hold a hundred tools/list messages).
+import { declaredFields } from '../engine/index.js';
 import { measureJson } from '../engine/json-size.js';
 import { decodeCursor, encodeCursor, type CursorKey } from '../http/pagination.js';
 import type { WorkflowService, WorkflowRow } from '../workflows/service.js';
 import { assignToolNames } from './tool-names.js';
-import { declaredFields, inputSchema, type ToolInputSchema } from './tool-input.js';
+import { inputSchema, type ToolInputSchema } from './tool-input.js';
 
 export interface WorkflowTool {
   name: string;

@@ -2,7 +2,6 @@
 // of call arguments against that schema, so that input that does not match answers a tool error
 // instead of starting a run.
 import { z } from 'zod';
-import type { WorkflowDefinition } from '../engine/index.js';
 import { inputFieldSchema, resolveInputFields, type InputFieldType } from '../engine/blocks/start.js';
 
 type InputField = z.infer<typeof inputFieldSchema>;
@@ -13,13 +12,6 @@ export interface ToolInputSchema {
   properties?: Record<string, object>;
   required?: string[];
   additionalProperties?: boolean;
-}
-
-/** The declared input fields of a definition's start block; undefined when it has none (raw input passes through). */
-export function declaredFields(definition: WorkflowDefinition): InputField[] | undefined {
-  const start = definition.blocks.find((b) => b.type === 'start');
-  const parsed = z.array(inputFieldSchema).safeParse((start?.config as { inputFormat?: unknown } | undefined)?.inputFormat);
-  return parsed.success && parsed.data.length > 0 ? parsed.data : undefined;
 }
 
 const fieldSchema = (type: InputFieldType): Record<string, unknown> => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccountsService } from '../accounts/service.js';
-import { workflowDefinitionSchema } from '../engine/index.js';
+import { declaredFields, workflowDefinitionSchema } from '../engine/index.js';
 import { badRequest } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
 import { queryFlag } from '../http/query-params.js';
@@ -31,9 +31,28 @@ const workflowSchema = z.object({
 });
 const summarySchema = workflowSchema.omit({ definition: true });
 const workflowEnvelope = z.object({ success: z.literal(true), data: z.object({ workflow: workflowSchema }) });
+/**
+ * One workflow as both clients read it: Weft's `data.workflow` (with the draft definition), and the reference
+ * service's fields at the top of `data` with `inputs` (the start block's declared fields) and `variables`.
+ */
+const workflowReadEnvelope = z.object({
+  success: z.literal(true),
+  data: summarySchema.extend({
+    folderId: z.null().describe('Always null: Weft has no folders'),
+    variables: z.record(z.string(), z.unknown()).describe('The draft\'s workflow variables'),
+    inputs: z.array(z.object({ name: z.string(), type: z.string() }).catchall(z.unknown()))
+      .describe('The input fields the draft\'s start block declares (name, type, required, default, description)'),
+    workflow: workflowSchema,
+  }),
+  limits: limitsSchema,
+});
 const deploymentSchema = z.object({
   success: z.literal(true),
-  data: z.object({ id: z.string(), isDeployed: z.boolean(), deployedAt: z.string().nullable(), version: z.number().int().nullable() }),
+  data: z.object({
+    id: z.string(), isDeployed: z.boolean(), deployedAt: z.string().nullable(), version: z.number().int().nullable(),
+    warnings: z.array(z.string()).describe('Always empty: what Weft cannot deploy it refuses with a 400'),
+  }),
+  limits: limitsSchema,
 });
 const idParams = z.object({ id: z.string().min(1).max(128) });
 const name = z.string().trim().min(1).max(200);
@@ -71,9 +90,9 @@ function beforeVersion(cursor: string | undefined): number | undefined {
   throw badRequest('Invalid cursor');
 }
 
-const deployment = (row: WorkflowRow) => {
+const deployment = (row: WorkflowRow, limits: z.infer<typeof limitsSchema>) => {
   const w = workflowSummary(row);
-  return { success: true as const, data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version } };
+  return { success: true as const, data: { id: w.id, isDeployed: w.isDeployed, deployedAt: w.deployedAt, version: w.version, warnings: [] }, limits };
 };
 
 /** A definition over WEFT_MAX_DEFINITION_BYTES (the body limit is larger). */
@@ -152,13 +171,19 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     });
 
     app.get('/api/v1/workflows/:id', {
-      schema: { tags: ['workflows'], summary: 'Get a workflow with its draft definition', params: idParams, response: { 200: workflowEnvelope, ...errorResponses } },
+      schema: { tags: ['workflows'], summary: 'Get a workflow with its draft definition', params: idParams, response: { 200: workflowReadEnvelope, ...errorResponses } },
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.id, 'read');
       const w = await workflows.getWorkflow(access.workspaceId, request.params.id);
       const webhookUrl = w.active_version_id !== null ? (await urlsOf([w.id], request)).get(w.id) : undefined;
       const schedule = w.active_version_id !== null ? (await schedulesOf([w.id])).get(w.id) : undefined;
-      return { success: true as const, data: { workflow: { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) } } };
+      const workflow = { ...publicWorkflow(w), ...(webhookUrl ? { webhookUrl } : {}), ...(schedule ? { schedule } : {}) };
+      const { definition: _definition, ...fields } = workflow;
+      return {
+        success: true as const,
+        data: { ...fields, folderId: null, variables: w.definition.variables ?? {}, inputs: declaredFields(w.definition) ?? [], workflow },
+        limits: await limits.snapshot(access.billedAccount, access.plan),
+      };
     });
 
     app.put('/api/v1/workflows/:id', {
@@ -190,7 +215,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
       const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-      return deployment(w);
+      return deployment(w, await limits.snapshot(access.billedAccount, access.plan));
     });
 
     app.delete('/api/v1/workflows/:id/deploy', {
@@ -198,7 +223,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
       const w = await workflows.undeployWorkflow(access.workspaceId, request.params.id, actorOf(access));
-      return deployment(w);
+      return deployment(w, await limits.snapshot(access.billedAccount, access.plan));
     });
 
     app.post('/api/v1/workflows/:id/rollback', {
@@ -212,7 +237,7 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
       const w = await workflows.rollbackWorkflow(access.workspaceId, request.params.id, request.body?.version, actorOf(access));
-      return deployment(w);
+      return deployment(w, await limits.snapshot(access.billedAccount, access.plan));
     });
 
     app.get('/api/v1/workflows/:id/versions', {

@@ -121,6 +121,32 @@ describe('workflow management', () => {
     expect((await t.call('GET', `/api/v1/workflows?workspaceId=${t.workspaceId}&limit=101`)).status).toBe(400);
   });
 
+  it("reads one workflow in both shapes: Weft's data.workflow, and the reference's fields with inputs, variables and limits", async () => {
+    const definition = {
+      variables: { region: 'eu' },
+      blocks: [start([{ name: 'city', type: 'string', required: true }, { name: 'days', type: 'number', default: 3 }]), fn('f', 'return 1', 'F')],
+      edges: [{ from: 'start', to: 'f' }],
+    };
+    const made = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'both-shapes', description: 'Weather', definition });
+    const id: string = made.body.data.workflow.id;
+    const r = await t.call('GET', `/api/v1/workflows/${id}`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.workflow).toMatchObject({ id, name: 'both-shapes', description: 'Weather', definition: { variables: { region: 'eu' } } });
+    expect(r.body.data).toMatchObject({ id, name: 'both-shapes', description: 'Weather', workspaceId: t.workspaceId, isDeployed: false, deployedAt: null, folderId: null });
+    expect(r.body.data.definition).toBeUndefined();
+    expect(r.body.data.variables).toEqual({ region: 'eu' });
+    expect(r.body.data.inputs).toEqual([{ name: 'city', type: 'string', required: true }, { name: 'days', type: 'number', default: 3 }]);
+    expect(r.body.limits.usage).toBeDefined();
+
+    const deployed = await t.call('POST', `/api/v1/workflows/${id}/deploy`);
+    expect(deployed.body).toMatchObject({ success: true, data: { id, isDeployed: true, version: 1, warnings: [] }, limits: { usage: expect.any(Object) } });
+    const undeployed = await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
+    expect(undeployed.body).toMatchObject({ data: { id, isDeployed: false, deployedAt: null, warnings: [] }, limits: expect.any(Object) });
+    const again = await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('Workflow is not deployed');
+  });
+
   it('lists only deployed workflows with deployedOnly, as the reference does; a folder holds none', async () => {
     const made = await t.call('POST', '/api/v1/workflows', { workspaceId: t.workspaceId, name: 'deployed-only-yes', definition: simple() });
     const id: string = made.body.data.workflow.id;

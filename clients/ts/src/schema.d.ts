@@ -1996,6 +1996,32 @@ export interface paths {
                             /** @enum {boolean} */
                             success: true;
                             data: {
+                                id: string;
+                                workspaceId: string;
+                                name: string;
+                                description: string;
+                                isDeployed: boolean;
+                                deployedAt: string | null;
+                                version: number | null;
+                                createdAt: string;
+                                updatedAt: string;
+                                webhookUrl?: string;
+                                schedule?: {
+                                    nextRunAt: string[];
+                                    enabled: boolean;
+                                    disabledReason: string | null;
+                                    consecutiveFailures: number;
+                                };
+                                folderId: null;
+                                variables: {
+                                    [key: string]: unknown;
+                                };
+                                inputs: ({
+                                    name: string;
+                                    type: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
                                 workflow: {
                                     id: string;
                                     workspaceId: string;
@@ -2014,6 +2040,28 @@ export interface paths {
                                         disabledReason: string | null;
                                         consecutiveFailures: number;
                                     };
+                                };
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
                                 };
                             };
                         };
@@ -2340,6 +2388,29 @@ export interface paths {
                                 isDeployed: boolean;
                                 deployedAt: string | null;
                                 version: number | null;
+                                warnings: string[];
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
                             };
                         };
                     };
@@ -2438,6 +2509,29 @@ export interface paths {
                                 isDeployed: boolean;
                                 deployedAt: string | null;
                                 version: number | null;
+                                warnings: string[];
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
                             };
                         };
                     };
@@ -2543,6 +2637,29 @@ export interface paths {
                                 isDeployed: boolean;
                                 deployedAt: string | null;
                                 version: number | null;
+                                warnings: string[];
+                            };
+                            limits: {
+                                workflowExecutionRateLimit: {
+                                    sync: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                    async: {
+                                        requestsPerMinute: number;
+                                        maxBurst: number;
+                                        remaining: number;
+                                        resetAt: string;
+                                    };
+                                };
+                                usage: {
+                                    currentPeriodCost: number;
+                                    limit: number;
+                                    plan: string;
+                                    isExceeded: boolean;
+                                };
                             };
                         };
                     };

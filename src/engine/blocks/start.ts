@@ -15,6 +15,13 @@ export const inputFieldSchema = z.object({
   description: z.string().optional(),
 });
 
+/** The declared input fields of a definition's start block; undefined when it has none (raw input passes through). */
+export function declaredFields(definition: { blocks: readonly { type: string; config: unknown }[] }): z.infer<typeof inputFieldSchema>[] | undefined {
+  const start = definition.blocks.find((b) => b.type === 'start');
+  const parsed = z.array(inputFieldSchema).safeParse((start?.config as { inputFormat?: unknown } | undefined)?.inputFormat);
+  return parsed.success && parsed.data.length > 0 ? parsed.data : undefined;
+}
+
 export const startConfigSchema = z
   .strictObject({ inputFormat: z.array(inputFieldSchema).default([]) })
   .superRefine((cfg, ctx) => {
