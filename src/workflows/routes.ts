@@ -63,6 +63,8 @@ const versionSchema = z.object({
   isActive: z.boolean().describe('The version runs through the API, webhooks and schedules now'),
   createdAt: z.string().describe('When it was deployed'),
   deployedBy: z.string().nullable().describe('Id of the user who deployed it; null when a workspace key did'),
+  name: z.string().nullable().describe('The name given when it was deployed'),
+  description: z.string().nullable().describe('The description given when it was deployed'),
   blockCount: z.number().int().describe('Blocks in its definition, those inside loops and parallels included'),
   edgeCount: z.number().int().describe('Connections in its definition'),
 });
@@ -73,6 +75,8 @@ const publicVersion = (v: VersionSummaryRow, activeId: string | null) => ({
   isActive: v.id === activeId,
   createdAt: v.created_at.toISOString(),
   deployedBy: v.created_by,
+  name: v.name,
+  description: v.description,
   blockCount: v.block_count,
   edgeCount: v.edge_count,
 });
@@ -211,10 +215,18 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     });
 
     app.post('/api/v1/workflows/:id/deploy', {
-      schema: { tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams, response: { 200: deploymentSchema, ...definitionErrors } },
+      schema: {
+        tags: ['workflows'], summary: 'Deploy the draft as a new immutable version and activate it (workspace admins)', params: idParams,
+        // Optional as in the reference: the version's name and description, shown in the versions list.
+        body: z.object({
+          name: z.string().trim().min(1).max(100).optional(),
+          description: z.string().max(50_000).nullish(),
+        }).strict().nullish(),
+        response: { 200: deploymentSchema, ...definitionErrors },
+      },
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.id, 'admin');
-      const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access));
+      const w = await workflows.deployWorkflow(access.workspaceId, request.params.id, actorOf(access), request.body ?? {});
       return deployment(w, await limits.snapshot(access.billedAccount, access.plan));
     });
 

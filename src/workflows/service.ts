@@ -247,15 +247,18 @@ export class WorkflowService {
   }
 
   /** Snapshots the draft as a new immutable version and activates it. */
-  async deployWorkflow(workspaceId: string, id: string, actor: Actor): Promise<WorkflowWithDefinition> {
+  /** `label`: the deployment's name and description, kept with its version. */
+  async deployWorkflow(workspaceId: string, id: string, actor: Actor, label: store.VersionLabel = {}): Promise<WorkflowWithDefinition> {
     const w = await this.getWorkflow(workspaceId, id);
     await this.checkSaved(workspaceId, w.definition);
     await this.db.tx(async (q) => {
       const locked = await store.lockWorkflow(q, workspaceId, id);
       if (!locked) throw new HttpError(404, 'Workflow not found');
-      const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null);
-      // A version is a copy of the draft kept for good (the trigger of migration 0034 adds it to the workflow's size).
-      await this.definitionOptions.storage?.checkAfterWrite(q, workspaceId, Number(version.stored_bytes));
+      const version = await store.insertVersion(q, id, workspaceId, newId(), actor.userId ?? null, label);
+      // A version is a copy of the draft kept for good, with its label (the trigger of migrations 0034 and 0037
+      // adds them to the workflow's size).
+      const labelBytes = Buffer.byteLength(label.name ?? '') + Buffer.byteLength(label.description ?? '');
+      await this.definitionOptions.storage?.checkAfterWrite(q, workspaceId, Number(version.stored_bytes) + labelBytes);
       await store.activateVersion(q, id, version.id);
       await this.onDeploymentChanged(q, { workspaceId, workflowId: id, version });
       await recordAudit(q, {

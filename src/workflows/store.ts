@@ -118,15 +118,20 @@ export const deleteWorkflow = (q: Queryable, workspaceId: string, id: string) =>
   q.query<{ id: string; name: string }>('DELETE FROM workflows WHERE id = $1 AND workspace_id = $2 RETURNING id, name', [id, workspaceId]);
 
 /** Snapshots the draft as the next version number (row-locked so concurrent deploys get distinct numbers). */
-export async function insertVersion(q: Queryable, workflowId: string, workspaceId: string, id: string, createdBy: string | null): Promise<VersionRow> {
+/** A deployment's name and description (the deploy body's; migration 0037). */
+export interface VersionLabel { name?: string | null; description?: string | null }
+
+export async function insertVersion(
+  q: Queryable, workflowId: string, workspaceId: string, id: string, createdBy: string | null, label: VersionLabel = {},
+): Promise<VersionRow> {
   const rows = await q.query<VersionRow>(
-    `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by)
+    `INSERT INTO workflow_versions (id, workflow_id, workspace_id, version, definition, created_by, name, description)
      SELECT $1, w.id, w.workspace_id,
             COALESCE((SELECT max(version) FROM workflow_versions WHERE workflow_id = w.id AND version > 0), 0) + 1,
-            w.definition, $4
+            w.definition, $4, $5, $6
        FROM workflows w WHERE w.id = $2 AND w.workspace_id = $3
      RETURNING *`,
-    [id, workflowId, workspaceId, createdBy],
+    [id, workflowId, workspaceId, createdBy, label.name ?? null, label.description ?? null],
   );
   return rows[0];
 }
@@ -158,14 +163,14 @@ export const previousVersion = (q: Queryable, workflowId: string, before: number
 /** Deployed versions of a workflow, newest first (keyset on the version number). */
 /** What the versions list shows of a version: never its definition (up to 2 MB each, a hundred a page). */
 export interface VersionSummaryRow {
-  id: string; version: number; created_by: string | null; created_at: Date;
+  id: string; version: number; created_by: string | null; created_at: Date; name: string | null; description: string | null;
   /** Kept by the database (migration 0035): every block, nested ones included, and the edges. */
   block_count: number; edge_count: number;
 }
 
 export const listVersions = (q: Queryable, workflowId: string, limit: number, beforeVersion?: number) =>
   q.query<VersionSummaryRow>(
-    `SELECT id, version, created_by, created_at, block_count, edge_count FROM workflow_versions
+    `SELECT id, version, created_by, created_at, name, description, block_count, edge_count FROM workflow_versions
       WHERE workflow_id = $1 AND version > 0 AND version < $2 ORDER BY version DESC LIMIT $3`,
     [workflowId, beforeVersion ?? 2_147_483_647, limit],
   );

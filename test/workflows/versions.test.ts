@@ -54,7 +54,7 @@ describe('workflow versions', () => {
     expect(list[1]).toMatchObject({ deployedBy: t.userId, blockCount: 4, edgeCount: 2 });
     expect(list[0]).toMatchObject({ deployedBy: null, blockCount: 2, edgeCount: 1 });
     for (const v of list) {
-      expect(Object.keys(v).sort()).toEqual(['blockCount', 'createdAt', 'deployedBy', 'edgeCount', 'id', 'isActive', 'version']);
+      expect(Object.keys(v).sort()).toEqual(['blockCount', 'createdAt', 'deployedBy', 'description', 'edgeCount', 'id', 'isActive', 'name', 'version']);
       expect(Date.parse(v.createdAt)).toBeGreaterThan(0);
     }
     expect(new Set(list.map((v: { id: string }) => v.id)).size).toBe(3);

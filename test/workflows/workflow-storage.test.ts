@@ -68,4 +68,18 @@ describe("a workflow's storage", () => {
     expect((await free.call('DELETE', `/api/v1/workflows/${id}`)).status).toBe(200);
     expect(await storedBytes()).toBe(start);
   }, 60_000);
+
+  it("counts a deployment's name and description with its version", async () => {
+    const created = await free.call('POST', '/api/v1/workflows', { workspaceId: free.workspaceId, name: 'labelled', definition: bulky('d') });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.workflow.id;
+    const before = await storedBytes();
+    expect((await free.call('POST', `/api/v1/workflows/${id}/deploy`)).status).toBe(200);
+    const plain = (await storedBytes()) - before;
+    const labelled = { name: 'Release', description: 'é'.repeat(20_000) };
+    expect((await free.call('POST', `/api/v1/workflows/${id}/deploy`, labelled)).status).toBe(200);
+    // The same definition again, plus the label's UTF-8 bytes.
+    expect((await storedBytes()) - before - plain).toBe(plain + 'Release'.length + 40_000);
+    expect((await free.call('DELETE', `/api/v1/workflows/${id}`)).status).toBe(200);
+  }, 60_000);
 });

@@ -145,6 +145,18 @@ describe('workflow management', () => {
     const again = await t.call('DELETE', `/api/v1/workflows/${id}/deploy`);
     expect(again.status).toBe(400);
     expect(again.body.error).toBe('Workflow is not deployed');
+
+    // The reference's deploy body names the version; the versions list shows it. Bad labels write nothing.
+    for (const bad of [{ name: '   ' }, { name: 'x'.repeat(101) }, { description: 'x'.repeat(50_001) }, { version: 3 }]) {
+      const refused = await t.call('POST', `/api/v1/workflows/${id}/deploy`, bad);
+      expect(refused.status, JSON.stringify(bad).slice(0, 40)).toBe(400);
+    }
+    const named = await t.call('POST', `/api/v1/workflows/${id}/deploy`, { name: '  Spring release ', description: 'Adds the days field' });
+    expect(named.status, named.text).toBe(200);
+    expect(named.body.data.version).toBe(2);
+    const versions = await t.call('GET', `/api/v1/workflows/${id}/versions`);
+    expect(versions.body.data.map((v: { version: number; name: string | null; description: string | null }) => [v.version, v.name, v.description]))
+      .toEqual([[2, 'Spring release', 'Adds the days field'], [1, null, null]]);
   });
 
   it('lists only deployed workflows with deployedOnly, as the reference does; a folder holds none', async () => {

@@ -2372,7 +2372,14 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        description?: string | null;
+                    } | null;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
@@ -2762,6 +2769,8 @@ export interface paths {
                                 isActive: boolean;
                                 createdAt: string;
                                 deployedBy: string | null;
+                                name: string | null;
+                                description: string | null;
                                 blockCount: number;
                                 edgeCount: number;
                             }[];
