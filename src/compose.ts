@@ -2,6 +2,7 @@
 // its constructor. Reading this file tells who depends on whom; nothing registers itself anywhere else.
 import { AccountsService } from './accounts/service.js';
 import { AiGateway } from './ai/gateway.js';
+import { deleteAuditBefore } from './audit/audit-log.js';
 import type { AppContext } from './context.js';
 import type { Queryable } from './db/database.js';
 import { realClock, type EnginePorts } from './engine/index.js';
@@ -252,6 +253,11 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
     days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: config.logRetentionIntervalMs,
     // PostgreSQL's autovacuum reclaims on its own; PGlite has none (docs/architecture.md, "Run-log retention").
     reclaim: db.mode === 'pglite' ? vacuumRunTables(db) : undefined,
+    alsoSweep: [
+      { name: 'audit log', days: config.auditRetentionDays, deleteBatch: (cutoff, n) => deleteAuditBefore(db, cutoff, n) },
+      // A revoked key goes with the runs that could name it (WEFT_LOG_RETENTION_DAYS); the audit log keeps its name.
+      { name: 'revoked API keys', days: config.logRetentionDays, deleteBatch: (cutoff, n) => accounts.deleteKeysRevokedBefore(cutoff, n) },
+    ],
   }, ctx.log, opts.clock ?? systemClock);
   // In start order; each stops before those above it. Another entry is one more line here.
   lifecycles.add({ name: 'embedders', stop: () => embedders.close() });

@@ -35,6 +35,7 @@ const envSchema = z.object({
   WEFT_WEBHOOK_RETENTION_DAYS: z.coerce.number().min(0.0001).max(365).default(7),
   WEFT_LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
   WEFT_LOG_RETENTION_INTERVAL_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
+  WEFT_AUDIT_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(365),
   WEFT_WEBHOOK_LEASE_MS: z.coerce.number().int().min(200).max(600_000).default(30_000),
   WEFT_SANDBOX_POOL_SIZE: z.coerce.number().int().min(1).max(64).default(Math.min(64, availableParallelism())),
   WEFT_SANDBOX_CONTEXTS: z.enum(['fresh', 'workspace']).default('fresh'),
@@ -151,6 +152,8 @@ export interface Config {
   logRetentionDays: number;
   /** How often the run-log retention sweep runs (ms). */
   logRetentionIntervalMs: number;
+  /** Days an audit entry is kept (WEFT_AUDIT_RETENTION_DAYS); 0 keeps every one. */
+  auditRetentionDays: number;
   /** Lease of a webhook delivery claim not yet answered; an expired one is taken over by a retry. */
   webhookLeaseMs: number;
   /** Isolates running user code at once (one call each); shared fairly between workspaces. */
@@ -311,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookRetentionDays: e.WEFT_WEBHOOK_RETENTION_DAYS,
     logRetentionDays: e.WEFT_LOG_RETENTION_DAYS,
     logRetentionIntervalMs: Math.round(e.WEFT_LOG_RETENTION_INTERVAL_SECONDS * 1000),
+    auditRetentionDays: e.WEFT_AUDIT_RETENTION_DAYS,
     webhookLeaseMs: e.WEFT_WEBHOOK_LEASE_MS,
     sandboxPoolSize: e.WEFT_SANDBOX_POOL_SIZE,
     sandboxContexts: e.WEFT_SANDBOX_CONTEXTS,

@@ -290,6 +290,11 @@ export class AccountsService implements AccessControlled {
   }
 
   /** Revokes a key; `workspaceId` is the workspace whose audit log records it. */
+  /** Deletes at most `batchSize` keys revoked before `cutoff` (the retention sweep's); how many went. */
+  deleteKeysRevokedBefore(cutoff: Date, batchSize: number): Promise<number> {
+    return store.deleteKeysRevokedBefore(this.db, cutoff, batchSize);
+  }
+
   async revokeKey(keyId: string, workspaceId: string | undefined, actor: Actor = { type: 'cli' }): Promise<ApiKeyRow | undefined> {
     const revoked = await this.db.tx(async (q) => {
       const k = await store.revokeKey(q, keyId);

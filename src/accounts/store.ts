@@ -106,6 +106,18 @@ export const listKeysForWorkspace = (q: Queryable, workspaceId: string) =>
 export const listAllKeys = (q: Queryable) =>
   q.query<ApiKeyRow>('SELECT * FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id');
 
+/**
+ * Deletes one batch of keys revoked before `cutoff` (a revoked key only answers 401, and the audit log keeps
+ * its name); answers how many went. Along the revoked keys' index (migration 0038).
+ */
+export const deleteKeysRevokedBefore = (q: Queryable, cutoff: Date, batchSize: number) =>
+  q.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM api_keys WHERE id IN (
+       SELECT id FROM api_keys WHERE revoked_at < $1 ORDER BY revoked_at LIMIT $2) RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, batchSize],
+  ).then((r) => r[0].n);
+
 export const revokeKey = (q: Queryable, id: string) =>
   q.query<ApiKeyRow>('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING *', [id])
     .then((r) => r[0]);

@@ -96,3 +96,16 @@ export const findAudit = (q: Queryable, id: string, workspaceIds: readonly strin
       WHERE a.id::text = $1 AND a.workspace_id::text = ANY($2::text[])`,
     [id, workspaceIds],
   ).then((r) => r[0]);
+
+/**
+ * Deletes one batch of a database's audit entries written before `cutoff` (WEFT_AUDIT_RETENTION_DAYS), along
+ * the created_at index (migration 0038); answers how many went.
+ */
+export const deleteAuditBefore = (q: Queryable, cutoff: Date, batchSize: number) =>
+  q.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM audit_logs WHERE id IN (
+       SELECT id FROM audit_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2) RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, batchSize],
+  ).then((r) => r[0].n);
+

@@ -21,6 +21,29 @@ export interface RetentionOptions {
    * reused at once rather than after the next periodic pass (docs/architecture.md, "Run-log retention").
    */
   reclaim?: () => Promise<void>;
+  /**
+   * Other areas' history that expires, swept on the same timer before the runs (compose.ts wires the audit
+   * log's and revoked API keys').
+   */
+  alsoSweep?: readonly HistorySweep[];
+}
+
+/** One area's expiring history: rows older than `days` (0 keeps them all), deleted a batch per statement. */
+export interface HistorySweep {
+  name: string;
+  days: number;
+  /** Deletes at most `batchSize` rows older than `cutoff`; how many went. */
+  deleteBatch: (cutoff: Date, batchSize: number) => Promise<number>;
+}
+
+/** Runs `deleteBatch` until a batch deletes fewer than `batchSize` rows; the total. Each batch is its own statement. */
+export async function deleteInBatches(batchSize: number, deleteBatch: () => Promise<number>): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const n = await deleteBatch();
+    deleted += n;
+    if (n < batchSize) return deleted;
+  }
 }
 
 export const DEFAULT_RETENTION_BATCH = 500;
@@ -130,6 +153,12 @@ export class RunRetention {
   }
 
   private async sweepAll(): Promise<number> {
+    for (const other of this.opts.alsoSweep ?? []) {
+      if (other.days <= 0) continue;
+      const cutoff = new Date(this.clock.now() - other.days * 86_400_000);
+      const n = await deleteInBatches(this.opts.batchSize, () => other.deleteBatch(cutoff, this.opts.batchSize));
+      if (n > 0) this.log.info({ deleted: n, history: other.name, olderThanDays: other.days }, 'retention removed expired history');
+    }
     const steps = await this.deleteEndedSteps();
     if (this.opts.days <= 0) {
       if (steps > 0) await this.opts.reclaim?.();
@@ -139,11 +168,8 @@ export class RunRetention {
     const workspaces = await this.db.query<{ workspace_id: string }>(WORKSPACES_WITH_RUNS);
     let deleted = 0;
     for (const { workspace_id: workspaceId } of workspaces) {
-      for (;;) {
-        const [{ n }] = await this.db.query<{ n: number }>(DELETE_EXPIRED, [workspaceId, cutoff, this.opts.batchSize]);
-        deleted += n;
-        if (n < this.opts.batchSize) break;
-      }
+      deleted += await deleteInBatches(this.opts.batchSize, async () =>
+        (await this.db.query<{ n: number }>(DELETE_EXPIRED, [workspaceId, cutoff, this.opts.batchSize]))[0].n);
     }
     if (deleted > 0) this.log.info({ deleted, olderThanDays: this.opts.days }, 'run-log retention removed expired runs');
     if (deleted > 0 || steps > 0) await this.opts.reclaim?.();
@@ -153,11 +179,7 @@ export class RunRetention {
   /** Deletes the step records of runs that ended (see DELETE_ENDED_STEPS); returns how many. */
   private async deleteEndedSteps(): Promise<number> {
     const endedBefore = new Date(this.clock.now() - ENDED_STEPS_KEPT_MS);
-    let deleted = 0;
-    for (;;) {
-      const [{ n }] = await this.db.query<{ n: number }>(DELETE_ENDED_STEPS, [endedBefore, this.opts.batchSize]);
-      deleted += n;
-      if (n < this.opts.batchSize) return deleted;
-    }
+    return deleteInBatches(this.opts.batchSize, async () =>
+      (await this.db.query<{ n: number }>(DELETE_ENDED_STEPS, [endedBefore, this.opts.batchSize]))[0].n);
   }
 }

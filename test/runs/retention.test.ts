@@ -1,6 +1,8 @@
 // Run-log retention: finished runs older than WEFT_LOG_RETENTION_DAYS disappear from the logs and job
 // APIs; paused runs stay answerable; usage totals do not change.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteKeysRevokedBefore } from '../../src/accounts/store.js';
+import { deleteAuditBefore } from '../../src/audit/audit-log.js';
 import { RunRetention } from '../../src/runs/retention.js';
 import { systemClock } from '../../src/schedules/clock.js';
 import { ManualClock, startScheduledServer, T0 } from '../schedules/support.js';
@@ -136,3 +138,61 @@ describe('step records of runs that ended', () => {
   });
 });
 
+
+describe('history that is not runs', () => {
+  const auditCount = (db: TestServer['server']['ctx']['db'], workspaceId: string) =>
+    db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_logs WHERE workspace_id = $1', [workspaceId]).then((r) => r[0].n);
+  const keyRows = (db: TestServer['server']['ctx']['db'], ids: string[]) =>
+    db.query<{ id: string }>('SELECT id FROM api_keys WHERE id = ANY($1::uuid[])', [ids]).then((r) => r.map((k) => k.id).sort());
+
+  it('audit entries go after WEFT_AUDIT_RETENTION_DAYS and revoked keys after WEFT_LOG_RETENTION_DAYS, on the retention timer', async () => {
+    const clock = new ManualClock(T0);
+    const s = await startScheduledServer(clock, { env: { WEFT_LOG_RETENTION_DAYS: '30', WEFT_AUDIT_RETENTION_DAYS: '365', WEFT_LOG_RETENTION_INTERVAL_SECONDS: '60' } });
+    try {
+      const db = s.server.ctx.db;
+      const made = [];
+      for (const name of ['kept', 'revoked']) {
+        const r = await s.call('POST', '/api/v1/keys', { workspaceId: s.workspaceId, name, type: 'workspace' });
+        expect(r.status, r.text).toBe(201);
+        made.push({ id: r.body.data.id as string, secret: r.body.data.key as string });
+      }
+      expect((await s.call('DELETE', `/api/v1/keys/${made[1].id}`)).status).toBe(200);
+      expect(await auditCount(db, s.workspaceId)).toBeGreaterThanOrEqual(3);
+      expect(await keyRows(db, made.map((k) => k.id))).toEqual(made.map((k) => k.id).sort());
+
+      // The server's clock stands in 2030: everything written today is past both retentions.
+      clock.advance(60_000);
+      await new Promise((r) => setImmediate(r));
+      await s.server.services.retention.settled();
+      expect(await auditCount(db, s.workspaceId)).toBe(0);
+      expect(await keyRows(db, made.map((k) => k.id))).toEqual([made[0].id]);
+      // The active key still works; the audit log starts again with the next action.
+      expect((await s.call('GET', `/api/v1/audit-logs?workspaceId=${s.workspaceId}`, undefined, { 'x-api-key': made[0].secret })).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('are kept within their retention, and for good with 0', async () => {
+    const db = t.server.ctx.db;
+    const made = await t.call('POST', '/api/v1/keys', { workspaceId: t.workspaceId, name: 'history-kept', type: 'workspace' });
+    const id: string = made.body.data.id;
+    expect((await t.call('DELETE', `/api/v1/keys/${id}`)).status).toBe(200);
+    const entries = await auditCount(db, t.workspaceId);
+    const sweep = (days: number, audit: number, keys: number) => new RunRetention(db, {
+      days: 0, batchSize: 2, intervalMs: 60_000,
+      alsoSweep: [
+        { name: 'audit log', days: audit, deleteBatch: (cutoff, n) => deleteAuditBefore(db, cutoff, n) },
+        { name: 'revoked API keys', days: keys, deleteBatch: (cutoff, n) => deleteKeysRevokedBefore(db, cutoff, n) },
+      ],
+    }, t.server.ctx.log, at(days)).sweep();
+    await sweep(20, 0, 0);
+    await sweep(20, 30, 30);
+    expect(await auditCount(db, t.workspaceId)).toBe(entries);
+    expect(await keyRows(db, [id])).toEqual([id]);
+    // Past both: every entry goes (two per statement), and the revoked key.
+    await sweep(31, 30, 30);
+    expect(await auditCount(db, t.workspaceId)).toBe(0);
+    expect(await keyRows(db, [id])).toEqual([]);
+  });
+});
