@@ -6,7 +6,7 @@ import { findAudit, listAudit, type AuditRecord } from './audit-log.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { decodeCursor, page } from '../http/pagination.js';
-import { queryDate, queryFlag } from '../http/query-params.js';
+import { queryDate, queryFlag, queryList } from '../http/query-params.js';
 import { errorResponses } from '../http/schemas.js';
 import { limitsSchema } from '../limits/schemas.js';
 import type { LimitsService } from '../limits/service.js';
@@ -48,8 +48,6 @@ function publicEntry(r: AuditRecord): z.infer<typeof entrySchema> {
   };
 }
 
-const commaList = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-
 /** The audit log of a workspace, for its admins. */
 export function auditRoutes(accounts: AccessControlled & Pick<AccountsService, 'billedAccount'>, limits: Pick<LimitsService, 'snapshot'>, db: Database): FastifyPluginAsyncZod {
   return async (app) => {
@@ -78,7 +76,7 @@ export function auditRoutes(accounts: AccessControlled & Pick<AccountsService, '
       const q = request.query;
       const after = decodeCursor(q.cursor);
       const filter = {
-        actions: commaList(q.action), resourceTypes: commaList(q.resourceType),
+        actions: queryList(q.action), resourceTypes: queryList(q.resourceType),
         resourceId: q.resourceId?.trim() || undefined, actorId: q.actorId?.trim() || undefined,
         startDate: queryDate('startDate', q.startDate), endDate: queryDate('endDate', q.endDate),
         includeDeparted: queryFlag('includeDeparted', q.includeDeparted) ?? false,

@@ -33,3 +33,6 @@ export function clampedLimit(value: number | undefined, fallback: number, max: n
   if (value === undefined) return fallback;
   return Math.min(max, Math.max(1, Math.trunc(value)));
 }
+
+/** A comma-separated query parameter's values, trimmed, empty ones dropped. */
+export const queryList = (value: string | undefined): string[] => (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);

@@ -9,7 +9,7 @@ import type { BlockDefinition, BlockTrace } from '../engine/index.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { decodeCursor, encodeCursor } from '../http/pagination.js';
-import { clampedLimit, queryDate, queryFlag } from '../http/query-params.js';
+import { clampedLimit, queryDate, queryFlag, queryList } from '../http/query-params.js';
 import { errorResponses } from '../http/schemas.js';
 import type { QueryTimeout } from '../limits/query-timeout.js';
 import type { RunCost } from '../limits/run-cost.js';
@@ -86,9 +86,6 @@ function blockInfo(blocks: readonly BlockDefinition[], into = new Map<string, { 
   }
   return into;
 }
-
-/** A comma-separated query parameter's values, trimmed, empty ones dropped. */
-const commaList = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 
 const workflowOfLogSchema = z.object({ id: z.string(), name: z.string(), description: z.string().nullable(), deleted: z.boolean() });
 const traceEntrySchema = z.object({
@@ -210,10 +207,10 @@ export function logRoutes(service: ExecutionService, workflows: WorkflowService,
       const startDate = queryDate('startDate', q.startDate);
       const endDate = queryDate('endDate', q.endDate);
       const access = await accounts.authorize(request.auth, q.workspaceId, 'read');
-      const limits = service.limits.snapshot(access.billedAccount, access.plan);
-      const workflowIds = [q.workflowId, ...commaList(q.workflowIds)].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
-      const triggers = [...commaList(q.triggers), ...commaList(q.trigger)];
-      if (commaList(q.folderIds).length > 0) return { data: [], limits: await limits };
+      const limits = () => service.limits.snapshot(access.billedAccount, access.plan);
+      const workflowIds = [q.workflowId, ...queryList(q.workflowIds)].filter((s): s is string => Boolean(s?.trim())).map((s) => s.trim());
+      const triggers = [...queryList(q.triggers), ...queryList(q.trigger)];
+      if (queryList(q.folderIds).length > 0) return { data: [], limits: await limits() };
       const rows = await deps.scans.run(access.workspaceId, () => deps.queryTimeout.run(db, 'log query', (tx) => listLogs(tx, {
         workspaceId: access.workspaceId,
         workflowIds: workflowIds.length ? workflowIds : undefined,
@@ -242,7 +239,7 @@ export function logRoutes(service: ExecutionService, workflows: WorkflowService,
           ...(withTrace ? { traceSpans: traceSpans(r.trace ?? []) } : {}),
         })),
         ...(nextCursor ? { nextCursor } : {}),
-        limits: await limits,
+        limits: await limits(),
       };
     });
 
