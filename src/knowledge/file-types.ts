@@ -1,14 +1,14 @@
 // Which uploaded files a knowledge base accepts, decided from the file name and the declared MIME type.
 
-export type DocumentKind = 'txt' | 'md' | 'html' | 'csv' | 'json' | 'jsonl' | 'yaml' | 'pdf' | 'docx' | 'xlsx';
+export type DocumentKind = 'txt' | 'md' | 'html' | 'csv' | 'json' | 'jsonl' | 'yaml' | 'pdf' | 'docx' | 'xlsx' | 'pptx';
 
 export const SUPPORTED_EXTENSIONS: readonly string[] = Object.freeze([
-  'txt', 'md', 'markdown', 'html', 'htm', 'csv', 'json', 'jsonl', 'yaml', 'yml', 'pdf', 'docx', 'xlsx',
+  'txt', 'md', 'markdown', 'html', 'htm', 'csv', 'json', 'jsonl', 'yaml', 'yml', 'pdf', 'docx', 'xlsx', 'pptx',
 ]);
 
 const KIND_BY_EXTENSION: Readonly<Record<string, DocumentKind>> = {
   txt: 'txt', md: 'md', markdown: 'md', html: 'html', htm: 'html', csv: 'csv', json: 'json', jsonl: 'jsonl',
-  yaml: 'yaml', yml: 'yaml', pdf: 'pdf', docx: 'docx', xlsx: 'xlsx',
+  yaml: 'yaml', yml: 'yaml', pdf: 'pdf', docx: 'docx', xlsx: 'xlsx', pptx: 'pptx',
 };
 
 const CANONICAL_MIME: Readonly<Record<DocumentKind, string>> = {
@@ -22,6 +22,7 @@ const CANONICAL_MIME: Readonly<Record<DocumentKind, string>> = {
   pdf: 'application/pdf',
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
 };
 
 // Office files are zip archives and some clients label them so; Windows browsers label .csv as a legacy Excel type.
@@ -40,6 +41,7 @@ const ALIASES: Readonly<Record<DocumentKind, readonly string[]>> = {
   pdf: ['application/pdf', 'application/x-pdf', 'application/acrobat', 'applications/vnd.pdf', 'text/pdf', 'text/x-pdf'],
   docx: [CANONICAL_MIME.docx, 'application/msword', ...ZIP],
   xlsx: [CANONICAL_MIME.xlsx, 'application/vnd.ms-excel', ...ZIP],
+  pptx: [CANONICAL_MIME.pptx, 'application/vnd.ms-powerpoint', ...ZIP],
 };
 
 // Declared types that say nothing about the content.
@@ -48,7 +50,7 @@ const UNINFORMATIVE = new Set(['application/octet-stream', 'binary/octet-stream'
 // Used when the file name has no extension: only unambiguous types (text/plain means txt; zip or legacy Excel don't pick one).
 const KIND_BY_MIME: Readonly<Record<string, DocumentKind>> = (() => {
   const map: Record<string, DocumentKind> = { 'text/plain': 'txt' };
-  const ambiguous = new Set(['text/plain', 'application/json', 'application/vnd.ms-excel', 'application/msword', ...ZIP]);
+  const ambiguous = new Set(['text/plain', 'application/json', 'application/vnd.ms-excel', 'application/msword', 'application/vnd.ms-powerpoint', ...ZIP]);
   for (const [kind, aliases] of Object.entries(ALIASES) as [DocumentKind, readonly string[]][]) {
     for (const mime of aliases) if (!ambiguous.has(mime)) map[mime] = kind;
   }

@@ -4,7 +4,7 @@
 import { DocumentParseError } from './parsed-document.js';
 
 export interface IngestBounds {
-  /** Bytes the parts of a DOCX/XLSX archive that are read may inflate to, all together. */
+  /** Bytes the parts of a DOCX/XLSX/PPTX archive that are read may inflate to, all together. */
   maxArchiveBytes: number;
   /** Inflated bytes per compressed byte of one archive part (parts under 1 MiB inflated are exempt). */
   maxCompressionRatio: number;

@@ -6,6 +6,7 @@ import { convert, type FormatCallback, type HtmlToTextOptions } from 'html-to-te
 import { lexer, type MarkedToken, type Token, type Tokens } from 'marked';
 import { parse as parseCsv } from 'csv-parse/sync';
 import mammoth from 'mammoth';
+import { pptxBlocks } from './pptx.js';
 import readXlsxFile from 'read-excel-file/node';
 import { extractText, getDocumentProxy } from 'unpdf';
 import type { DocumentKind } from './file-types.js';
@@ -43,6 +44,7 @@ async function parseBlocks(kind: DocumentKind, bytes: Uint8Array, bounds: Ingest
     case 'pdf': return pdfBlocks(bytes, bounds);
     case 'docx': return docxBlocks(bytes, bounds);
     case 'xlsx': return xlsxBlocks(bytes, bounds);
+    case 'pptx': return pptxBlocks(bytes, bounds);
   }
 }
 

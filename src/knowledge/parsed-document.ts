@@ -6,7 +6,7 @@ export interface ParsedBlock {
   text: string;
   /** Heading level, 1 to 6 (headings only). */
   level?: number;
-  /** 1-based page number (PDF). */
+  /** 1-based page number (PDF) or slide number (PPTX). */
   page?: number;
   /** Sheet name (XLSX). */
   sheet?: string;

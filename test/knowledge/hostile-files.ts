@@ -1,4 +1,4 @@
-// Hostile documents built in the test (never checked in): archives whose parts inflate far past their size,
+// Documents built in the test (never checked in), most of them hostile: archives whose parts inflate far past their size,
 // archives that lie about their sizes, a PDF of thousands of pages, a CSV of a million rows.
 import { constants, crc32, deflateRawSync } from 'node:zlib';
 
@@ -93,9 +93,9 @@ export function zerosDeflate(bytes: number): Buffer {
   return repeatedDeflate('', Buffer.alloc(unit), bytes / unit, '');
 }
 
-/** A zip bomb in DOCX or XLSX clothing: the main part is `inflated` bytes of zeros, declared as `declaredSize`. */
-export function zerosBomb(kind: 'docx' | 'xlsx', inflated: number, declaredSize = inflated): Buffer {
-  const main = kind === 'docx' ? 'word/document.xml' : 'xl/worksheets/sheet1.xml';
+/** A zip bomb in DOCX, XLSX or PPTX clothing: the main part is `inflated` bytes of zeros, declared as `declaredSize`. */
+export function zerosBomb(kind: 'docx' | 'xlsx' | 'pptx', inflated: number, declaredSize = inflated): Buffer {
+  const main = { docx: 'word/document.xml', xlsx: 'xl/worksheets/sheet1.xml', pptx: 'ppt/slides/slide1.xml' }[kind];
   return zipOf([
     stored('[Content_Types].xml', `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`),
     stored('_rels/.rels', `${XML}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"/>`),
@@ -135,4 +135,30 @@ export function bigCsv(rows: number): Buffer {
   const block = Buffer.from(Array.from({ length: 1000 }, (_, i) => `\n${i},customer ${i % 97},city ${i % 11},${(i * 37) % 1000}.25`).join(''));
   const blocks = Math.ceil(rows / 1000);
   return Buffer.concat([Buffer.from('id,name,city,amount'), ...Array.from({ length: blocks }, () => block)]);
+}
+
+/**
+ * A PPTX of the given slides, each a list of paragraphs (a paragraph's runs joined; `\n` as a line break) and
+ * optional speaker notes, its parts deflated as PowerPoint writes them. Only what a text reader needs: no
+ * layouts or themes.
+ */
+export function presentationPptx(slides: { paragraphs: string[]; notes?: string[] }[]): Buffer {
+  const escape = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const para = (text: string) => `<a:p>${text.split('\n').map((line) => `<a:r><a:rPr lang="en-US"/><a:t>${escape(line)}</a:t></a:r>`).join('<a:br/>')}</a:p>`;
+  const shape = (paragraphs: string[]) =>
+    `<p:sp><p:txBody><a:bodyPr/>${paragraphs.map(para).join('')}</p:txBody></p:sp>`;
+  const ns = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"';
+  const deflated = (name: string, text: string): RawEntry => {
+    const raw = Buffer.from(text);
+    return { name, data: deflateRawSync(raw), method: 8, declaredSize: raw.length, crc: crc32(raw) };
+  };
+  return zipOf([
+    stored('[Content_Types].xml', `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>`),
+    stored('_rels/.rels', `${XML}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="ppt/presentation.xml"/></Relationships>`),
+    stored('ppt/presentation.xml', `${XML}<p:presentation ${ns}/>`),
+    ...slides.flatMap((slide, i) => [
+      deflated(`ppt/slides/slide${i + 1}.xml`, `${XML}<p:sld ${ns}><p:cSld><p:spTree>${shape(slide.paragraphs)}</p:spTree></p:cSld></p:sld>`),
+      ...(slide.notes ? [deflated(`ppt/notesSlides/notesSlide${i + 1}.xml`, `${XML}<p:notes ${ns}><p:cSld><p:spTree>${shape([String(i + 1)])}${shape(slide.notes)}</p:spTree></p:cSld></p:notes>`)] : []),
+    ]),
+  ]);
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploy, start } from '../support/workflows.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { makeDocx, makePdf, makeXlsx } from './files.js';
+import { presentationPptx } from './hostile-files.js';
 import { KnowledgeClient, otherWorkspace, uniqueName } from './helpers.js';
 
 // The knowledge API end to end on the local embedder: bases, uploads of every supported type, the
@@ -154,7 +155,7 @@ describe('documents', () => {
     expect(base).toMatchObject({ docCount: 1, tokenCount: done.tokenCount });
   });
 
-  it('ingests PDF, DOCX, xlsx, CSV, HTML, JSON and YAML sent as multipart, keeping where each chunk came from', async () => {
+  it('ingests PDF, DOCX, xlsx, PPTX, CSV, HTML, JSON and YAML sent as multipart, keeping where each chunk came from', async () => {
     const kb = await k.createBase(uniqueName('Formats'));
     const pdf = await makePdf([['Solar panels convert sunlight into electricity.'], ['Wind turbines turn moving air into power.']]);
     const docx = await makeDocx([{ heading: 'Onboarding', paragraphs: ['New hires receive a laptop on their first day.'] }]);
@@ -163,6 +164,7 @@ describe('documents', () => {
       { name: 'energy.pdf', type: 'application/pdf', bytes: pdf },
       { name: 'onboarding.docx', bytes: docx },
       { name: 'cities.xlsx', bytes: xlsx },
+      { name: 'roadmap.pptx', bytes: presentationPptx([{ paragraphs: ['Roadmap'] }, { paragraphs: ['Ship the mobile app in March'], notes: ['Ask about the budget'] }]) },
       { name: 'prices.csv', type: 'text/csv', bytes: Buffer.from('item,price\napple,1.20\npear,0.90\n') },
       { name: 'page.html', type: 'text/html', bytes: Buffer.from('<html><head><script>var secret = 1;</script></head><body><h1>Welcome</h1><p>Opening hours are nine to five.</p></body></html>') },
       { name: 'config.json', bytes: Buffer.from(JSON.stringify({ server: { port: 8080, host: 'example.org' } })) },
@@ -188,6 +190,9 @@ describe('documents', () => {
     expect(byName.get('onboarding.docx').chunks[0].content).toContain('laptop');
     expect(byName.get('cities.xlsx').chunks[0].content).toContain('Lyon');
     expect(byName.get('cities.xlsx').chunks[0].content).toContain('population');
+    const slides = byName.get('roadmap.pptx');
+    expect(slides.mimeType).toBe('application/vnd.openxmlformats-officedocument.presentationml.presentation');
+    expect(slides.chunks.map((c: { content: string }) => c.content).join(' ')).toMatch(/Slide 2[\s\S]*mobile app[\s\S]*Notes: Ask about the budget/);
     expect(byName.get('prices.csv').chunks[0].content).toContain('item');
     expect(byName.get('prices.csv').chunks[0].metadata.rows).toBeDefined();
     expect(byName.get('page.html').chunks.map((c: { content: string }) => c.content).join(' ')).not.toContain('secret');

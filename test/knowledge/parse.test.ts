@@ -5,6 +5,8 @@ import writeXlsxFile from 'write-excel-file/node';
 import { detectDocumentType, SUPPORTED_EXTENSIONS, unsupportedTypeMessage } from '../../src/knowledge/file-types.js';
 import { DocumentParseError, parseDocument, type ParsedBlock } from '../../src/knowledge/parse.js';
 import { chunkDocument } from '../../src/knowledge/chunker.js';
+import { UNBOUNDED } from '../../src/knowledge/ingest-bounds.js';
+import { presentationPptx, zerosBomb } from './hostile-files.js';
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
 const texts = (blocks: ParsedBlock[]): string[] => blocks.map((b) => b.text);
@@ -58,6 +60,26 @@ describe('parseDocument', () => {
       { kind: 'heading', text: 'Details', level: 2 },
       { kind: 'text', text: 'Second paragraph.' },
     ]);
+  });
+
+  it('reads a PPTX: each slide in order under its heading, line breaks and entities kept, then its notes', async () => {
+    const slides: { paragraphs: string[]; notes?: string[] }[] = Array.from({ length: 11 }, (_, i) => ({ paragraphs: [`Point ${i + 1}`] }));
+    slides[0] = { paragraphs: ['Quarterly review', 'Revenue & costs\nboth < plan'], notes: ['Mention the new office.'] };
+    slides[1] = { paragraphs: [] };
+    const parsed = await parseDocument('pptx', presentationPptx(slides));
+    expect(parsed.blocks.slice(0, 4)).toEqual([
+      { kind: 'heading', text: 'Slide 1', level: 2, page: 1 },
+      { kind: 'text', text: 'Quarterly review', page: 1 },
+      { kind: 'text', text: 'Revenue & costs\nboth < plan', page: 1 },
+      { kind: 'text', text: 'Notes: Mention the new office.', page: 1 },
+    ]);
+    // Slide 2 says nothing and is left out; slide 10 comes after slide 9, not after slide 1.
+    expect(parsed.blocks.filter((b) => b.kind === 'heading').map((b) => b.text)).toEqual(
+      ['Slide 1', ...Array.from({ length: 9 }, (_, i) => `Slide ${i + 3}`)],
+    );
+    expect(detectDocumentType('deck.pptx')).toEqual({ kind: 'pptx', mimeType: 'application/vnd.openxmlformats-officedocument.presentationml.presentation' });
+    expect(detectDocumentType('deck.pptx', 'application/octet-stream')?.kind).toBe('pptx');
+    expect(detectDocumentType('deck.pptx', 'application/pdf')).toBeUndefined();
   });
 
   it('reads every sheet of an XLSX, the first row as header', async () => {
@@ -218,6 +240,11 @@ describe('parseDocument', () => {
     it('rejects corrupt DOCX and XLSX files', async () => {
       await expectParseError(parseDocument('docx', utf8('not a zip at all')), /^The DOCX file could not be read: /);
       await expectParseError(parseDocument('xlsx', utf8('not a zip at all')), /^The XLSX file could not be read: /);
+      await expectParseError(parseDocument('pptx', utf8('not a zip at all')), /^The PPTX file could not be read: /);
+      await expectParseError(parseDocument('pptx', presentationPptx([])), 'The PPTX file could not be read: it has no slides');
+      // A slide that inflates past the archive bound is refused before it is all inflated.
+      const bomb = parseDocument('pptx', zerosBomb('pptx', 64 * 1024 * 1024), { ...UNBOUNDED, maxArchiveBytes: 8 * 1024 * 1024, maxCompressionRatio: 100 });
+      await expectParseError(bomb, /WEFT_KNOWLEDGE_MAX_(ARCHIVE_BYTES|COMPRESSION_RATIO)/);
     });
 
     it('rejects a CSV with an unterminated quote', async () => {
@@ -267,7 +294,7 @@ describe('detectDocumentType', () => {
     expect(detectDocumentType('x.exe', 'text/plain')).toBeUndefined();
     expect(detectDocumentType('archive.tar.gz')).toBeUndefined();
     expect(unsupportedTypeMessage('x.exe')).toBe(
-      'Unsupported file type "x.exe". Supported types: txt, md, markdown, html, htm, csv, json, jsonl, yaml, yml, pdf, docx, xlsx.',
+      'Unsupported file type "x.exe". Supported types: txt, md, markdown, html, htm, csv, json, jsonl, yaml, yml, pdf, docx, xlsx, pptx.',
     );
   });
 });
