@@ -11,9 +11,19 @@ export type SubstringKind = 'contains' | 'startsWith' | 'endsWith';
 /** Characters of a substring operand: past it PostgreSQL's automaton outgrows its cache of states. */
 export const MAX_SUBSTRING_OPERAND = 256;
 
+const escapeRegex = (text: string) => text.replace(/[\\^$.|?*+()[\]{}]/g, (m) => `\\${m}`);
+
+/**
+ * The pattern to use with `~` or `~*` for a whole-value match of `pattern`, where `*` stands for any run of
+ * characters and everything else is literal (the reference's `$like`: `%` and `_` are plain characters).
+ */
+export function wildcardRegex(pattern: string): string {
+  return `^${pattern.split('*').map(escapeRegex).join('.*')}$`;
+}
+
 /** The pattern to use with `~*` for a literal substring match of `text`. */
 export function substringRegex(text: string, kind: SubstringKind): string {
   if (kind === 'contains') return `***=${text}`; // `***=`: the rest is a literal
-  const escaped = text.replace(/[\\^$.|?*+()[\]{}]/g, (m) => `\\${m}`);
+  const escaped = escapeRegex(text);
   return kind === 'startsWith' ? `^${escaped}` : `${escaped}$`;
 }

@@ -121,7 +121,8 @@ type JsonObject = Record<string, unknown>;
 export interface TablesPort {
   query(args: { tableId: string; filter?: JsonObject; sort?: JsonObject; limit?: number; offset?: number }): Promise<{
     rows: TableRowValue[];
-    totalCount: number;
+    /** Rows matching the filter (null only where a caller asked for no count; the block never does). */
+    totalCount: number | null;
     limit: number;
     offset: number;
   }>;

@@ -2,7 +2,7 @@
 // against the same limits (docs/architecture.md, Tables: bounded statements).
 import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
-import { substringRegex } from '../db/substring-match.js';
+import { substringRegex, wildcardRegex } from '../db/substring-match.js';
 import { measureJson } from '../engine/json-size.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
@@ -20,8 +20,18 @@ export { jsonExpression, typedExpression, uniqueExpression } from './column-sql.
 
 export const FILTER_OPERATORS = [
   '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin',
-  '$contains', '$startsWith', '$endsWith', '$isNull', '$isNotNull',
+  '$contains', '$ncontains', '$startsWith', '$endsWith', '$like', '$ilike', '$nlike', '$nilike',
+  '$empty', '$isNull', '$isNotNull',
 ] as const;
+
+/** Whole-value patterns (`*` any run of characters): case-sensitive or not, and their negations. */
+const PATTERN_OPS = {
+  $like: { regex: '~', negated: false }, $ilike: { regex: '~*', negated: false },
+  $nlike: { regex: '~', negated: true }, $nilike: { regex: '~*', negated: true },
+} as const;
+
+/** A condition that matches where `sql` does not, null cells included (as `$ne` and `$nin` do). */
+const negated = (sql: string) => ({ sql: `NOT COALESCE(${sql}, FALSE)`, excludesNull: false });
 type Operator = (typeof FILTER_OPERATORS)[number];
 
 /**
@@ -257,11 +267,38 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
       spendSubstring(state, text.length);
       return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, SUBSTRING_KIND[op]))}`, excludesNull: true };
     }
+    case '$ncontains':
+      return negated(userCondition(state, c, '$contains', v).sql);
+    case '$like':
+    case '$ilike':
+    case '$nlike':
+    case '$nilike': {
+      if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
+      const pattern = patternOperand(op, c.name, v);
+      operand({ ...c, type: 'string' }, op, pattern);
+      spendSubstring(state, pattern.length);
+      const { regex, negated: not } = PATTERN_OPS[op];
+      const sql = `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ${regex} ${params.add(wildcardRegex(pattern))}`;
+      return not ? negated(sql) : { sql, excludesNull: true };
+    }
+    case '$empty': {
+      // Empty: no value, an empty string, or an empty list.
+      const j = jsonExpression(c.name, alias);
+      const empty = `(${j} IS NULL OR ${j} = '""'::jsonb OR ${j} = '[]'::jsonb)`;
+      return flag(op, c.name, v) ? { sql: empty, excludesNull: false } : { sql: `NOT ${empty}`, excludesNull: true };
+    }
     case '$isNull':
       return flag(op, c.name, v) ? { sql: isNullSql(state, c), excludesNull: false } : { sql: notNull(state, c), excludesNull: true };
     case '$isNotNull':
       return flag(op, c.name, v) ? { sql: notNull(state, c), excludesNull: true } : { sql: isNullSql(state, c), excludesNull: false };
   }
+}
+
+/** A `$like`-family operand: a non-empty string within the pattern length, its characters spent as a substring's. */
+function patternOperand(op: string, name: string, v: unknown): string {
+  if (typeof v !== 'string' || v.length === 0) throw bad(`${op} on "${name}" needs a non-empty string pattern (* matches any characters)`, name);
+  if (v.length > TABLE_LIMITS.maxPatternLength) throw bad(`${op} on "${name}" is longer than ${TABLE_LIMITS.maxPatternLength} characters`, name);
+  return v;
 }
 
 /** One operator on id / createdAt / updatedAt. */
@@ -298,6 +335,22 @@ function systemCondition(state: State, f: SystemField, op: Operator, v: unknown)
       // LIKE tries the operand at each position of the id: short ids, but still a pass each.
       spendSubstring(state, v.length);
       return `${col} ILIKE ${state.params.add(likePattern(v, op))}`;
+    case '$ncontains':
+      return `NOT (${systemCondition(state, f, '$contains', v)})`;
+    case '$like':
+    case '$ilike':
+    case '$nlike':
+    case '$nilike': {
+      if (f !== 'id') throw bad(`Operator ${op} is not supported on "${f}"`, f);
+      const pattern = systemOperand(f, op, patternOperand(op, f, v));
+      spendSubstring(state, pattern.length);
+      const { regex, negated: not } = PATTERN_OPS[op];
+      const sql = `${col} ${regex} ${state.params.add(wildcardRegex(pattern))}`;
+      return not ? `NOT (${sql})` : sql;
+    }
+    case '$empty':
+      // The row's own fields always hold a value.
+      return flag(op, f, v) ? 'FALSE' : 'TRUE';
     case '$isNull':
       return flag(op, f, v) ? 'FALSE' : 'TRUE';
     case '$isNotNull':
@@ -338,10 +391,10 @@ function spendSubstring(state: State, characters: number): void {
   state.spent.substrings++;
   state.spent.substringCharacters += characters;
   if (state.spent.substrings > TABLE_LIMITS.maxFilterSubstrings) {
-    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterSubstrings} substring conditions ($contains, $startsWith, $endsWith on text and ids)`);
+    throw bad(`filter has more than ${TABLE_LIMITS.maxFilterSubstrings} substring and pattern conditions ($contains, $ncontains, $startsWith, $endsWith and the $like family on text and ids)`);
   }
   if (state.spent.substringCharacters > TABLE_LIMITS.maxFilterSubstringCharacters) {
-    throw bad(`filter's substring operands ($contains, $startsWith, $endsWith on text and ids) are longer than ${TABLE_LIMITS.maxFilterSubstringCharacters} characters in all`);
+    throw bad(`filter's substring and pattern operands ($contains, $ncontains, $startsWith, $endsWith and the $like family on text and ids) are longer than ${TABLE_LIMITS.maxFilterSubstringCharacters} characters in all`);
   }
 }
 

@@ -71,8 +71,9 @@ export const TABLE_LIMITS = {
   /** Array elements of all json $contains operands of a filter together; an operand without arrays counts one. */
   maxFilterJsonContainsElements: 8,
   /**
-   * Substring conditions ($contains, $startsWith, $endsWith on text and ids) in a filter. Well under PostgreSQL's
-   * cache of 32 compiled regular expressions: past it each condition compiles its expression again for every row.
+   * Substring and pattern conditions ($contains, $ncontains, $startsWith, $endsWith, the $like family; on text
+   * and ids) in a filter. Well under PostgreSQL's cache of 32 compiled regular expressions: past it each
+   * condition compiles its expression again for every row.
    */
   maxFilterSubstrings: 16,
   /** Characters of all substring operands of a filter together. */

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
+import { queryFlag } from '../http/query-params.js';
 import { filterErrorToHttp } from './errors.js';
 import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
@@ -130,8 +131,9 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
       const { filter, sort, limit, offset } = request.query;
       const parsedFilter = jsonParam(filter, 'filter');
       const parsedSort = jsonParam(sort, 'sort');
+      const includeTotal = queryFlag('includeTotal', request.query.includeTotal) ?? true;
       const access = await accounts.authorize(request.auth, request.query.workspaceId, 'read');
-      const r = await service.queryRows(access.workspaceId, request.params.tableId, { filter: parsedFilter, sort: parsedSort, limit, offset });
+      const r = await service.queryRows(access.workspaceId, request.params.tableId, { filter: parsedFilter, sort: parsedSort, limit, offset, includeTotal });
       // A page holds at most `limit` rows and at most the service's page byte budget of row data (at least
       // one row): cut short, it says `truncated`. The client pages on from `nextOffset` (= offset + rowCount)
       // until `nextOffset` (and `nextCursor`, as in the reference) is null.

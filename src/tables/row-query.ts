@@ -17,17 +17,20 @@ export interface RowQuery {
   sort?: Sort;
   limit?: number;
   offset?: number;
+  /** false: no count of the matching rows where it would take a statement of its own (totalCount null). */
+  includeTotal?: boolean;
 }
 
 /**
  * One page of a query. A page holds at most `limit` rows and at most the page byte budget of row data
  * (the rows' stored JSON text), but always at least one row: when the budget stops it before `limit`
  * rows, `truncated` is true. Either way the next page starts at `nextOffset` (offset + rows on this
- * page), null when no rows follow; `totalCount` counts every matching row.
+ * page), null when no rows follow; `totalCount` counts every matching row (null when the query asked for
+ * no count and the page alone does not tell it: the next page is then offered whenever this one is full).
  */
 export interface RowPage {
   rows: PublicRow[];
-  totalCount: number;
+  totalCount: number | null;
   limit: number;
   offset: number;
   truncated: boolean;
@@ -76,11 +79,11 @@ export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, 
     rows = page.filter((r): r is RowRecord => r.data !== null);
     matched = page.length;
   }
-  let totalCount: number;
+  let totalCount: number | null;
   if (matched > 0 && matched < limit) totalCount = offset + matched;
   else if (offset === 0 && matched === 0) totalCount = 0;
   else if (f.sql === 'TRUE') totalCount = matched > 0 ? Math.max(table.row_count, offset + matched) : table.row_count;
-  else totalCount = await store.countRows(q, filter);
+  else totalCount = query.includeTotal === false ? null : await store.countRows(q, filter);
   const next = offset + rows.length;
   return {
     rows: rows.map((r) => publicRow(r, table.columns)),
@@ -88,6 +91,6 @@ export async function queryPage(q: Queryable, table: TableRow, query: RowQuery, 
     limit,
     offset,
     truncated: rows.length < matched,
-    nextOffset: next < totalCount ? next : null,
+    nextOffset: (totalCount === null ? matched > 0 : next < totalCount) ? next : null,
   };
 }

@@ -58,7 +58,7 @@ export const row = z.object({
   updatedAt: z.string(),
 }).describe('Row');
 export const filterObject = z.record(z.string(), z.unknown()).describe(
-  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $startsWith $endsWith $isNull $isNotNull, combined with $and / $or. '
+  'Filter: {"col": value} for equality, {"col": {"$op": operand}} with $eq $ne $gt $gte $lt $lte $in $nin $contains $ncontains $startsWith $endsWith (case-insensitive substrings) $like $nlike (case-sensitive) $ilike $nilike (whole-value patterns, * matches any characters) $empty (no value, an empty string or []) $isNull $isNotNull, combined with $and / $or. '
   + `At most ${TABLE_LIMITS.maxFilterConditions} conditions nested ${TABLE_LIMITS.maxFilterDepth} deep; substring operands of at most ${TABLE_LIMITS.maxPatternLength} characters; `
   + `a json column's $contains of at most ${TABLE_LIMITS.maxJsonContainsElements} array elements; $in / $nin of at most ${TABLE_LIMITS.maxInValues} values`,
 );
@@ -73,12 +73,14 @@ export const rowsQuery = workspaceQuery.extend({
   offset: z.coerce.number({ error: 'Offset must be an integer' })
     .int('Offset must be an integer').min(0, 'Offset must be at least 0').max(1_000_000_000, 'Offset is too large')
     .default(0),
+  includeTotal: z.string().max(10).optional()
+    .describe('true/false/1/0 (default true). false: totalCount is null unless the page alone tells it, and no count of a filtered table runs'),
 });
 
 export const rowPage = z.object({
   rows: z.array(row),
   rowCount: z.number().int().describe('Rows in this response'),
-  totalCount: z.number().int().describe('Rows matching the filter'),
+  totalCount: z.number().int().nullable().describe('Rows matching the filter; null with includeTotal=false when counting them would take a statement of its own'),
   limit: z.number().int(),
   offset: z.number().int(),
   truncated: z.boolean().describe('True when the page stopped before `limit` rows because of the page byte budget'),

@@ -132,6 +132,22 @@ describe('operators by type', () => {
     ['$in of many numbers', { age: { $in: [25, 30, ...Array.from({ length: 20 }, (_, i) => 100 + i)] } }, (r) => r.age === 25 || r.age === 30],
     ['$nin of many strings includes nulls', { note: { $nin: ['fay', '', ...Array.from({ length: 20 }, (_, i) => `n${i}`)] } }, (r) => r.note !== 'fay' && r.note !== ''],
     ['json $contains of 8 elements', { tags: { $contains: ['a', 'b', 'b', 'a', 'a', 'b', 'a', 'b'] } }, (r) => r.name === 'ann'],
+    // the reference's other operators
+    ['$ncontains includes nulls', { note: { $ncontains: 'BOB' } }, (r) => !r.note?.toLowerCase().includes('bob')],
+    ['$like is a whole-value pattern, case-sensitive, * any characters', { note: { $like: 'HAL*' } }, (r) => !!r.note?.startsWith('HAL')],
+    ['$like does not match another case', { note: { $like: 'hal*' } }, () => false],
+    ['$like with * inside', { note: { $like: 'Likes*cotton' } }, (r) => r.name === 'ann'],
+    ['$like treats % and _ literally', { note: { $like: '*r_s*' } }, (r) => r.name === 'bob'],
+    ['$like treats % literally (no match)', { note: { $like: 'Likes%' } }, () => false],
+    ['$like without * is equality', { note: { $like: 'fay' } }, (r) => r.note === 'fay'],
+    ['$ilike ignores case', { note: { $ilike: 'hal*' } }, (r) => !!r.note?.toLowerCase().startsWith('hal')],
+    ['$nlike includes nulls', { note: { $nlike: '*o*' } }, (r) => !r.note?.includes('o')],
+    ['$nilike includes nulls', { note: { $nilike: '*B*' } }, (r) => !r.note?.toLowerCase().includes('b')],
+    ['select $ilike', { tier: { $ilike: 'G*D' } }, (r) => r.tier === 'gold'],
+    ['$empty: no value or an empty string', { note: { $empty: true } }, (r) => r.note === undefined || r.note === ''],
+    ['$empty false', { note: { $empty: 'false' } }, (r) => r.note !== undefined && r.note !== ''],
+    ['json $empty: no value or []', { tags: { $empty: true } }, (r) => r.tags === undefined || (Array.isArray(r.tags) && r.tags.length === 0)],
+    ['number $empty', { age: { $empty: true } }, (r) => r.age === undefined],
     // system fields
     ['createdAt $lte now', { createdAt: { $lte: new Date(Date.now() + 60_000).toISOString() } }, () => true],
     ['updatedAt $gt future', { updatedAt: { $gt: '2999-01-01' } }, () => false],
@@ -147,6 +163,48 @@ describe('operators by type', () => {
     expect(await names({ id: { $in: [all[0].id, all[7].id] } })).toEqual(['ann', 'hal']);
     expect(await names({ id: { $startsWith: 'row_' } })).toEqual(rows.map((r) => r.name));
     expect(await names({ id: { $ne: all[0].id } })).toEqual(rows.slice(1).map((r) => r.name));
+    expect(await names({ id: { $like: `${all[1].id.slice(0, -2)}*` } })).toEqual(['bob']);
+    expect(await names({ id: { $ncontains: all[1].id.slice(4) } })).toEqual(rows.filter((r) => r.name !== 'bob').map((r) => r.name));
+    expect(await names({ id: { $empty: true } })).toEqual([]);
+  });
+
+  it('includeTotal=false leaves out the count a filtered page would need, and pages on while pages are full', async () => {
+    const filter = JSON.stringify({ active: { $isNotNull: true } });
+    const matching = rows.filter((r) => r.active !== undefined).map((r) => r.name);
+    const counted = await c.query(id, { filter, limit: 3 });
+    expect(counted.body.data.totalCount).toBe(matching.length);
+    const seen: string[] = [];
+    let offset: number | null = 0;
+    let pages = 0;
+    while (offset !== null) {
+      const r = await c.query(id, { filter, limit: 3, offset, raw: '&includeTotal=false' });
+      expect(r.status, r.text).toBe(200);
+      seen.push(...r.body.data.rows.map((x: { data: R }) => x.data.name));
+      // Unknown while the page is full; a short page tells the total itself.
+      expect(r.body.data.totalCount).toBe(r.body.data.rows.length === 3 ? null : seen.length);
+      offset = r.body.data.nextOffset;
+      pages++;
+    }
+    expect(seen).toEqual(matching);
+    expect(pages).toBe(Math.ceil(matching.length / 3) + (matching.length % 3 === 0 ? 1 : 0));
+    // Without a filter the table's own row count answers, counted or not.
+    expect((await c.query(id, { limit: 2, raw: '&includeTotal=0' })).body.data.totalCount).toBe(rows.length);
+    expect((await c.query(id, { limit: 2, raw: '&includeTotal=maybe' })).status).toBe(400);
+  });
+
+  it('refuses the $like family on other types and with an empty pattern, naming the column', async () => {
+    for (const [filter, message] of [
+      [{ age: { $like: '3*' } }, /Operator \$like is not supported on number column "age"/],
+      [{ note: { $ilike: '' } }, /\$ilike on "note" needs a non-empty string pattern/],
+      [{ note: { $nlike: 5 } }, /\$nlike on "note" needs a non-empty string pattern/],
+      [{ note: { $like: 'x'.repeat(257) } }, /longer than 256 characters/],
+      [{ createdAt: { $like: '2026*' } }, /Operator \$like is not supported on "createdAt"/],
+      [{ note: { $empty: 'yes' } }, /\$empty on "note" expects true or false/],
+    ] as const) {
+      const r = await c.query(id, { filter, limit: 10 });
+      expect(r.status, JSON.stringify(filter)).toBe(400);
+      expect(r.body.error).toMatch(message);
+    }
   });
 });
 

@@ -6041,6 +6041,7 @@ export interface paths {
                     sort?: string;
                     limit?: number;
                     offset?: number;
+                    includeTotal?: string;
                 };
                 header?: never;
                 path: {
@@ -6070,7 +6071,7 @@ export interface paths {
                                     updatedAt: string;
                                 }[];
                                 rowCount: number;
-                                totalCount: number;
+                                totalCount: number | null;
                                 limit: number;
                                 offset: number;
                                 truncated: boolean;
