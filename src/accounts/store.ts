@@ -1,3 +1,4 @@
+import { deleteOlderThan } from '../db/batch-delete.js';
 import type { Queryable } from '../db/database.js';
 
 export type Role = 'admin' | 'write' | 'read';
@@ -111,12 +112,7 @@ export const listAllKeys = (q: Queryable) =>
  * its name); answers how many went. Along the revoked keys' index (migration 0038).
  */
 export const deleteKeysRevokedBefore = (q: Queryable, cutoff: Date, batchSize: number) =>
-  q.query<{ n: number }>(
-    `WITH gone AS (DELETE FROM api_keys WHERE id IN (
-       SELECT id FROM api_keys WHERE revoked_at < $1 ORDER BY revoked_at LIMIT $2) RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [cutoff, batchSize],
-  ).then((r) => r[0].n);
+  deleteOlderThan(q, 'api_keys', 'revoked_at', cutoff, batchSize);
 
 export const revokeKey = (q: Queryable, id: string) =>
   q.query<ApiKeyRow>('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING *', [id])

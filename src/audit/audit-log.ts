@@ -1,5 +1,6 @@
 // The audit log: written inside the transaction that makes each administrative change (by whichever area
 // makes it), read back per workspace. It has no service of its own: an entry must commit with its change.
+import { deleteOlderThan } from '../db/batch-delete.js';
 import type { Queryable } from '../db/database.js';
 import { newId } from '../ids.js';
 
@@ -102,10 +103,4 @@ export const findAudit = (q: Queryable, id: string, workspaceIds: readonly strin
  * the created_at index (migration 0038); answers how many went.
  */
 export const deleteAuditBefore = (q: Queryable, cutoff: Date, batchSize: number) =>
-  q.query<{ n: number }>(
-    `WITH gone AS (DELETE FROM audit_logs WHERE id IN (
-       SELECT id FROM audit_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2) RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [cutoff, batchSize],
-  ).then((r) => r[0].n);
-
+  deleteOlderThan(q, 'audit_logs', 'created_at', cutoff, batchSize);
