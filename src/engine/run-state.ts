@@ -38,6 +38,8 @@ export interface Failure {
 }
 
 /** A block error whose message already names the block (limits): not prefixed again. */
+const timedOut = (ms: number) => `Run timed out after ${ms} ms`;
+
 export class BlockLimitError extends Error {
   constructor(message: string) {
     super(message);
@@ -143,7 +145,7 @@ export class RunState {
     }
     if (opts.timeoutMs !== undefined && !this.stopping) {
       const ms = opts.timeoutMs;
-      this.timer = setTimeout(() => this.cancel('timed_out', `Run timed out after ${ms} ms`), Math.max(0, ms));
+      this.timer = setTimeout(() => this.cancel('timed_out', timedOut(ms)), Math.max(0, ms));
     }
   }
 
@@ -294,6 +296,12 @@ export class RunState {
 
   fail(failure: Failure): void {
     if (this.stopping) return;
+    // A block whose time the run's capped (a function's sandbox call gets what remains of it) can fail a moment
+    // before the run's timer fires: past the deadline it is the run that timed out, whatever the block said.
+    if (this.clock.now() >= this.deadline) {
+      this.cancel('timed_out', timedOut(this.deadline - this.startedAt));
+      return;
+    }
     this.stopping = true;
     this.stopReason = 'failed';
     this.failure = failure;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, runWorkflow, type StepRecord } from '../../src/engine/index.js';
+import { compile, runWorkflow, type SandboxPort, type StepRecord } from '../../src/engine/index.js';
 import { chain, fn, json, ports, run, start, startServer, workflow, type TestServer } from './helpers.js';
 
 describe('start block', () => {
@@ -297,8 +297,23 @@ describe('timeout and cancellation', () => {
   it('stops a long-running function through the timeout', async () => {
     const d = workflow([start(), fn('spin', 'while (true) {}')], chain('start', 'spin'));
     const r = await run(d, { timeoutMs: 200 });
-    // Failed once in a loaded full run (2026-12-02) and never alone: the message says what ended it first.
     expect(r.status, r.error?.message).toBe('timed_out');
+  });
+
+  it("is timed out, not failed, when a block whose time the run capped fails before the run's timer fires", async () => {
+    // The sandbox's own timeout is the run's remaining time, so the two can end together: here the sandbox holds
+    // the thread past the deadline and then fails at once, ahead of the run's timer (a loaded machine did this).
+    const lateSandbox: SandboxPort = {
+      run: async (req) => {
+        const until = Date.now() + req.timeoutMs + 50;
+        while (Date.now() < until) { /* the isolate's loop, past its time */ }
+        throw new Error('Script execution timed out.');
+      },
+    };
+    const d = workflow([start(), fn('spin', 'while (true) {}')], chain('start', 'spin'));
+    const r = await runWorkflow(compile(d), { input: {}, ports: ports({ sandbox: lateSandbox }), timeoutMs: 100 });
+    expect(r.status, r.error?.message).toBe('timed_out');
+    expect(r.error?.message).toBe('Run timed out after 100 ms');
   });
 
   it('an already aborted signal cancels before anything runs', async () => {
