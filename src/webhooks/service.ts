@@ -330,11 +330,14 @@ export class WebhookService {
   private async earlierRunAnswer(
     workflow: Pick<WorkflowRow, 'id'>, executionId: string, run: RunContext, cfg: WebhookConfig,
   ): Promise<WebhookAnswer | 'running' | undefined> {
-    const row = await this.deps.runs.findRun(run.workspaceId, workflow.id, executionId);
+    // The run's input is never answered; its output and trace only in the result mode (the trace tells whether
+    // a response block answered).
+    const result = cfg.responseMode === 'result';
+    const row = await this.deps.runs.findRun(run.workspaceId, workflow.id, executionId, { input: false, output: result, trace: result });
     if (!row) return undefined;
-    if (cfg.responseMode !== 'result') return asyncAnswer(cfg);
-    const result = storedRunResult(row);
-    return result ? this.syncAnswer(executionId, result, row.output) : 'running';
+    if (!result) return asyncAnswer(cfg);
+    const stored = storedRunResult(row);
+    return stored ? this.syncAnswer(executionId, stored, row.output) : 'running';
   }
 
   /**
