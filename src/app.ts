@@ -50,7 +50,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
       // Fastify's own two lines per request are off: observability logs one line per request (src/observability/http.ts).
       disableRequestLogging: true,
     }),
-    routerOptions: { ignoreTrailingSlash: true },
+    // Caller-chosen run ids are up to 128 characters, and they come back in paths (router default: 100).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Behind a reverse proxy (WEFT_TRUST_PROXY): the client's address and scheme from X-Forwarded-*.
     trustProxy: ctx.config.dashboard.trustProxy,
     forceCloseConnections: false,
@@ -141,7 +142,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
-  await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl()));
+  await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl(), services.secrets));
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
   await app.register(secretRoutes(services.secrets, accounts));
   await app.register(connectorRoutes(services.connectors, accounts));

@@ -209,8 +209,20 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
   return new HttpError(500, 'Internal server error', { requestId: request.id });
 }
 
+/** The answer to a path no route matches: Sim's v2 envelope under /api/v2, else the family's 404. */
+function sendRouteNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split('?')[0] ?? '';
+  if (path === '/api/v2' || path.startsWith('/api/v2/')) {
+    return reply.code(404).header('cache-control', 'private, no-store').send(V2_NOT_FOUND);
+  }
+  const family: ErrorFamily = request.url.startsWith('/api/v1/ai/') ? 'ai' : 'v1';
+  return reply.code(404).send(errorBody(family, 404, `Route ${request.method} ${path} not found`));
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // A body that cannot be read, sent to a path that does not exist: the path is what is wrong.
+    if (request.is404) return sendRouteNotFound(request, reply);
     const httpErr = toHttpError(err, request);
     if (httpErr.status >= 500 && !(err instanceof HttpError)) {
       // already logged in toHttpError
@@ -219,12 +231,5 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return sendError(reply, httpErr);
   });
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    if (path === '/api/v2' || path.startsWith('/api/v2/')) {
-      return reply.code(404).header('cache-control', 'private, no-store').send(V2_NOT_FOUND);
-    }
-    const family: ErrorFamily = request.url.startsWith('/api/v1/ai/') ? 'ai' : 'v1';
-    reply.code(404).send(errorBody(family, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`));
-  });
+  app.setNotFoundHandler((request, reply) => sendRouteNotFound(request, reply));
 }

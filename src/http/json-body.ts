@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.js';
 
 declare module 'fastify' {
@@ -96,6 +96,22 @@ export function mayHoldProtoKey(text: string): boolean {
   return text.includes('__proto__') || text.includes('\\u');
 }
 
+type JsonParserDone = (err: Error | null, body?: unknown) => void;
+
+/** Parses a JSON request body as `registerJsonParser` describes. */
+function parseJsonBody(request: FastifyRequest, body: string | Buffer, done: JsonParserDone): void {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (text.trim() === '') return done(null, undefined);
+  const problem = jsonShapeProblem(text, request.routeOptions.config?.checksStorableText === true);
+  if (problem) return done(new HttpError(problem.status, problem.message), undefined);
+  try {
+    done(null, mayHoldProtoKey(text) ? JSON.parse(text, dropProtoKeys) : JSON.parse(text));
+  } catch {
+    const family = request.routeOptions.config?.errorFamily;
+    done(new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON'), undefined);
+  }
+}
+
 /**
  * JSON bodies: an empty body is no body (routes whose schema needs one answer 400), nesting deeper than
  * MAX_JSON_DEPTH, more than MAX_JSON_MEMBERS members and strings that cannot be stored are refused before
@@ -103,16 +119,19 @@ export function mayHoldProtoKey(text: string): boolean {
  */
 export function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    const problem = jsonShapeProblem(text, request.routeOptions.config?.checksStorableText === true);
-    if (problem) return done(new HttpError(problem.status, problem.message), undefined);
-    try {
-      done(null, mayHoldProtoKey(text) ? JSON.parse(text, dropProtoKeys) : JSON.parse(text));
-    } catch {
-      const family = request.routeOptions.config?.errorFamily;
-      done(new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON'), undefined);
-    }
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
+}
+
+/**
+ * For the routes that start and resume runs, within the plugin `app` only: the body is JSON whatever its
+ * Content-Type says (or without one), and a missing or empty body is `{}`. The reference service reads these
+ * bodies so, and `curl -d` (form-encoded by default) or a bare `curl -X POST` are how many callers run a
+ * workflow; the same bounds apply as to any JSON body.
+ */
+export function acceptJsonWithAnyContentType(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, parseJsonBody);
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined || request.body === null) request.body = {};
   });
 }

@@ -15,7 +15,12 @@ const OUTPUT_CACHE = { maxEntries: 1000, maxBytes: 32 * 1024 * 1024 } as const;
 
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
 
-export const jobStatus = (s: ExecutionHead['status']): JobStatus => (s === 'processing' || s === 'paused' ? 'processing' : s);
+/**
+ * A job is done with once its run pauses for a person, as in the reference service: clients poll until
+ * `completed` or `failed`, and a resume starts a run of its own (with its own job). `paused: true` and `pause`
+ * tell Weft's clients that the output is a pause.
+ */
+export const jobStatus = (s: ExecutionHead['status']): JobStatus => (s === 'paused' ? 'completed' : s);
 
 export class JobAnswers {
   private readonly outputs = new BoundedCache<Buffer>(OUTPUT_CACHE);
@@ -50,15 +55,17 @@ export class JobAnswers {
     if (status === 'completed') {
       const wrapper = JSON.stringify({ success: true, workflowId: row.workflow_id, executionId: publicExecutionId(row.id) });
       const executedAt = JSON.stringify(row.ended_at?.toISOString() ?? null);
+      // A paused run's output is its pause (form and resume links), bounded like any result; it changes on
+      // resume, so it is not kept with the finished runs' outputs.
+      const paused = row.status === 'paused';
+      const output = paused ? Buffer.from((await store.executionOutputText(this.db, row.id)) ?? 'null') : await this.completedOutput(row.id);
       return Buffer.concat([
         Buffer.from(`${head.slice(0, -1)},"output":${wrapper.slice(0, -1)},"output":`),
-        await this.completedOutput(row.id),
-        Buffer.from(`,"executedAt":${executedAt}}}`),
+        output,
+        Buffer.from(`,"executedAt":${executedAt}}`),
+        ...(paused ? [Buffer.from(',"pause":'), output] : []),
+        Buffer.from('}'),
       ]);
-    }
-    // A paused run's output is its pause (form and resume links), bounded like any result; it changes on resume.
-    if (row.status === 'paused') {
-      return Buffer.from(`${head.slice(0, -1)},"pause":${(await store.executionOutputText(this.db, row.id)) ?? 'null'}}`);
     }
     return Buffer.from(head);
   }

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../http/errors.js';
+import { acceptJsonWithAnyContentType } from '../http/json-body.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { formsPage, keyPage, resultPage } from './resume-page.js';
@@ -18,6 +19,7 @@ const pointParams = pathParams.extend({ contextId: z.string().min(1).max(512) })
 export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { pauses } = runs;
+    acceptJsonWithAnyContentType(app);
     // Resume input is bounded before the resume is admitted (no charge reserved, no bucket token, no write);
     // the pause's form is applied where the pause point is read (validateSubmission, in the same transaction).
     const inputCap = resumeInputCap(ctx.config.maxBlockOutputBytes);

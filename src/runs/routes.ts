@@ -4,14 +4,14 @@ import { actorOf, type AccountsService } from '../accounts/service.js';
 import type { AppContext } from '../context.js';
 import { requireAuth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
+import { acceptJsonWithAnyContentType } from '../http/json-body.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { dailyUsage, workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
 import { streamRun } from './execute-stream.js';
-import { selectedValues } from './output-selection.js';
-import { storedExecutionIds } from './execution-ids.js';
+import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
 import { JobAnswers, sendJsonBytes } from './job-status.js';
 import type { ExecutionService } from './service.js';
 import { v2RunRoutes } from './v2-routes.js';
@@ -23,7 +23,7 @@ const executeBody = z
     executionId: z.string().optional().describe('Caller-chosen execution id (same as the X-Execution-Id header)'),
     stream: z.boolean().optional().describe('Answer with server-sent events: selected block outputs as they are produced, then the final result (same as X-Stream-Response: true)'),
     selectedOutputs: z.array(z.string().min(1).max(512)).max(100).optional()
-      .describe('Block outputs to stream, and the only values a sync JSON answer\'s output carries: <blockName>.<path>, <blockId>.<path>, <blockId>_<path> or a block id'),
+      .describe('Block outputs to stream (a JSON answer is not shaped by them): <blockName>.<path>, <blockId>.<path>, <blockId>_<path> or a block id'),
     useDraftState: z.boolean().optional()
       .describe('true: run the saved draft instead of the deployed version (write role; sync only). Not a deployment: logged with trigger "manual", billed like any run; an invalid draft answers 400 as deploy does'),
   })
@@ -34,6 +34,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
   return async (app, { ctx }) => {
     const { db } = ctx;
     const jobs = new JobAnswers(db);
+    acceptJsonWithAnyContentType(app);
 
     app.post('/api/workflows/:workflowId/execute', {
       config: { errorFamily: 'execute', rateLimitHeaders: false, workflowAnswer: true },
@@ -98,6 +99,8 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const selectors = await service.outputSelectors(admitted, selected);
       const startOpts = { executionId, apiKeyId: access.keyId, trigger: useDraft ? 'manual' : 'api', baseUrl: links };
       if (isStream) {
+        // The stream's frames do not carry the run's id: the header tells it (logs, cancel), as Sim's does.
+        reply.header('x-execution-id', publicExecutionId(admitted.executionId));
         return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...startOpts, signal, onBlock }));
       }
 
@@ -107,14 +110,10 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       };
       request.raw.socket?.once('close', onClose);
       try {
-        const outputs = new Map<string, unknown>();
-        const { executionId: id, result, output, periodCostUsd } = await service.runSync(admitted, run, input, {
-          ...startOpts, signal: abort.signal,
-          onBlock: selectors.length > 0 ? (step) => outputs.set(step.blockId, step.output) : undefined,
-        });
-        // selectedOutputs narrows a completed run's output to the selected values: {blockId: {path: value}}.
-        const shaped = selectors.length > 0 && result.status === 'completed' ? selectedValues(selectors, outputs) : output;
-        const answer = await executeAnswer(id, result, shaped, () => service.limits.snapshot(run.billedAccount, run.plan, periodCostUsd));
+        // selectedOutputs shapes a stream only: the JSON answer is the run's whole output, as in the reference
+        // service (Sim's Python SDK sends selected_outputs without a stream and reads the output as usual).
+        const { executionId: id, result, output, periodCostUsd } = await service.runSync(admitted, run, input, { ...startOpts, signal: abort.signal });
+        const answer = await executeAnswer(id, result, output, () => service.limits.snapshot(run.billedAccount, run.plan, periodCostUsd));
         if (answer.kind === 'response') {
           reply.code(answer.status as 200).header('content-type', 'application/json; charset=utf-8');
           // executeAnswer already kept only the allow-listed headers of the Response block.

@@ -5,7 +5,7 @@ import type { Actor } from '../accounts/service.js';
 import { isDatabaseUnavailable, retryWhileUnavailable, type Database } from '../db/database.js';
 import { runWorkflow, type EnginePorts, type RunResult, type RunTree, type StepRecord } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
-import { newTimeOrderedId } from '../ids.js';
+import { isUuid, newTimeOrderedId } from '../ids.js';
 import { runUsageKey, type Admission, type LimitsService } from '../limits/service.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { WorkflowRow } from '../workflows/service.js';
@@ -132,6 +132,11 @@ export class ExecutionService {
     if (!versionId) throw new HttpError(403, 'Workflow is not deployed', { v2Details: { code: 'WORKFLOW_NOT_DEPLOYED' } });
     // A caller-chosen id is reserved for alone; otherwise the run takes the id of a charge reserved ahead.
     const chosen = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : undefined;
+    // A caller id is stored with its workspace as a suffix, so the claim alone cannot see a run of this
+    // workspace whose id the server minted: claiming that id would hide the run behind the new one.
+    if (opts.executionId && isUuid(opts.executionId) && await store.executionExistsIn(this.db, opts.executionId, run.workspaceId)) {
+      throw executionIdConflict(opts.executionId);
+    }
     const admission = await this.limits.admitRun(run.billedAccount, run.plan, chosen
       ? { bucket: opts.bucket ?? mode, mode, usageKey: runUsageKey(chosen) }
       : { bucket: opts.bucket ?? mode, mode, chooseExecutionId: true });

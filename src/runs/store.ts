@@ -329,6 +329,12 @@ function executionColumns(large: LargeColumns): string {
  * The newest execution among stored ids (a public id resolved in the caller's workspaces); the large columns
  * `large` leaves out read as null.
  */
+/** Whether a run with exactly this stored id belongs to the workspace. */
+export async function executionExistsIn(q: Queryable, id: string, workspaceId: string): Promise<boolean> {
+  const rows = await q.query('SELECT 1 FROM executions WHERE id = $1 AND workspace_id = $2', [id, workspaceId]);
+  return rows.length > 0;
+}
+
 export async function findExecutionAmong(q: Queryable, ids: string[], large: LargeColumns = {}): Promise<ExecutionRow | undefined> {
   if (ids.length === 0) return undefined;
   const columns = large.input === false || large.output === false || large.trace === false ? executionColumns(large) : '*';

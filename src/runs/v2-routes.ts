@@ -173,10 +173,10 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
 
       const { access, workflow } = await workflows.forCaller(request.auth, request.params.id, 'read', { forRun: true });
       const run = { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan };
-      const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync', { executionId: runId });
       const input = body.input ?? {};
       const start = { executionId: runId, apiKeyId: access.keyId, trigger: 'api', baseUrl: base(request) };
       try {
+        const admitted = await service.admit(workflow, run, isAsync ? 'async' : 'sync', { executionId: runId });
         if (isAsync) {
           const id = await service.enqueue(admitted, run, input, { ...start, timeoutSeconds: body.executionTimeoutSeconds });
           return reply.code(202).header('x-run-id', id).send({ data: { runId: id, statusUrl: runUrl(request, workflow.id, id) } });

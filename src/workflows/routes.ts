@@ -279,7 +279,8 @@ export function workflowRoutes(workflows: WorkflowService, accounts: AccountsSer
     });
 
     app.get('/api/workflows/:id/status', {
-      config: { rateLimitHeaders: false },
+      // Sim's flat body with a code (404 WORKFLOW_NOT_FOUND), which its SDKs read.
+      config: { rateLimitHeaders: false, errorFamily: 'coded' },
       schema: {
         tags: ['workflows'], summary: 'Deployment status (Sim SDKs: getWorkflowStatus, validateWorkflow)', params: idParams,
         response: {

@@ -483,7 +483,7 @@ describe('v2 rate limits', () => {
 });
 
 describe('legacy paths', () => {
-  it('stream on the legacy execute route (stream: true or X-Stream-Response) and selectedOutputs narrowing a JSON answer', async () => {
+  it('stream on the legacy execute route (stream: true or X-Stream-Response); selectedOutputs leave a JSON answer whole', async () => {
     const wf = await deploy(t, 'legacy-stream', {
       blocks: [start([{ name: 'name', type: 'string' }]), fn('first', 'return { text: "one " + <start.name>, other: 1 }', 'First')],
       edges: [{ from: 'start', to: 'first' }],
@@ -497,7 +497,7 @@ describe('legacy paths', () => {
       expect(frames).toEqual([{ blockId: 'first', chunk: 'one q' }, { event: 'final', data: { success: true, output: {} } }, '[DONE]']);
     }
     const json = await t.call('POST', `/api/workflows/${wf}/execute`, { name: 'q', selectedOutputs: ['first.text'] });
-    expect(json.body).toMatchObject({ success: true, output: { first: { text: 'one q' } } });
+    expect(json.body).toMatchObject({ success: true, output: { text: 'one q', other: 1 } });
     const asyncSel = await t.call('POST', `/api/workflows/${wf}/execute`, { name: 'q', selectedOutputs: ['first.text'] }, { 'x-execution-mode': 'async' });
     expect(asyncSel.status).toBe(400);
   });
