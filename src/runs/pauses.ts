@@ -87,15 +87,22 @@ export function resumeLinks(baseUrl: string, workflowId: string, executionId: st
   };
 }
 
-/** The output a paused run answers with: the pause's form and its resume links. */
-export function pauseOutput(points: StoredPoint[]): unknown {
-  const one = (p: StoredPoint) => ({
+/**
+ * A pause point's response as the reference service shapes it, in a paused run's output and in its pause
+ * record: the block's answer `{data, status, headers}`, its form and resume links in `data`.
+ */
+export function pauseResponse(p: StoredPoint): { data: Record<string, unknown>; status: number; headers: Record<string, string> } {
+  return {
     data: { operation: 'human', ...(p.response as Record<string, unknown>), _resume: p.resumeLinks },
     status: 200,
-    headers: {},
-  });
-  if (points.length === 1 && points[0]) return one(points[0]);
-  return { pausedBlocks: points.map((p) => one(p).data), pauseCount: points.length };
+    headers: { 'Content-Type': 'application/json' },
+  };
+}
+
+/** The output a paused run answers with: the pause's form and its resume links. */
+export function pauseOutput(points: StoredPoint[]): unknown {
+  if (points.length === 1 && points[0]) return pauseResponse(points[0]);
+  return { pausedBlocks: points.map((p) => pauseResponse(p).data), pauseCount: points.length };
 }
 
 function toStored(p: PausePoint, baseUrl: string, workflowId: string, executionId: string): StoredPoint {
@@ -216,7 +223,8 @@ export class PauseService {
       return {
         contextId: p.contextId,
         blockId: p.blockId,
-        response: p.response,
+        response: pauseResponse(p),
+        pauseKind: 'human',
         registeredAt: p.registeredAt,
         resumeStatus: p.resumeStatus,
         snapshotReady: true,

@@ -47,7 +47,7 @@ function fieldInput(f: PageField): string {
 export function formsPage(workflowId: string, executionId: string, points: PagePoint[], token: string): string {
   const open = points.filter((p) => p.resumeStatus === 'paused');
   const forms = open.map((p) => {
-    const r = (p.response ?? {}) as { message?: string; fields?: PageField[] };
+    const r = ((p.response as { data?: unknown } | null)?.data ?? {}) as { message?: string; fields?: PageField[] };
     return `<fieldset><legend>${esc(p.contextId)}</legend>${r.message ? `<p>${esc(r.message)}</p>` : ''}
 <form method="post" action="/resume/${esc(workflowId)}/${esc(executionId)}/${encodeURIComponent(p.contextId)}">
 <input type="hidden" name="token" value="${esc(token)}">${(r.fields ?? []).map(fieldInput).join('')}

@@ -50,12 +50,15 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
     }, async (request) => {
       const { access } = await workflows.forCaller(request.auth, request.params.workflowId, 'read');
       const record = await pauses.record(await load(access.workspaceId, request.params.workflowId, request.params.executionId));
-      const points = record.pausePoints as { contextId: string }[];
+      const points = record.pausePoints as { contextId: string; response: { data: unknown } }[];
       const point = points.find((p) => p.contextId === request.params.contextId);
       if (!point) throw new HttpError(404, 'Pause context not found');
       const queue = record.queue as { contextId: string; status: string }[];
       const active = queue.filter((e) => e.contextId === request.params.contextId && (e.status === 'claimed' || e.status === 'pending')).pop();
-      return { execution: record, pausePoint: point, queue, activeResumeEntry: active ?? null };
+      // As the reference: the execution's copy of each point leaves its form out (`response.data` empty); the
+      // asked-for point carries it.
+      const execution = { ...record, pausePoints: points.map((p) => ({ ...p, response: { ...p.response, data: {} } })) };
+      return { execution, pausePoint: point, queue, activeResumeEntry: active ?? null };
     });
 
     app.post('/api/resume/:workflowId/:executionId/:contextId', {

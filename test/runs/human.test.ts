@@ -51,8 +51,14 @@ describe('human in the loop', () => {
     const point = rec.body.pausePoints[0];
     expect(point).toMatchObject({ contextId: 'approval', blockId: 'approval', resumeStatus: 'paused', snapshotReady: true, resumeLinks: links, queuePosition: null, latestResumeEntry: null });
     expect(Date.parse(point.registeredAt)).toBeGreaterThan(0);
+    // The point's response is the block's answer as the reference shapes it (its form in data), as in the run's output.
+    expect(point.pauseKind).toBe('human');
+    expect(point.response).toEqual(run.body.output);
+    expect(point.response.data).toMatchObject({ operation: 'human', message: 'Approve Approval?', _resume: links });
     const one = await t.call('GET', `/api/resume/${wf}/${exec}/approval`);
     expect(one.body.pausePoint.contextId).toBe('approval');
+    expect(one.body.pausePoint.response.data.fields).toHaveLength(2);
+    expect(one.body.execution.pausePoints[0].response).toMatchObject({ data: {}, status: 200 });
 
     const invalid = await resume(wf, exec, 'approval', { input: { amount: 'lots' } });
     expect(invalid.status).toBe(400);

@@ -22,10 +22,10 @@ const answerKey = (executionId: string, contextId: string) => `${executionId}\u0
 
 /** When an unanswered pause times out, and what happens then. */
 function deadline(p: PausePoint): string | null {
-  const secs = p.response?.timeoutSeconds;
+  const secs = p.response?.data?.timeoutSeconds;
   if (!secs) return null;
   const at = new Date(Date.parse(p.registeredAt) + secs * 1000).toISOString();
-  return `without an answer it ${p.response?.onTimeout === 'approve' ? 'continues as approved' : 'fails'} at ${formatDate(at)}`;
+  return `without an answer it ${p.response?.data?.onTimeout === 'approve' ? 'continues as approved' : 'fails'} at ${formatDate(at)}`;
 }
 
 function InputSummary({ input }: { input: Record<string, unknown> }) {
@@ -64,7 +64,7 @@ function ApprovalCard({ item, workflowName, answers, onAnswered }: {
         const answer = answers[answerKey(log.executionId, p.contextId)];
         return (
           <section key={p.contextId} className="approval__point" aria-label={`Approval ${p.blockId}`}>
-            <h3>{p.response?.message || `Block ${p.blockId} is waiting for an answer`}</h3>
+            <h3>{p.response?.data?.message || `Block ${p.blockId} is waiting for an answer`}</h3>
             <p className="muted small">
               Block <code>{p.blockId}</code>{scope ? ` · ${scope}` : ''}{deadline(p) ? ` · ${deadline(p)}` : ''}
             </p>

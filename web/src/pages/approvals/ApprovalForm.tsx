@@ -41,7 +41,7 @@ export function AnswerOutcome({ answer, executionId }: { answer: ResumeAnswer; e
 export function ApprovalForm({ workflowId, executionId, point, onAnswered }: {
   workflowId: string; executionId: string; point: PausePoint; onAnswered(answer: ResumeAnswer): void;
 }) {
-  const fields = point.response?.fields ?? [];
+  const fields = point.response?.data?.fields ?? [];
   const [values, setValues] = useState<Record<string, string | boolean>>(() => Object.fromEntries(fields.map((f) => [f.name, ''])));
   const [errors, setErrors] = useState<Record<string, string>>({});
   const submit = useMutation({

@@ -12,7 +12,9 @@ export interface HumanField { name: string; type: FieldType; required?: boolean;
 export interface HumanResponse { message?: string | null; fields?: HumanField[]; timeoutSeconds?: number; onTimeout?: 'approve' | 'fail' }
 
 export interface PausePoint {
-  contextId: string; blockId: string; response: HumanResponse | null; registeredAt: string;
+  contextId: string; blockId: string; registeredAt: string;
+  /** The human block's answer as the reference service shapes it: its form in `data`. */
+  response: { data?: HumanResponse } | null;
   resumeStatus: 'paused' | 'resuming' | 'queued' | 'resumed' | 'failed' | string;
   queuePosition: number | null;
   loopScope?: { loopId: string; iteration: number };
