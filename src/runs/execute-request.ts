@@ -5,7 +5,7 @@ import { HttpError } from '../http/errors.js';
 const CONTROL_FIELDS = new Set([
   'async', 'inputs', 'stream', 'selectedOutputs', 'triggerType', 'executionId', 'workflowId', 'includeFileBase64',
   'base64MaxBytes', 'useDraftState', 'workflowStateOverride', 'startBlockId', 'triggerBlockId', 'stopAfterBlockId',
-  'runFromBlock', 'parentWorkspaceId', 'deploymentVersionId', 'copilotToolCallId', 'inputFromExecutionId',
+  'runFromBlock', 'parentWorkspaceId', 'deploymentVersionId', 'copilotToolCallId', 'inputFromExecutionId', 'isClientSession',
 ]);
 const executionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -29,6 +29,20 @@ export function requestedExecutionId(headers: Headers, body: Record<string, unkn
     throw new HttpError(400, 'Invalid execution ID header', { details: [{ path: 'x-execution-id', message: 'Use 1 to 128 characters of A-Z a-z 0-9 . _ : -' }] });
   }
   return id;
+}
+
+/**
+ * Controls of the reference service's execute that Weft does not carry out, or not in this mode: a 400 naming
+ * them, where ignoring them would run something else than the caller asked for.
+ */
+export function refuseUnsupportedControls(body: Record<string, unknown>, isAsync: boolean): void {
+  if (body.triggerType !== undefined && body.triggerType !== 'api') throw new HttpError(400, 'External callers cannot override triggerType');
+  if (isAsync && ['stopAfterBlockId', 'runFromBlock', 'workflowStateOverride', 'includeFileBase64', 'base64MaxBytes'].some((k) => body[k] !== undefined)) {
+    throw new HttpError(400, 'Async execution does not support draft or override execution controls');
+  }
+  for (const k of ['isClientSession', 'workflowStateOverride', 'inputFromExecutionId', 'deploymentVersionId', 'stopAfterBlockId', 'runFromBlock']) {
+    if (body[k] !== undefined) throw new HttpError(400, `${k} is not supported by this server`);
+  }
 }
 
 /** Async when the body says `async: true` or the X-Execution-Mode header says `async`. */

@@ -8,7 +8,7 @@ import { acceptJsonWithAnyContentType } from '../http/json-body.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import { dailyUsage, workspaceAccountOf, workspaceIdParam } from '../limits/usage.js';
 import type { WorkflowService } from '../workflows/service.js';
-import { isAsyncRequest, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
+import { isAsyncRequest, refuseUnsupportedControls, requestedExecutionId, requestedTimeoutSeconds, workflowInput } from './execute-request.js';
 import { executeAnswer } from './execute-response.js';
 import { streamRun } from './execute-stream.js';
 import { publicExecutionId, storedExecutionIds } from './execution-ids.js';
@@ -71,6 +71,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       const body = (request.body ?? {}) as Record<string, unknown>;
       const executionId = requestedExecutionId(request.headers, body);
       const isAsync = isAsyncRequest(request.headers, body);
+      refuseUnsupportedControls(body, isAsync);
       const timeoutSeconds = requestedTimeoutSeconds(request.headers, isAsync);
       const selected = Array.isArray(body.selectedOutputs) ? (body.selectedOutputs as string[]) : [];
       if (isAsync && selected.length > 0) throw new HttpError(400, 'Async execution does not support draft or override execution controls');

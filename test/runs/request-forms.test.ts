@@ -70,6 +70,25 @@ describe('execute and resume bodies', () => {
     expect(await runCount(greet)).toBe(before);
   });
 
+  it('refuses the reference\'s run controls it does not carry out, instead of running something else', async () => {
+    const before = await runCount(greet);
+    const path = `/api/workflows/${greet}/execute`;
+    const cases: [Record<string, unknown>, Record<string, string>, string][] = [
+      [{ triggerType: 'manual' }, {}, 'External callers cannot override triggerType'],
+      [{ stopAfterBlockId: 'start' }, {}, 'stopAfterBlockId is not supported by this server'],
+      [{ runFromBlock: { startBlockId: 'greet' } }, {}, 'runFromBlock is not supported by this server'],
+      [{ workflowStateOverride: {} }, {}, 'workflowStateOverride is not supported by this server'],
+      [{ includeFileBase64: true }, { 'x-execution-mode': 'async' }, 'Async execution does not support draft or override execution controls'],
+    ];
+    for (const [body, headers, error] of cases) {
+      const r = await t.call('POST', path, body, headers);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.error).toBe(error);
+    }
+    expect(await runCount(greet)).toBe(before);
+    expect((await t.call('POST', path, { triggerType: 'api', who: 'ok' })).body.output).toEqual({ text: 'hello ok' });
+  });
+
   it('resumes a pause with no body when its form needs nothing', async () => {
     const wf = await deploy(t, 'forms-ack', {
       blocks: [start(), { id: 'ack', type: 'human', name: 'Ack', config: { message: 'Seen?', fields: [] } }, fn('after', 'return { done: true }', 'After')],
