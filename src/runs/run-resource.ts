@@ -140,14 +140,17 @@ export function queuedResumeResource(entry: QueueRow, workflowId: string) {
 
 /** An item of the runs list. */
 export function runListItem(row: RunListRow, charge: number | undefined) {
+  const status = listStatus(row.status);
+  // As the run resource: no end before the run is terminal (a pause records when it paused).
+  const open = status === 'pending' || status === 'running' || status === 'paused';
   return {
     runId: publicExecutionId(row.id),
     workflowId: row.workflow_id,
-    status: listStatus(row.status),
+    status,
     trigger: row.trigger,
     startedAt: row.started.toISOString(),
-    endedAt: iso(row.ended_at),
-    durationMs: row.duration_ms,
+    endedAt: open ? null : iso(row.ended_at),
+    durationMs: open ? null : row.duration_ms,
     cost: costOf(charge),
   };
 }

@@ -419,6 +419,9 @@ describe('v2 resume', () => {
     const runId = (await v2('POST', `/workflows/${wf}/execute`, { async: true })).body.data.runId;
     const paused = await pollRun(wf, runId, (s) => s === 'paused');
     expect(paused.paused.contextId).toBe('gate');
+    // The list agrees with the resource: a paused run has not ended.
+    const listed = (await v2('GET', `/workflows/${wf}/runs?status=paused`)).body.data;
+    expect(listed).toEqual([expect.objectContaining({ runId, status: 'paused', endedAt: null, durationMs: null })]);
     const r = await v2('POST', `/workflows/${wf}/runs/${runId}/resume`, { contextId: paused.paused.contextId, input: { ok: false } });
     expect(r.status).toBe(202);
     expect(r.body.data.runId).not.toBe(runId);
