@@ -1,20 +1,21 @@
 // The trigger URL: `/api/webhooks/trigger/{path}`. No API key (each trigger has its own optional auth);
 // the body is read as raw bytes (signatures are computed over them) and parsed by the service.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { AccountsService } from '../accounts/service.js';
 import { allowedResponseHeaders } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { SERVICE_HEADERS } from '../http/workflow-answer.js';
 import { isUuid } from '../ids.js';
-import type { WebhookService } from './service.js';
+import type { WebhookSecrets, WebhookService } from './service.js';
 
 export const WEBHOOK_BODY_LIMIT = 10 * 1024 * 1024;
 
 /**
  * `linkBase` gives the base of links the run hands out (resume links, file URLs): the configured public base,
  * else the address the server listens on, never the sender's Host header (anyone can send a delivery).
+ * `secrets` reads the workspace secrets a trigger's token and signing secret reference (`{{NAME}}`).
  */
-export function webhookRoutes(service: WebhookService, accounts: AccountsService, linkBase: () => string): FastifyPluginAsync {
+export function webhookRoutes(service: WebhookService, accounts: AccountsService, linkBase: () => string, secrets: WebhookSecrets): FastifyPluginAsync {
   return async (app) => {
     // Encapsulated: only this plugin's routes take any content type as bytes.
     app.removeAllContentTypeParsers();
@@ -38,6 +39,12 @@ export function webhookRoutes(service: WebhookService, accounts: AccountsService
       exposeHeadRoute: false,
       bodyLimit: WEBHOOK_BODY_LIMIT,
       config: { auth: 'none', errorFamily: 'execute', workflowAnswer: true },
+      // A body over the limit is refused as the reference words it, in text; every other error goes on to the
+      // server's handler (a handler that throws hands the error to its parent).
+      errorHandler: (err: FastifyError, _request, reply) => {
+        if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw err;
+        reply.code(413).type('text/plain; charset=utf-8').send('Request body too large');
+      },
       schema: {
         tags: ['webhooks'],
         summary: 'Webhook trigger: POST runs the deployed workflow; GET answers provider verification challenges',
@@ -61,9 +68,11 @@ export function webhookRoutes(service: WebhookService, accounts: AccountsService
             headers: request.headers,
             raw: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
             contentType: request.headers['content-type'],
+            // Fastify's: the socket's address, X-Forwarded-For's only with WEFT_TRUST_PROXY.
+            ip: request.ip,
             baseUrl: linkBase(),
             signal: abort.signal,
-          });
+          }, secrets);
           reply.code(answer.status).type(answer.text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
           // A Response block's headers (its content type included) as it set them, the allow-listed ones only.
           for (const [k, v] of Object.entries(allowedResponseHeaders(answer.headers, SERVICE_HEADERS))) reply.header(k, v);

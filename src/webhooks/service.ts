@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/service.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import { isDatabaseUnavailable, type Database } from '../db/database.js';
 import type { RunResult, WebhookConfig } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { holdsUnstorableString } from '../db/storable-text.js';
@@ -15,14 +15,19 @@ import { newId } from '../ids.js';
 import { executeAnswer, storedRunResult } from '../runs/execute-response.js';
 import type { RunContext } from '../runs/run-context.js';
 import type { Admitted, ExecutionService } from '../runs/service.js';
+import type { SecretsService } from '../secrets/service.js';
 import type { WorkflowRow, WorkflowService } from '../workflows/service.js';
+import { ipAllowed } from './allowed-ips.js';
 import { FormFields, TooManyFields } from './form-fields.js';
 import { parseMultipart, type FilePart } from './multipart.js';
 import { holdDeliveryClaim } from './claim-lease.js';
 import { webhookBlockOf, type WebhookRegistry } from './registry.js';
 import * as store from './store.js';
 import type { StoredAnswer, WebhookRow } from './store.js';
-import { challenge, clientStateProblem, deliveryKey, signatureProblem, tokenAccepted, visibleHeaders, type ChallengeAnswer, type Headers } from './verification.js';
+import {
+  challenge, clientStateProblem, CREDENTIAL_FIELDS, credentialSecrets, deliveryKey, signatureProblem, tokenAccepted, visibleHeaders, withSecrets,
+  type ChallengeAnswer, type CredentialField, type Headers,
+} from './verification.js';
 
 export type WebhookAnswer = StoredAnswer;
 
@@ -36,6 +41,8 @@ export interface Delivery {
   /** The body's bytes as received (signatures are over these). */
   raw: Buffer;
   contentType: string | undefined;
+  /** The client's address: the socket's, or the proxy's X-Forwarded-For only when the server trusts a proxy. */
+  ip: string | undefined;
   baseUrl: string;
   /** Aborted when the caller went away (a waiting duplicate stops waiting). */
   signal: AbortSignal;
@@ -54,6 +61,9 @@ export interface WebhookDeps {
   storage: StorageGuard;
 }
 
+/** Reads the workspace secrets a trigger's `token` and `secret` reference; an Error when one is not set. */
+export type WebhookSecrets = Pick<SecretsService, 'resolve'>;
+
 /** Bytes of uploaded webhook files per workspace: this area's storage source (handed to limits by the composition root). */
 export const webhookFileBytes: StorageSource = { sql: store.FILE_BYTES_SQL };
 
@@ -64,6 +74,12 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 const ACK: WebhookAnswer = json(200, { message: 'Webhook processed' });
 /** A delivery whose run has not finished (or whose answer is not stored yet): the sender retries later. */
 const IN_PROGRESS = () => json(409, { error: 'This delivery is still being processed' }, { 'Retry-After': '5' });
+const IP_REFUSED = () => text(403, 'Forbidden - IP not allowed');
+/** What the sender is told when a credential's secret reference cannot be read (the log says which and why). */
+const UNREADABLE_CREDENTIAL: Record<CredentialField, () => WebhookAnswer> = {
+  token: () => text(401, 'Unauthorized - Authentication required but no token configured'),
+  secret: () => text(401, 'Unauthorized - Authentication required but no signing secret configured'),
+};
 const isExecutionIdConflict = (err: unknown) => err instanceof HttpError && err.status === 409 && err.extra.code === 'EXECUTION_ID_CONFLICT';
 /** How long a duplicate waits for the first delivery's answer before giving up (the first one's run may be long). */
 const MAX_WAIT_MS = 60 * 60 * 1000;
@@ -132,6 +148,23 @@ function customAnswer(cfg: WebhookConfig): WebhookAnswer {
   }
 }
 
+/** Code of a retryable refusal that carries none, by status. */
+const RETRYABLE_CODES: Record<number, string> = { 429: 'RATE_LIMIT_EXCEEDED', 503: 'SERVICE_UNAVAILABLE' };
+const DEFAULT_RETRY_AFTER_S: Record<number, number> = { 429: 5, 503: 2 };
+
+/**
+ * A refusal the sender may retry (429 rate limit or concurrency, 503) as the reference words the generic
+ * trigger's: `{error, code, retryable: true, retryAfterSeconds}` and `Retry-After`, besides what it already carries.
+ */
+export function retryableRefusal(err: unknown): unknown {
+  if (!(err instanceof HttpError) || !(err.status in RETRYABLE_CODES)) return err;
+  const given = Object.entries(err.headers).find(([k]) => k.toLowerCase() === 'retry-after')?.[1];
+  const seconds = err.extra.retryAfterSeconds ?? (given && /^\d+$/.test(given) ? Number(given) : DEFAULT_RETRY_AFTER_S[err.status]);
+  return new HttpError(err.status, err.message,
+    { ...err.extra, code: err.extra.code ?? RETRYABLE_CODES[err.status], retryable: true, retryAfterSeconds: seconds },
+    given === undefined ? { ...err.headers, 'Retry-After': String(seconds) } : err.headers);
+}
+
 /** The answer of an async-mode delivery once its run is queued. */
 const asyncAnswer = (cfg: WebhookConfig): WebhookAnswer => (cfg.responseMode === 'custom' ? customAnswer(cfg) : ACK);
 
@@ -163,14 +196,46 @@ export class WebhookService {
     return { hook, workflow, versionId: version.id, config: block.config };
   }
 
-  /** Answers one request to `/api/webhooks/trigger/{path}`. Refusals by limits are thrown as HttpError. */
-  async handle(d: Delivery): Promise<WebhookAnswer> {
+  /**
+   * The trigger's config with the `{{NAME}}` references of its `token` and `secret` replaced by the workspace
+   * secrets' values, read now (never stored resolved). A reference that cannot be read (the secret was deleted
+   * after the save) refuses the delivery: the text as written is never the credential.
+   */
+  private async withCredentials(target: Target, secrets: WebhookSecrets): Promise<{ config: WebhookConfig } | { refused: WebhookAnswer }> {
+    let config = target.config;
+    for (const field of CREDENTIAL_FIELDS) {
+      const names = credentialSecrets(config, field);
+      const value = config[field];
+      if (names.length === 0 || value === undefined) continue;
+      try {
+        config = { ...config, [field]: withSecrets(value, await secrets.resolve(target.hook.workspace_id, names)) };
+      } catch (err) {
+        // The database away is no answer about the secret: 503, retried by the sender.
+        if (isDatabaseUnavailable(err)) throw err;
+        this.deps.log.warn({ workflowId: target.workflow.id, path: target.hook.path, field, secrets: names, reason: (err as Error).message },
+          `webhook delivery refused: the trigger's ${field} references ${names.map((n) => `{{${n}}}`).join(', ')}, which could not be read ` +
+          `(set the secret with PUT /api/v1/secrets/{name}, or change the trigger)`);
+        return { refused: UNREADABLE_CREDENTIAL[field]() };
+      }
+    }
+    return { config };
+  }
+
+  /**
+   * Answers one request to `/api/webhooks/trigger/{path}`. Refusals by limits are thrown as HttpError (the
+   * retryable ones shaped by `retryableRefusal`). `secrets` reads what the trigger's credentials reference.
+   */
+  async handle(d: Delivery, secrets: WebhookSecrets): Promise<WebhookAnswer> {
     this.purgeNowAndThen();
     if (d.method !== 'POST' && d.method !== 'GET') return NOT_ALLOWED();
     const target = await this.lookup(d.path);
     // Unknown and undeployed paths answer alike, so probes cannot tell them apart.
     if (!target) return d.method === 'POST' ? NOT_FOUND() : NOT_ALLOWED();
-    const cfg = target.config;
+    // Before anything else the trigger checks: a sender outside the list learns nothing of its token or secret.
+    if (!ipAllowed(target.config.allowedIps, d.ip)) return IP_REFUSED();
+    const resolved = await this.withCredentials(target, secrets);
+    if ('refused' in resolved) return resolved.refused;
+    const cfg = resolved.config;
     if (d.method === 'GET') {
       const c = challenge(cfg, 'GET', d.query, undefined);
       return c ? fromChallenge(c) : NOT_ALLOWED();
@@ -203,7 +268,11 @@ export class WebhookService {
     // A JSON body was checked as it was parsed; form and multipart fields and the query were decoded from %-escapes.
     if (holdsUnstorableString(input)) return text(400, 'Invalid payload format: a value holds a NUL character, which cannot be stored');
     const key = `${target.workflow.id}:${deliveryKey(cfg, { method: d.method, path: d.path, rawQuery: d.rawQuery, headers: d.headers, raw: d.raw, body })}`;
-    return this.deliver(target, key, input, files, d);
+    try {
+      return await this.deliver(target, key, input, files, d);
+    } catch (err) {
+      throw retryableRefusal(err);
+    }
   }
 
   /** Exactly one run per delivery key: the claimant runs it, every duplicate gets the claimant's answer. */

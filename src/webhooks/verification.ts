@@ -3,6 +3,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../constant-time.js';
 import type { WebhookConfig } from '../engine/index.js';
+import { parseTemplate, scanTokens } from '../engine/references.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
 
@@ -16,17 +17,44 @@ export const header = (h: Headers, name: string): string | undefined => {
 
 const hmacHex = (secret: string, data: Buffer | string) => createHmac('sha256', secret).update(data).digest('hex');
 
-/** The configured token, by `Authorization: Bearer` or the configured header. */
+/**
+ * The configured token: in the configured `tokenHeader` when there is one (that header only, as the reference
+ * reads it), else as `Authorization: Bearer <token>` (the scheme in any case).
+ */
 export function tokenAccepted(cfg: WebhookConfig, h: Headers): boolean {
   if (!cfg.requireAuth) return true;
   const token = cfg.token ?? '';
   if (cfg.tokenHeader) {
     const given = header(h, cfg.tokenHeader);
-    if (given !== undefined && constantTimeEqual(given, token)) return true;
+    return given !== undefined && constantTimeEqual(given, token);
   }
   const auth = header(h, 'authorization');
   const m = auth ? /^bearer\s+(.+)$/i.exec(auth.trim()) : null;
   return m !== null && constantTimeEqual(m[1], token);
+}
+
+/** The settings whose `{{NAME}}` references name workspace secrets, resolved as each delivery is verified. */
+export const CREDENTIAL_FIELDS = ['token', 'secret'] as const;
+export type CredentialField = (typeof CREDENTIAL_FIELDS)[number];
+
+const noHeads = () => false;
+
+/** The secret names a credential setting references (none: it is used as written). */
+export function credentialSecrets(cfg: WebhookConfig, field: CredentialField): string[] {
+  const value = cfg[field];
+  if (!value) return [];
+  const names = scanTokens(value, noHeads).map(({ token }) => (token.kind === 'secret' ? token.name : null));
+  return [...new Set(names.filter((n): n is string => n !== null))];
+}
+
+/**
+ * A credential setting with its `{{NAME}}` references replaced by the secrets' values (`values` holds every
+ * name it references). Anything else in it, `<block.field>` included, stays as written.
+ */
+export function withSecrets(value: string, values: Readonly<Record<string, string>>): string {
+  const parts = parseTemplate(value, noHeads);
+  if (!parts) return value;
+  return parts.map((p) => (typeof p === 'string' ? p : p.kind === 'secret' ? values[p.name] : p.raw)).join('');
 }
 
 /** Why the provider's signature is refused (null: accepted or none defined). */
@@ -119,25 +147,25 @@ function atPath(value: unknown, path: string): unknown {
 const BODY_SIGNED = new Set(['github', 'meta', 'stripe', 'slack']);
 
 /**
- * The delivery key. With a provider signature, only signed material counts: Stripe's event `id`, Slack's
- * `event_id`, the configured `idempotencyField`, else a hash of the body. Headers such as
+ * The delivery key. The configured `idempotencyField`, when the body holds a scalar there (not ''), comes first (the
+ * reference injects it as its first-read delivery header). Otherwise, with a provider signature, only signed
+ * material counts: Stripe's event `id`, Slack's `event_id`, else a hash of the body. Headers such as
  * `X-GitHub-Delivery` or `Idempotency-Key` and the query string are not signed, so a captured delivery
  * replayed with new ones must land on the same key (no new run). Without a signature: the provider's
- * delivery id (header; Stripe's and Slack's event id in the body), else the configured
- * `idempotencyField`, else a hash of method, path, query and body.
+ * delivery id (header; Stripe's and Slack's event id in the body), else a hash of method, path, query and body.
  */
 export function deliveryKey(cfg: WebhookConfig, req: { method: string; path: string; rawQuery: string; headers: Headers; raw: Buffer; body: unknown }): string {
   const bounded = (kind: string, v: string) => `${kind}:${v.length <= 200 ? v : createHash('sha256').update(v).digest('hex')}`;
   const b = req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : undefined;
-  const field = () => {
-    if (!cfg.idempotencyField) return undefined;
+  if (cfg.idempotencyField) {
     const v = atPath(req.body, cfg.idempotencyField);
-    return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? bounded('f', String(v)) : undefined;
-  };
+    // An empty string is no value: it would make every such delivery one.
+    if ((typeof v === 'string' && v !== '') || typeof v === 'number' || typeof v === 'boolean') return bounded('f', String(v));
+  }
   if (cfg.secret && BODY_SIGNED.has(cfg.provider)) {
     if (cfg.provider === 'stripe' && typeof b?.id === 'string' && b.id !== '') return bounded('stripe', b.id);
     if (cfg.provider === 'slack' && typeof b?.event_id === 'string' && b.event_id !== '') return bounded('slack', b.event_id);
-    return field() ?? `signed-body:${createHash('sha256').update(req.raw).digest('hex')}`;
+    return `signed-body:${createHash('sha256').update(req.raw).digest('hex')}`;
   }
   for (const name of DELIVERY_HEADERS) {
     const v = header(req.headers, name);
@@ -147,8 +175,6 @@ export function deliveryKey(cfg: WebhookConfig, req: { method: string; path: str
     if ((cfg.provider === 'stripe' || b.object === 'event') && typeof b.id === 'string' && b.id.startsWith('evt_')) return bounded('stripe', b.id);
     if (cfg.provider === 'slack' && typeof b.event_id === 'string') return bounded('slack', b.event_id);
   }
-  const byField = field();
-  if (byField) return byField;
   const hash = createHash('sha256').update(req.method).update('\0').update(req.path).update('\0').update(req.rawQuery).update('\0').update(req.raw).digest('hex');
   return `hash:${hash}`;
 }

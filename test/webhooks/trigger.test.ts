@@ -121,6 +121,8 @@ describe('availability', () => {
     const { url } = await webhookWorkflow(t, echo());
     const big = await post(url, `{"a":"${'x'.repeat(10 * 1024 * 1024)}"}`);
     expect(big.status).toBe(413);
+    expect(big.text).toBe('Request body too large');
+    expect(big.headers.get('content-type')).toMatch(/^text\/plain/);
     expect((await post(url, '{nope')).status).toBe(400);
     // A multipart body without its boundary, or cut off mid-part, is refused the same way, with no run.
     expect((await post(url, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1', { 'content-type': 'multipart/form-data' })).status).toBe(400);
@@ -142,16 +144,20 @@ describe('availability', () => {
 });
 
 describe('token auth', () => {
-  it('accepts the token as a Bearer token or in the configured header; otherwise 401 and no run', async () => {
+  it('accepts the token as a Bearer token, or only in the configured header when one is set; otherwise 401 and no run', async () => {
     const { id, url } = await webhookWorkflow(t, echo({ requireAuth: true, token: 's3cret-token', tokenHeader: 'X-Hook-Token' }));
     expect((await post(url, { a: 1 })).status).toBe(401);
     expect((await post(url, { a: 1 }, { authorization: 'Bearer wrong' })).status).toBe(401);
     expect((await post(url, { a: 1 }, { 'x-hook-token': 's3cret-tokem' })).status).toBe(401);
+    // With a token header configured, that header alone counts (as in the reference).
+    expect((await post(url, { a: 1 }, { authorization: 'Bearer s3cret-token' })).status).toBe(401);
     expect(await runsOf(t, id)).toHaveLength(0);
     expect((await t.server.ctx.db.query('SELECT 1 FROM webhook_deliveries WHERE workflow_id = $1', [id]))).toHaveLength(0);
-    expect((await post(url, { a: 1 }, { authorization: 'Bearer s3cret-token' })).status).toBe(200);
     expect((await post(url, { a: 2 }, { 'x-hook-token': 's3cret-token' })).status).toBe(200);
-    expect(await finishedRuns(t, id, 2)).toHaveLength(2);
+    const bearer = await webhookWorkflow(t, echo({ requireAuth: true, token: 's3cret-token' }));
+    expect((await post(bearer.url, { a: 1 }, { authorization: 'bearer s3cret-token' })).status).toBe(200);
+    expect(await finishedRuns(t, id, 1)).toHaveLength(1);
+    expect(await finishedRuns(t, bearer.id, 1)).toHaveLength(1);
   });
 });
 

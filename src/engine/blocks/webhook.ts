@@ -12,6 +12,12 @@ export const webhookResponseModes = ['ack', 'custom', 'result'] as const;
 /** A path segment: letters, digits, `.`, `_`, `~`, `-` (1 to 128). */
 export const WEBHOOK_PATH = /^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$/;
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
+/** Entries an `allowedIps` list may hold. */
+export const MAX_ALLOWED_IPS = 1000;
+
+/** An address or CIDR range (`203.0.113.7`, `10.0.0.0/8`, `2001:db8::/32`) of an `allowedIps` list. */
+const ipOrRange = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
+
 /** Fields passed through beside the declared ones. */
 const PASSED = ['headers', 'query', 'event', 'id', 'data'] as const;
 
@@ -28,12 +34,19 @@ export const webhookConfigSchema = z
     idempotencyField: z.string().min(1).max(200).optional(),
     provider: z.enum(webhookProviders).default('generic'),
     secret: z.string().min(1).max(1000).optional(),
+    /** Addresses and CIDR ranges a delivery may come from (empty or absent: any). */
+    allowedIps: z.array(z.string().max(100)).max(MAX_ALLOWED_IPS).optional(),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.requireAuth && !cfg.token) ctx.addIssue({ code: 'custom', path: ['token'], message: 'requireAuth needs a token' });
     if ((cfg.provider === 'github' || cfg.provider === 'stripe' || cfg.provider === 'slack') && !cfg.secret) {
       ctx.addIssue({ code: 'custom', path: ['secret'], message: `the ${cfg.provider} provider verifies signatures: set its signing secret` });
     }
+    cfg.allowedIps?.forEach((entry, i) => {
+      if (!ipOrRange.safeParse(entry).success) {
+        ctx.addIssue({ code: 'custom', path: ['allowedIps', i], message: `"${entry}" is not an IPv4 or IPv6 address or CIDR range (e.g. 203.0.113.7, 10.0.0.0/8, 2001:db8::/32)` });
+      }
+    });
     const seen = new Set<string>();
     cfg.inputFormat.forEach((f, i) => {
       // event, id and data may be declared (typed); the others are the request's own.
@@ -56,7 +69,8 @@ export const webhookBlock = defineBlockType<WebhookConfig>({
   retryable: false,
   pure: true,
   // The trigger's settings are read by the webhooks area; references in them are not resolved.
-  rawFields: ['token', 'secret', 'responseBody', 'path', 'tokenHeader', 'idempotencyField'],
+  // `{{NAME}}` references in `token` and `secret` are resolved by the webhooks area as each delivery is verified.
+  rawFields: ['token', 'secret', 'responseBody', 'path', 'tokenHeader', 'idempotencyField', 'allowedIps'],
   maskedFields: ['token', 'secret'],
   outputFields: (config) => (config.inputFormat.length > 0 ? [...new Set([...config.inputFormat.map((f) => f.name), ...PASSED, 'input'])] : null),
   async run(ctx, config) {
