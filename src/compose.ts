@@ -208,6 +208,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   const ingestPool = new IngestWorkerPool({ workers: kc.ingestWorkers, heapMb: kc.workerHeapMb, parseTimeoutMs: kc.parseTimeoutMs });
   const knowledge = new KnowledgeService({
     db, log: ctx.log, embedders, jobs: jobs.channel('knowledge'), parser: ingestPool, storage: limits.storage, usage: limits.usage, gate: core.scans, queryTimeout: core.queryTimeout,
+    usageCheck: (q, account, plan) => limits.refuseOverUsage(q, account, plan),
     options: {
       leaseMs: config.jobLeaseMs, maxInterruptions: config.maxJobInterruptions, maxFileBytes: kc.maxFileBytes,
       embeddingCostPerMillionTokens: kc.embeddings.costPerMillionTokensUsd,

@@ -224,6 +224,24 @@ function passageScoreOf(content: string, matchers: readonly TermMatcher[], windo
   return (coverage + densest) / (2 * total);
 }
 
+/**
+ * The reference's cutoff on the vector ranking (sim-api 10.4, step 6): a chunk is a vector hit only when its
+ * cosine distance to the query is below 1.0 when at most 3 bases are searched, below 0.8 when more (a wider
+ * search keeps only the closer chunks). A chunk at distance 1 or more points nowhere near the question.
+ */
+export function vectorDistanceCutoff(baseCount: number): number {
+  return baseCount <= 3 ? 1.0 : 0.8;
+}
+
+/**
+ * The vector hits within the cutoff. The hits come nearest first, so dropping the far ones after the LIMIT
+ * keeps exactly the chunks a cutoff inside the query would (and spares the index scan from looking on for
+ * near chunks that are not there).
+ */
+export function withinDistance<T extends Pick<ChunkHit, 'distance'>>(hits: readonly T[], cutoff: number): T[] {
+  return hits.filter((h) => Number(h.distance) < cutoff);
+}
+
 /** Cosine distance runs from 0 to 2; the contract's similarity is 1 minus it, kept in [0, 1]. */
 export function similarityFromDistance(distance: number): number {
   return Math.min(1, Math.max(0, 1 - distance));

@@ -106,6 +106,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
             totalResults: z.number().int(), mode: z.enum(['vector', 'hybrid']),
           })),
           ...errorResponses,
+          402: errorSchema, // a search with a query while the billed account is over its usage limit (usage-gate.ts)
           429: errorSchema, // too many of the workspace's searches wait (limits/workspace-gate.ts)
           503: errorSchema, // the embedding model is away
         },
@@ -114,7 +115,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       const body = request.body;
       const access = await accounts.authorize(request.auth, body.workspaceId, 'read');
       const { results, mode } = await service.search(
-        { workspaceId: access.workspaceId, billedAccount: access.billedAccount },
+        { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan },
         {
           knowledgeBaseIds: body.knowledgeBaseIds, query: body.query, topK: body.topK, filters: body.filters, tagFilters: body.tagFilters,
           mode: body.searchMode ?? body.mode,
@@ -155,6 +156,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
         response: {
           200: ok(z.object({ document: knowledgeDocument, documents: z.array(knowledgeDocument), message: z.string() })),
           ...uploadErrors,
+          402: errorSchema, // the billed account is over its usage limit (usage-gate.ts)
         },
       },
     }, async (request) => {
@@ -182,7 +184,7 @@ export function knowledgeRoutes(service: KnowledgeService, accounts: AccessContr
       }
       const access = await accounts.authorize(request.auth, ws, 'write');
       const documents = await service.upload(
-        { workspaceId: access.workspaceId, billedAccount: access.billedAccount }, request.params.id, files, extra, actorOf(access),
+        { workspaceId: access.workspaceId, billedAccount: access.billedAccount, plan: access.plan }, request.params.id, files, extra, actorOf(access),
       );
       return {
         success: true as const,

@@ -41,6 +41,7 @@ export const knowledgeBase = z.object({
   embeddingModel: z.string(),
   embeddingDimension: z.number().int(),
   chunkingConfig: z.object({ maxSize: z.number().int(), minSize: z.number().int(), overlap: z.number().int() }),
+  connectorTypes: z.array(z.string()).describe('Connector types syncing documents into the base: always empty (documents are uploaded)'),
   createdAt: z.string(),
   updatedAt: z.string(),
 }).describe('Knowledge base');
@@ -60,6 +61,8 @@ export const knowledgeDocument = z.object({
   enabled: z.boolean(),
   tags: z.record(z.string(), z.unknown()),
   tagValues: z.record(z.string(), z.unknown()).describe('Typed tags by display name'),
+  connectorId: z.string().nullable().describe('The connector that synced the document: always null (documents are uploaded)'),
+  connectorType: z.string().nullable().describe('Its connector type: always null'),
   createdAt: z.string(),
   updatedAt: z.string(),
 }).describe('Knowledge document');
@@ -98,8 +101,8 @@ export const searchResultItem = z.object({
   sourceUrl: z.string().nullable(),
   content: z.string(),
   chunkIndex: z.number().int(),
-  similarity: z.number().min(0).max(1).describe('1 minus the cosine distance, clamped to [0, 1] (exactly 1 for tag-only searches): higher is closer'),
-  metadata: z.record(z.string(), z.unknown()).describe("The chunk's metadata (page, headings, rows, sheet) and its document's typed tags by display name"),
+  similarity: z.number().min(0).max(1).describe('1 minus the cosine distance, clamped to [0, 1] (exactly 1 for tag-only searches): higher is closer. Vector hits are those below a cosine distance of 1.0 (0.8 over more than 3 bases); full-text hits of hybrid search have no cutoff'),
+  metadata: z.record(z.string(), z.unknown()).describe("The chunk's metadata (page, headings, rows, sheet) and its document's typed tags by display name; a tag wins over a metadata key of the same name"),
 }).describe('Search result item');
 
 export const pagination = z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() });

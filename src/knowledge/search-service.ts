@@ -7,11 +7,12 @@ import { holdsUnstorableString } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
 import { isUuid, newTimeOrderedToken } from '../ids.js';
 import type { Embedder, EmbedderSet } from './embedder.js';
-import { fuseScored, rerankPassages, similarityFromDistance, type WeightedTerm } from './ranking.js';
+import { fuseScored, rerankPassages, similarityFromDistance, vectorDistanceCutoff, type WeightedTerm, withinDistance } from './ranking.js';
 import * as store from './store.js';
 import type { KnowledgeTags, TagFilterInput } from './tag-definitions.js';
 import { listTagDefinitions } from './tag-store.js';
 import { keywordChunks } from './text-search-store.js';
+import type { BilledScope, KnowledgeUsageGate } from './usage-gate.js';
 import { namedTagValues, type SearchResultItem } from './wire-format.js';
 import type { QueryTimeout } from '../limits/query-timeout.js';
 import type { WorkspaceGate } from '../limits/workspace-gate.js';
@@ -40,6 +41,8 @@ export interface SearchDeps {
   gate: WorkspaceGate;
   /** How long a search's statements may hold the database (503 `QUERY_TIMEOUT` past it). */
   queryTimeout: QueryTimeout;
+  /** The usage cap (402) of a search with a query. */
+  usageGate: KnowledgeUsageGate;
 }
 
 /** Candidates each leg of a hybrid search brings: more than asked for, so fusion can promote a chunk both legs rank well. */
@@ -49,16 +52,19 @@ export class KnowledgeSearch {
   constructor(private readonly deps: SearchDeps) {}
 
   /** The best `topK` chunks of the given bases, best first, and the mode that ranked them. */
-  search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+  async search(scope: BilledScope, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
     // A request body passed the JSON parser's check, but a workflow's knowledge block searches with text other
     // blocks produced: a NUL or a lone surrogate would reach PostgreSQL, which refuses it in text and jsonb.
     if (holdsUnstorableString([req.query ?? '', req.filters ?? {}, req.tagFilters ?? []])) {
-      return Promise.reject(new HttpError(400, 'The search holds a NUL character (\\u0000) or an unpaired surrogate, which cannot be searched for'));
+      throw new HttpError(400, 'The search holds a NUL character (\\u0000) or an unpaired surrogate, which cannot be searched for');
     }
+    // The reference's order (sim-api 10.4): the usage cap (402) before the bases are looked up (404). Only a
+    // search with a query is billed (its embedding); a tag-only search is never refused for usage.
+    if (req.query?.trim()) await this.deps.usageGate.check(this.deps.db, scope);
     return this.deps.gate.run(scope.workspaceId, () => this.searchNow(scope, req));
   }
 
-  private async searchNow(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+  private async searchNow(scope: BilledScope, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
     const { db } = this.deps;
     const ids = [...new Set(req.knowledgeBaseIds)];
     const found = await store.findBases(db, scope.workspaceId, ids.filter(isUuid));
@@ -97,6 +103,8 @@ export class KnowledgeSearch {
     }
     await this.deps.charge(scope.billedAccount, embedded.tokens, `knowledge-query:${newTimeOrderedToken()}`, { knowledgeBaseIds: ids });
 
+    // Vector hits only within the reference's distance cutoff (sim-api 10.4): below 1.0 over up to 3 bases, 0.8 over more.
+    const cutoff = vectorDistanceCutoff(ids.length);
     const search: store.ChunkSearch = {
       baseIds: ids, dimension: base.embedding_dimension, embedding: embedded.vectors[0] as number[], limit: req.topK,
       filters: req.filters, tagFilters: resolved, efSearch: Math.max(this.deps.efSearch, req.topK),
@@ -104,7 +112,12 @@ export class KnowledgeSearch {
     let hits: store.ChunkHit[];
     if (mode === 'hybrid') {
       const wide = { ...search, limit: hybridWidth(req.topK), efSearch: Math.max(this.deps.efSearch, hybridWidth(req.topK)) };
-      const vectorHits = await this.nearest(wide);
+      // The cutoff applies to the vector leg here too, as in the reference's hybrid search; the full-text leg's
+      // hits are kept whatever their distance (they carry it for fusion), so a chunk that names the question's
+      // identifier or codename is still found when its vector is far. A vector-only candidate past the cutoff
+      // ranked low anyway, with the lowest vector scores and no text score (docs/architecture.md, Knowledge
+      // ingest: fusion mixes the two legs half and half, then the passage rerank), so mostly the tail shortens.
+      const vectorHits = withinDistance(await this.nearest(wide), cutoff);
       let keyword: { hits: store.ChunkHit[]; terms: WeightedTerm[] } = { hits: [], terms: [] };
       try {
         keyword = await this.deps.queryTimeout.run(db, 'search', (q) => keywordChunks(q, { ...wide, query }));
@@ -116,7 +129,7 @@ export class KnowledgeSearch {
       // the question's words occur together (docs/architecture.md, Knowledge ingest).
       hits = rerankPassages(fuseScored(vectorHits, keyword.hits), keyword.terms).slice(0, req.topK);
     } else {
-      hits = await this.nearest(search);
+      hits = withinDistance(await this.nearest(search), cutoff);
     }
     return { results: await this.shape(hits, (h) => similarityFromDistance(Number(h.distance))), mode };
   }
@@ -127,7 +140,11 @@ export class KnowledgeSearch {
     return queryTimeout.answering('search', queryTimeout.tx(db, (q) => store.nearestChunks(q, search)));
   }
 
-  /** The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. */
+  /**
+   * The wire shape of hits: the chunk's metadata, with each named tag of its document beside it. A tag wins
+   * over a metadata key of the same name (a tag named "page" or "headings"): the reference's `metadata` maps
+   * tag display names to values, so a tag the caller defined is never hidden by where the chunk came from.
+   */
   private async shape(hits: store.ChunkHit[], similarity: (h: store.ChunkHit) => number): Promise<SearchResultItem[]> {
     const tagged = hits.filter((h) => h.tag_slots && Object.keys(h.tag_slots).length > 0);
     const defsByBase = new Map<string, Awaited<ReturnType<typeof listTagDefinitions>>>();
@@ -140,7 +157,7 @@ export class KnowledgeSearch {
       content: h.content,
       chunkIndex: h.chunk_index,
       similarity: round(similarity(h)),
-      metadata: { ...namedTagValues(defsByBase.get(h.knowledge_base_id) ?? [], h.tag_slots), ...h.metadata },
+      metadata: { ...h.metadata, ...namedTagValues(defsByBase.get(h.knowledge_base_id) ?? [], h.tag_slots) },
     }));
   }
 }

@@ -19,6 +19,7 @@ import { KnowledgeSearch, type SearchMode, type SearchRequest } from './search-s
 import * as store from './store.js';
 import { KnowledgeTags } from './tag-definitions.js';
 import { updateDocumentTagSlots } from './tag-store.js';
+import { type BilledScope, KnowledgeUsageGate, type UsageCheck } from './usage-gate.js';
 import {
   type ChunkingConfig, DEFAULT_CHUNKING, type PublicBase, type PublicDocument, type PublicDocumentDetail, publicBase, publicDocument,
   publicDocumentDetail, type SearchResultItem,
@@ -54,6 +55,8 @@ export interface KnowledgeDeps {
   gate?: WorkspaceGate;
   /** How long a search may hold the database (default 10 s). */
   queryTimeout?: QueryTimeout;
+  /** The usage cap's 402 for uploads and searches with a query (LimitsService.refuseOverUsage); absent: no cap. */
+  usageCheck?: UsageCheck;
 }
 
 export interface UploadedFile {
@@ -74,9 +77,12 @@ export class KnowledgeService {
   /** Typed tag definitions of the bases and the checks of tag values and filters. */
   readonly tags: KnowledgeTags;
   private readonly searcher: KnowledgeSearch;
+  /** The usage cap of uploads and searches with a query (usage-gate.ts). */
+  private readonly usageGate: KnowledgeUsageGate;
 
   constructor(private readonly deps: KnowledgeDeps) {
     this.db = deps.db;
+    this.usageGate = new KnowledgeUsageGate(deps.usageCheck);
     // Every ingest in flight (up to the worker concurrency) listens on this one signal.
     setMaxListeners(0, this.shutdown.signal);
     this.ingests = new IngestJobs({
@@ -86,6 +92,7 @@ export class KnowledgeService {
     this.tags = new KnowledgeTags(deps.db, (q, workspaceId, baseId) => this.requireBase(q, workspaceId, baseId), deps.storage);
     this.searcher = new KnowledgeSearch({
       db: deps.db, log: deps.log, embedders: deps.embedders, tags: this.tags, efSearch: deps.options.efSearch ?? 100, gate: deps.gate ?? new WorkspaceGate(), queryTimeout: deps.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
+      usageGate: this.usageGate,
       charge: (account, tokens, key, metadata) => this.chargeEmbedding(account, tokens, key, metadata),
     });
   }
@@ -162,10 +169,11 @@ export class KnowledgeService {
 
   /**
    * Stores the files and queues their ingest; answers at once with the documents `pending`. Every file
-   * is checked (type, size) before anything is written, and all of them commit together or none.
+   * is checked (type, size) before anything is written, and all of them commit together or none. In the
+   * reference's order: size (413) and type (415), then the base (404), then the usage cap (402).
    */
   async upload(
-    scope: { workspaceId: string; billedAccount: string }, baseId: string, files: UploadedFile[],
+    scope: BilledScope, baseId: string, files: UploadedFile[],
     extra: { tags?: Record<string, unknown>; tagValues?: Record<string, unknown>; sourceUrl?: string | null } = {}, actor: Actor = {},
   ): Promise<PublicDocument[]> {
     if (files.length === 0) throw new HttpError(400, 'file is required: send at least one file');
@@ -182,6 +190,7 @@ export class KnowledgeService {
     });
     const docs = await this.db.tx(async (q) => {
       await this.requireBase(q, scope.workspaceId, baseId, true);
+      await this.usageGate.check(q, scope);
       const tagSlots = extra.tagValues ? withoutNulls(await this.tags.slotValues(q, baseId, extra.tagValues)) : {};
       const rows: store.DocumentRow[] = [];
       for (const f of typed) {
@@ -275,7 +284,7 @@ export class KnowledgeService {
   // ----------------------------------------------------------------------------------------------
 
   /** The best `topK` chunks of the given bases for `query` (or the tag filters alone), best first. */
-  search(scope: { workspaceId: string; billedAccount: string }, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
+  search(scope: BilledScope, req: SearchRequest): Promise<{ results: SearchResultItem[]; mode: SearchMode }> {
     return this.searcher.search(scope, req);
   }
 

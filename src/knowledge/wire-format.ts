@@ -32,6 +32,8 @@ export interface PublicBase {
   embeddingModel: string;
   embeddingDimension: number;
   chunkingConfig: ChunkingConfig;
+  /** The connector types syncing documents into the base (sim-api 10.1): always none, Weft has no such connectors. */
+  connectorTypes: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -45,6 +47,7 @@ export const publicBase = (b: BaseRow): PublicBase => ({
   embeddingModel: b.embedding_model,
   embeddingDimension: b.embedding_dimension,
   chunkingConfig: { maxSize: b.chunk_max_size, minSize: b.chunk_min_size, overlap: b.chunk_overlap },
+  connectorTypes: [],
   createdAt: b.created_at.toISOString(),
   updatedAt: b.updated_at.toISOString(),
 });
@@ -63,6 +66,9 @@ export interface PublicDocument {
   tags: Record<string, unknown>;
   /** Typed tags by display name (slot name where no definition names the slot). */
   tagValues: Record<string, unknown>;
+  /** The connector that synced the document, and its type (the reference's fields): always null, every document is uploaded. */
+  connectorId: string | null;
+  connectorType: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -102,6 +108,8 @@ export const publicDocument = (d: DocumentRow, defs: readonly TagNames[] = []): 
   enabled: d.enabled,
   tags: d.tags,
   tagValues: namedTagValues(defs, d.tag_slots),
+  connectorId: null,
+  connectorType: null,
   createdAt: d.created_at.toISOString(),
   updatedAt: d.updated_at.toISOString(),
 });

@@ -183,6 +183,18 @@ export class LimitsService {
     return { token, usageKey: req.usageKey ?? null };
   }
 
+  /**
+   * 402 (the refusal a run meets) once the account's cost this period has reached its plan's limit, for billed
+   * requests that hold no charge of their own (knowledge uploads and searches); nothing when limits are off.
+   * Reads the running total (one row), never a sum.
+   */
+  async refuseOverUsage(q: Queryable, account: string, plan: string): Promise<void> {
+    if (!this.enabled) return;
+    const p = this.plan(plan);
+    const costUsd = await this.usage.currentCost(q, account);
+    if (costUsd >= p.usageLimitUsd) throw this.capRefusal(p, costUsd, 0);
+  }
+
   private capRefusal(p: PlanLimits, costUsd: number, reservedUsd: number): HttpError {
     this.observer?.limitRejected({ kind: 'usage' });
     const held = reservedUsd > 0 ? ` (including $${reservedUsd.toFixed(3)} reserved by runs in progress)` : '';

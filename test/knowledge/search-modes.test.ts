@@ -50,7 +50,8 @@ describe('search modes', () => {
 
   it('keeps every result field of the contract, with similarity a number in [0, 1] in both modes', async () => {
     for (const searchMode of ['vector', 'hybrid']) {
-      // A query unlike every document: far vectors (cosine distance near or past 1) still report >= 0.
+      // A query unlike every document: vector hits stop short of cosine distance 1 (the reference's cutoff), so
+      // they report above 0; a full-text hit of hybrid search past it reports 0, never less.
       const r = await k.search({ knowledgeBaseIds: [baseId], query: 'zebra giraffe savanna ledger', searchMode, topK: 10 });
       expect(r.status).toBe(200);
       expect(r.body.data.results.length).toBe(Object.keys(docs).length);
