@@ -209,10 +209,38 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
   return new HttpError(500, 'Internal server error', { requestId: request.id });
 }
 
-/** The answer to a path no route matches: Sim's v2 envelope under /api/v2, else the family's 404. */
-function sendRouteNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/** Route paths by method, compiled to patterns (`:param` one segment), to tell 404 from 405. */
+class RouteMethods {
+  private readonly routes: { method: string; pattern: RegExp }[] = [];
+
+  add(methods: string | string[], url: string): void {
+    // A catch-all (the dashboard's pages, static files) exists for every path: it says nothing about this one.
+    if (url.includes('*')) return;
+    const source = url.split('/').map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+    const pattern = new RegExp(`^${source}/?$`);
+    for (const method of Array.isArray(methods) ? methods : [methods]) this.routes.push({ method, pattern });
+  }
+
+  /** The methods whose routes match `path` (empty: no route has this path). */
+  allowed(path: string): string[] {
+    return [...new Set(this.routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+  }
+}
+
+/**
+ * The answer to a request no route matches: 405 with `Allow` when the path exists under other methods (as the
+ * reference's framework answers), else 404 (Sim's v2 envelope under /api/v2, else the family's).
+ */
+function sendRouteNotFound(request: FastifyRequest, reply: FastifyReply, routes: RouteMethods): FastifyReply {
   const path = request.url.split('?')[0] ?? '';
-  if (path === '/api/v2' || path.startsWith('/api/v2/')) {
+  const v2 = path === '/api/v2' || path.startsWith('/api/v2/');
+  const allowed = routes.allowed(path).filter((m) => m !== 'HEAD');
+  if (allowed.length > 0 && path.startsWith('/api/')) {
+    reply.code(405).header('allow', allowed.join(', '));
+    if (v2) return reply.header('cache-control', 'private, no-store').send({ error: { code: 'METHOD_NOT_ALLOWED', message: 'Method not allowed' } });
+    return reply.send(errorBody('v1', 405, `Method ${request.method} is not allowed on ${path}`));
+  }
+  if (v2) {
     return reply.code(404).header('cache-control', 'private, no-store').send(V2_NOT_FOUND);
   }
   const family: ErrorFamily = request.url.startsWith('/api/v1/ai/') ? 'ai' : 'v1';
@@ -220,9 +248,11 @@ function sendRouteNotFound(request: FastifyRequest, reply: FastifyReply): Fastif
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
+  const routes = new RouteMethods();
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // A body that cannot be read, sent to a path that does not exist: the path is what is wrong.
-    if (request.is404) return sendRouteNotFound(request, reply);
+    if (request.is404) return sendRouteNotFound(request, reply, routes);
     const httpErr = toHttpError(err, request);
     if (httpErr.status >= 500 && !(err instanceof HttpError)) {
       // already logged in toHttpError
@@ -231,5 +261,5 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return sendError(reply, httpErr);
   });
-  app.setNotFoundHandler((request, reply) => sendRouteNotFound(request, reply));
+  app.setNotFoundHandler((request, reply) => sendRouteNotFound(request, reply, routes));
 }

@@ -159,6 +159,17 @@ describe('errors of the legacy paths', () => {
     expect(v1.body.error).toBe('Route POST /api/v1/nope not found');
   });
 
+  it('answers a path that exists under another method with 405 and Allow', async () => {
+    const v2 = await t.call('GET', `/api/v2/workflows/${greet}/execute`);
+    expect(v2.status).toBe(405);
+    expect(v2.headers.get('allow')).toBe('POST');
+    expect(v2.body.error.code).toBe('METHOD_NOT_ALLOWED');
+    const legacy = await t.call('DELETE', `/api/workflows/${greet}/execute`);
+    expect(legacy.status).toBe(405);
+    expect(legacy.headers.get('allow')).toBe('POST');
+    expect((await t.call('GET', '/api/v2/nope/execute')).status).toBe(404);
+  });
+
   it('gives the workflow status 404 a code, as Sim\'s SDKs read it', async () => {
     const r = await t.call('GET', '/api/workflows/nope/status');
     expect(r.status).toBe(404);
