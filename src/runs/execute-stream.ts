@@ -54,16 +54,14 @@ export async function streamRun(
   let emitted = false;
   const onBlock = (step: StepRecord) => {
     outputs.set(step.blockId, step.output);
-    let first = true;
     for (const s of selectors) {
       if (s.blockId !== step.blockId) continue;
       const v = valueAt(step.output, s.path);
       if (!v.found) continue;
       const text = typeof v.value === 'string' ? v.value : JSON.stringify(v.value ?? null, null, 2);
-      // Once anything was sent, the first chunk of each further block or output starts a new paragraph.
-      write({ blockId: step.blockId, chunk: emitted && first ? `\n\n${text}` : text });
+      // Once anything was sent, each further selected output (one chunk each) starts a new paragraph.
+      write({ blockId: step.blockId, chunk: emitted ? `\n\n${text}` : text });
       emitted = true;
-      first = false;
       streamed.add(s.key);
     }
   };

@@ -108,6 +108,11 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
+/** The stream protocol a client may ask for (X-Sim-Stream-Protocol); a stream that honours it names it back. */
+const AGENT_EVENTS = 'agent-events-v1';
+const negotiatedAgentEvents = (request: FastifyRequest): boolean =>
+  (header(request, 'x-sim-stream-protocol') ?? '').split(',').some((p) => p.trim() === AGENT_EVENTS);
+
 /** The v2 run API, registered under /api/v2 by the legacy run routes' plugin. */
 export function v2RunRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
@@ -161,7 +166,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
       }
       if (body.executionTimeoutSeconds !== undefined && !isAsync) throw new HttpError(400, 'executionTimeoutSeconds is supported only for async execution');
       if ((body.includeThinking || body.includeToolCalls) && !body.stream) throw new HttpError(400, 'includeThinking and includeToolCalls require stream: true');
-      if ((body.includeThinking || body.includeToolCalls) && !(header(request, 'x-sim-stream-protocol') ?? '').split(',').some((p) => p.trim() === 'agent-events-v1')) {
+      if ((body.includeThinking || body.includeToolCalls) && !negotiatedAgentEvents(request)) {
         throw new HttpError(400, 'includeThinking and includeToolCalls require the X-Sim-Stream-Protocol: agent-events-v1 header');
       }
       const runId = header(request, 'x-run-id');
@@ -183,6 +188,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
         }
         if (body.stream) {
           const selectors = await service.outputSelectors(admitted, body.selectedOutputs);
+          if (negotiatedAgentEvents(request)) reply.header('x-sim-stream-protocol', AGENT_EVENTS);
           return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...start, signal, onBlock }));
         }
         const abort = new AbortController();

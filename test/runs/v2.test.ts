@@ -227,11 +227,17 @@ describe('v2 execute', () => {
     expect(frames).toEqual([
       { blockId: 'first', chunk: 'one x' },
       { blockId: 'second', chunk: '\n\n{\n  "a": 1\n}' },
-      { blockId: 'second', chunk: 'two' },
+      { blockId: 'second', chunk: '\n\ntwo' },
       { event: 'final', data: { success: true, output: {} } },
       '[DONE]',
     ]);
     expect(lines[lines.length - 1]).toBe('data: "[DONE]"');
+    expect(r.headers.get('x-sim-stream-protocol')).toBeNull();
+    // A client that negotiated the agent-events protocol is told the stream speaks it.
+    const negotiated = await v2('POST', `/workflows/${wf}/execute`, { input: { name: 'z' }, stream: true, includeThinking: true },
+      { 'x-sim-stream-protocol': 'other, agent-events-v1' });
+    expect(negotiated.status).toBe(200);
+    expect(negotiated.headers.get('x-sim-stream-protocol')).toBe('agent-events-v1');
     // Without selectedOutputs: no chunks, the final frame carries the whole output.
     const all = await v2('POST', `/workflows/${wf}/execute`, { input: { name: 'y' }, stream: true });
     const allFrames = all.text.split('\n\n').filter(Boolean).map((l) => JSON.parse(l.slice(6)));
