@@ -37,6 +37,7 @@ import { Scheduler } from './schedules/scheduler.js';
 import { TablesService, tableStorageBytes } from './tables/service.js';
 import { WebhookRegistry } from './webhooks/registry.js';
 import { WebhookService, webhookFileBytes } from './webhooks/service.js';
+import { deleteFilesBefore as deleteWebhookFilesBefore } from './webhooks/store.js';
 import { WorkflowService, workflowStorageBytes } from './workflows/service.js';
 import { QUERY_COOLDOWN_FACTOR, QueryTimeout } from './limits/query-timeout.js';
 import { WorkspaceGate } from './limits/workspace-gate.js';
@@ -258,6 +259,8 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
       { name: 'audit log', days: config.auditRetentionDays, deleteBatch: (cutoff, n) => deleteAuditBefore(db, cutoff, n) },
       // A revoked key goes with the runs that could name it (WEFT_LOG_RETENTION_DAYS); the audit log keeps its name.
       { name: 'revoked API keys', days: config.logRetentionDays, deleteBatch: (cutoff, n) => accounts.deleteKeysRevokedBefore(cutoff, n) },
+      // Files uploaded with webhook deliveries go with the runs that received them (their storage is freed).
+      { name: 'webhook files', days: config.logRetentionDays, deleteBatch: (cutoff, n) => deleteWebhookFilesBefore(db, cutoff, n) },
     ],
   }, ctx.log, opts.clock ?? systemClock);
   // In start order; each stops before those above it. Another entry is one more line here.

@@ -2,6 +2,7 @@
 import { ASYNC_COMMIT, ASYNC_COMMIT_NAME } from '../db/async-commit.js';
 import type { Queryable } from '../db/database.js';
 import { blobFromText, blobParam } from '../db/blob.js';
+import { deleteOlderThan } from '../db/batch-delete.js';
 
 export interface WebhookRow {
   workflow_id: string;
@@ -196,6 +197,13 @@ export async function findFile(q: Queryable, id: string): Promise<{ workspace_id
   return row && { ...row, data: blobFromText(row.data) };
 }
 
-/** Bytes of a workspace's uploaded webhook files (its storage source). */
-/** Bytes of a workspace's uploaded webhook files (`$1`: the workspace id). */
+/**
+ * Deletes at most `batchSize` uploaded files older than `cutoff`, oldest first (the retention sweep: a delivery's
+ * files go with its run's log); answers how many went.
+ */
+export function deleteFilesBefore(q: Queryable, cutoff: Date, batchSize: number): Promise<number> {
+  return deleteOlderThan(q, 'webhook_files', 'created_at', cutoff, batchSize);
+}
+
+/** Bytes of a workspace's uploaded webhook files (`$1`: the workspace id; its storage source). */
 export const FILE_BYTES_SQL = 'SELECT COALESCE(sum(size), 0) FROM webhook_files WHERE workspace_id = $1';

@@ -145,7 +145,7 @@ describe('history that is not runs', () => {
   const keyRows = (db: TestServer['server']['ctx']['db'], ids: string[]) =>
     db.query<{ id: string }>('SELECT id FROM api_keys WHERE id = ANY($1::uuid[])', [ids]).then((r) => r.map((k) => k.id).sort());
 
-  it('audit entries go after WEFT_AUDIT_RETENTION_DAYS and revoked keys after WEFT_LOG_RETENTION_DAYS, on the retention timer', async () => {
+  it('audit entries go after WEFT_AUDIT_RETENTION_DAYS, revoked keys and webhook files after WEFT_LOG_RETENTION_DAYS, on the retention timer', async () => {
     const clock = new ManualClock(T0);
     const s = await startScheduledServer(clock, { env: { WEFT_LOG_RETENTION_DAYS: '30', WEFT_AUDIT_RETENTION_DAYS: '365', WEFT_LOG_RETENTION_INTERVAL_SECONDS: '60' } });
     try {
@@ -157,6 +157,22 @@ describe('history that is not runs', () => {
         made.push({ id: r.body.data.id as string, secret: r.body.data.key as string });
       }
       expect((await s.call('DELETE', `/api/v1/keys/${made[1].id}`)).status).toBe(200);
+      // A webhook delivery's uploaded file, which counts toward the workspace's storage.
+      const hook = await s.call('POST', '/api/v1/workflows', {
+        workspaceId: s.workspaceId, name: 'files-retention',
+        definition: { blocks: [{ id: 'hook', type: 'webhook', name: 'Hook', config: { inputFormat: [{ name: 'doc', type: 'files' }] } }], edges: [] },
+      });
+      const hookId: string = hook.body.data.workflow.id;
+      expect((await s.call('POST', `/api/v1/workflows/${hookId}/deploy`)).status).toBe(200);
+      const hookUrl: string = (await s.call('GET', `/api/v1/workflows/${hookId}`)).body.data.workflow.webhookUrl;
+      const form = new FormData();
+      form.append('doc', new Blob(['kept for a while']), 'doc.txt');
+      expect((await fetch(hookUrl, { method: 'POST', body: form })).status).toBe(200);
+      const [stored] = await db.query<{ id: string }>('SELECT id FROM webhook_files WHERE workflow_id = $1', [hookId]);
+      const fileUrl = `/api/v1/webhooks/files/${stored.id}`;
+      expect((await s.call('GET', fileUrl)).status).toBe(200);
+      const storage = () => s.server.services.limits.storage.used(db, [s.workspaceId]);
+      const withFile = await storage();
       expect(await auditCount(db, s.workspaceId)).toBeGreaterThanOrEqual(3);
       expect(await keyRows(db, made.map((k) => k.id))).toEqual(made.map((k) => k.id).sort());
 
@@ -166,6 +182,9 @@ describe('history that is not runs', () => {
       await s.server.services.retention.settled();
       expect(await auditCount(db, s.workspaceId)).toBe(0);
       expect(await keyRows(db, made.map((k) => k.id))).toEqual([made[0].id]);
+      // The file went with the runs of its time, and its bytes no longer count.
+      expect((await s.call('GET', fileUrl)).status).toBe(404);
+      expect(await storage()).toBe(withFile - 'kept for a while'.length);
       // The active key still works; the audit log starts again with the next action.
       expect((await s.call('GET', `/api/v1/audit-logs?workspaceId=${s.workspaceId}`, undefined, { 'x-api-key': made[0].secret })).status).toBe(200);
     } finally {
