@@ -18,18 +18,36 @@ export function jsonExpression(column: string, alias = ''): string {
   return `${alias ? `${alias}.` : ''}data->${nameLiteral(column)}`;
 }
 
+/** The stored forms of a date cell (columns.ts coerceDate), as a regular expression. */
+const STORED_DATE = String.raw`'^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)?$'`;
+
+/**
+ * The instant of a date column's cell. A guarded column's (see `Column.guarded`) reads only cells in a stored
+ * date form. Why: changing a column's type rewrites its cells, and PostgreSQL builds an index of the new type
+ * within that transaction over the rows' versions from before the change too (it indexes rows the transaction
+ * deleted), where the unguarded cast fails on the old values (text that is no date, a number, ...). Every value
+ * the change kept converted with insert's checks, so an old value in a stored form is a valid date.
+ */
+function dateInstantExpression(column: Column, a: string): string {
+  const text = `${a}data->>${nameLiteral(column.name)}`;
+  return column.guarded ? `weft_table_ts(CASE WHEN ${text} ~ ${STORED_DATE} THEN ${text} END)` : `weft_table_ts(${text})`;
+}
+
 /**
  * The typed expression of a column, identical to the expression indexes built for number and
- * date columns (without an alias there) so the planner can match them.
+ * date columns (without an alias there) so the planner can match them. A guarded column's (see
+ * dateInstantExpression) reads only numbers as numbers.
  */
 export function typedExpression(column: Column, alias = ''): string {
   const a = alias ? `${alias}.` : '';
   const lit = nameLiteral(column.name);
   switch (column.type) {
     case 'number':
-      return `((${a}data->${lit})::numeric)`;
+      return column.guarded
+        ? `(CASE WHEN jsonb_typeof(${a}data->${lit}) = 'number' THEN (${a}data->${lit})::numeric END)`
+        : `((${a}data->${lit})::numeric)`;
     case 'date':
-      return `weft_table_ts(${a}data->>${lit})`;
+      return dateInstantExpression(column, a);
     case 'boolean':
       return `((${a}data->${lit})::boolean)`;
     case 'json':
@@ -43,5 +61,5 @@ export function typedExpression(column: Column, alias = ''): string {
 /** The expression a unique column's index is built on: equality of stored values (instants for dates). */
 export function uniqueExpression(column: Column, alias = ''): string {
   const a = alias ? `${alias}.` : '';
-  return column.type === 'date' ? `weft_table_ts(${a}data->>${nameLiteral(column.name)})` : `(${a}data->${nameLiteral(column.name)})`;
+  return column.type === 'date' ? dateInstantExpression(column, a) : `(${a}data->${nameLiteral(column.name)})`;
 }

@@ -9,12 +9,25 @@ export const COLUMN_TYPES = ['string', 'number', 'boolean', 'date', 'json', 'sel
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 export interface Column {
+  /**
+   * Stable id (`col_` + 32 hex), kept across renames. Columns defined before ids existed have none stored: the
+   * store answers one derived from the table id and the name (store.ts `withColumnIds`), which is stored with
+   * the next change of the table's schema.
+   */
+  id?: string;
   name: string;
   type: ColumnType;
   required: boolean;
   unique: boolean;
   /** Allowed values of a select column. */
   options?: string[];
+  /**
+   * Internal (never on the wire): the column's typed and unique expressions skip values not in its type's stored
+   * form (column-sql.ts dateInstantExpression). Set on columns whose type was changed and on columns added to an
+   * existing table: their indexes are built while the rows' older versions (which PostgreSQL indexes too) may
+   * hold values of another type under the column's name.
+   */
+  guarded?: boolean;
 }
 
 /** What a caller sends to define a column. */
@@ -39,8 +52,12 @@ type Row = Record<string, unknown>;
 // Column definitions
 // ------------------------------------------------------------------------------------------------
 
-/** Validates one column definition and returns it normalised; throws 400 naming the problem. */
-export function normalizeColumn(input: ColumnInput): Column {
+/**
+ * Validates one column definition and returns it normalised (without an id); throws 400 naming the problem.
+ * `keepUniqueSelect`: a change that leaves the flags and type alone may keep a unique select column defined
+ * before such columns were refused.
+ */
+export function normalizeColumn(input: ColumnInput, opts: { keepUniqueSelect?: boolean } = {}): Column {
   const name = input.name;
   if (typeof name !== 'string' || name.length === 0 || name.length > TABLE_LIMITS.maxColumnNameLength) {
     throw new HttpError(400, `Invalid column name: must be 1 to ${TABLE_LIMITS.maxColumnNameLength} characters`);
@@ -54,6 +71,8 @@ export function normalizeColumn(input: ColumnInput): Column {
   }
   const column: Column = { name, type: input.type, required: input.required === true, unique: input.unique === true };
   if (input.type === 'select') {
+    // As in the reference: a select column's values are a few options, so uniqueness would cap it at as many rows.
+    if (column.unique && !opts.keepUniqueSelect) throw new HttpError(400, `Select column "${name}" cannot be unique`);
     const options = input.options;
     if (!Array.isArray(options) || options.length === 0) {
       throw new HttpError(400, `Select column "${name}" needs at least one option`);
@@ -135,9 +154,7 @@ function coerceString(v: unknown): string {
   else if (typeof v === 'number' && Number.isFinite(v)) s = String(v);
   else if (typeof v === 'boolean') s = String(v);
   else throw new CellError(`expected a string, got ${kind(v)}`);
-  if (s.length > TABLE_LIMITS.maxStringLength) {
-    throw new CellError(`text is longer than ${TABLE_LIMITS.maxStringLength} characters (${s.length})`);
-  }
+  // No bound of its own: the row's size bounds it (TABLE_LIMITS.maxRowBytes).
   return checkText(s);
 }
 
@@ -173,10 +190,71 @@ function isoOf(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/** Milliseconds of a UTC wall-clock time; the year is set on its own (Date.UTC reads years 0 to 99 as 1900 to 1999). */
+function utcMs(y: number, month: number, day: number, h = 0, mi = 0, sec = 0, ms = 0): number {
+  const t = new Date(Date.UTC(2000, month, day, h, mi, sec, ms));
+  t.setUTCFullYear(y, month, day);
+  return t.getTime();
+}
+
+function calendarDate(y: number, month: number, day: number): string {
+  if (y < 1 || y > 9999) throw new CellError('date is outside the years 1 to 9999');
+  return `${String(y).padStart(4, '0')}-${String(month + 1).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+}
+
+/** `YYYY` and `YYYY-MM`: ISO forms Date.parse reads as the first day of the year or month. */
+const ISO_YEAR_MONTH = /^(\d{4})(?:-(\d{2}))?$/;
+/** A number in a string: Date.parse reads "1" as 2001-01-01 and "1.5" as 2001-01-05, which no caller means. */
+const BARE_NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)$/;
+const TIME_OF_DAY = /\d:\d{2}/;
+/** A zone Date.parse honours: a name it knows, or an offset after the time of day. */
+const ZONE = /(?:^|[\s\d])(?:z|ut|utc|gmt|[ecmp][sd]t)(?=$|[\s+-])|\d:\d{2}(?::\d{2})?(?:\.\d+)?\s*[+-]\d{1,2}(?::?\d{2})?$/i;
+const MONTH_NAME = /(?:^|[^a-z])(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i;
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const NUMERIC_YMD = /^\d{4}[-/.](\d{1,2})[-/.]\d{1,2}(?!\d)/;
+const NUMERIC_MDY = /^(\d{1,2})[-/.]\d{1,2}[-/.]\d{2,4}(?!\d)/;
+/** Longer than any date Date.parse reads (a Date's own toString with its zone's name is about 70). */
+const MAX_DATE_TEXT = 128;
+
+/** The month (0 to 11) a date string names, to tell a day past the month's end, which Date.parse rolls over. */
+function statedMonth(s: string): number | undefined {
+  const name = MONTH_NAME.exec(s);
+  if (name) return MONTHS.indexOf(name[1].toLowerCase());
+  const ymd = NUMERIC_YMD.exec(s) ?? NUMERIC_MDY.exec(s);
+  return ymd ? Number(ymd[1]) - 1 : undefined;
+}
+
+/**
+ * A date string in any other form Date.parse reads ("2024/01/15", "Jan 15, 2024", "01/15/2024 10:30 PM",
+ * "Mon Jan 15 2024 10:30:00 GMT+0100"), as in the reference. Without a time of day it is a calendar date.
+ * With one but without a zone, its wall-clock time is read as UTC, as for ISO date-times and whatever the
+ * server's zone (Date.parse would read it in the server's). A day past the end of its month is refused, not
+ * rolled over into the next one.
+ */
+function parseLooseDate(s: string, original: unknown): string {
+  const bad = () => new CellError(`expected a date, got ${preview(original)}`);
+  if (s.length > MAX_DATE_TEXT || BARE_NUMBER.test(s)) throw bad();
+  const ms = Date.parse(s);
+  if (!Number.isFinite(ms)) throw bad();
+  const d = new Date(ms);
+  const zoned = ZONE.test(s.replace(/\([^)]*\)/g, ' '));
+  if (!zoned) {
+    // Read in the server's zone, the local fields are those written.
+    const month = statedMonth(s);
+    if (month !== undefined && month !== d.getMonth()) throw bad();
+  }
+  if (!TIME_OF_DAY.test(s)) {
+    return zoned ? calendarDate(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) : calendarDate(d.getFullYear(), d.getMonth(), d.getDate());
+  }
+  if (zoned) return isoOf(ms);
+  return isoOf(utcMs(d.getFullYear(), d.getMonth(), d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds(), d.getMilliseconds()));
+}
+
 /**
  * Dates are stored as `YYYY-MM-DD` (a calendar date, compared as midnight UTC) or as a UTC instant
- * `YYYY-MM-DDTHH:mm:ss.sssZ`. Accepted: ISO 8601 dates and date-times (no offset means UTC),
- * RFC 2822 / HTTP dates, and numbers as epoch milliseconds.
+ * `YYYY-MM-DDTHH:mm:ss.sssZ`. Accepted: ISO 8601 dates and date-times (no offset means UTC), strictly checked;
+ * `YYYY` and `YYYY-MM` (the first day); RFC 2822 / HTTP dates; any other string Date.parse reads (see
+ * parseLooseDate), except a bare number in a string; and numbers as epoch milliseconds.
  */
 export function coerceDate(v: unknown): string {
   if (typeof v === 'number') {
@@ -215,7 +293,13 @@ export function coerceDate(v: unknown): string {
     const ms = Date.parse(s);
     if (Number.isFinite(ms)) return isoOf(ms);
   }
-  throw new CellError(`expected a date, got ${preview(v)}`);
+  const ym = ISO_YEAR_MONTH.exec(s);
+  if (ym) {
+    const month = ym[2] === undefined ? 1 : Number(ym[2]);
+    if (month < 1 || month > 12) throw new CellError(`expected a date, got ${preview(v)}`);
+    return calendarDate(Number(ym[1]), month - 1, 1);
+  }
+  return parseLooseDate(s, v);
 }
 
 /** The instant a stored (or coerced) date stands for, as an ISO string with an explicit zone. */

@@ -7,7 +7,7 @@ import { filterErrorToHttp } from './errors.js';
 import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import {
-  batchLimit, column, columnInput, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, queryErrors, row, rowData,
+  batchLimit, column, columnInput, columnRef, columnUpdates, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, queryErrors, row, rowData,
   rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors, filteredWriteErrors,
 } from './schemas.js';
 import type { TablesService } from './service.js';
@@ -117,6 +117,34 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
       return { success: true as const, data: { columns } };
     });
 
+    app.patch('/api/v1/tables/:tableId/columns', {
+      schema: {
+        tags, summary: 'Change a column (rename, type, required, unique, options) and every row with it; returns all columns',
+        params: tableParams,
+        body: z.strictObject({ workspaceId, columnName: columnRef, updates: columnUpdates }),
+        response: { 200: ok(z.object({ columns: z.array(column) })), ...writeErrors },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
+      const { columnName, updates } = request.body;
+      const columns = await service.updateColumn(access.workspaceId, request.params.tableId, columnName, updates, actorOf(access));
+      return { success: true as const, data: { columns } };
+    });
+
+    app.delete('/api/v1/tables/:tableId/columns', {
+      schema: {
+        tags, summary: 'Delete a column and its value in every row; returns the remaining columns',
+        params: tableParams,
+        querystring: optionalWorkspaceQuery,
+        body: z.object({ workspaceId: workspaceId.optional(), columnName: columnRef }),
+        response: { 200: ok(z.object({ columns: z.array(column) })), ...writeErrors },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');
+      const columns = await service.deleteColumn(access.workspaceId, request.params.tableId, request.body.columnName, actorOf(access));
+      return { success: true as const, data: { columns } };
+    });
+
     app.get('/api/v1/tables/:tableId/rows', {
       schema: {
         tags, summary: 'Query rows with an optional filter, sort and offset pagination',
@@ -156,6 +184,8 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
           workspaceId,
           data: rowData.optional().describe('One row'),
           rows: z.array(rowData).min(1).max(TABLE_LIMITS.maxBatch).optional().describe('A batch of rows; wins over data'),
+          afterRowId: z.string().min(1).max(128).optional().describe('With data: place the row right after this row (the rows after it move on one place)'),
+          beforeRowId: z.string().min(1).max(128).optional().describe('With data: place the row right before this row (it and the rows after it move on one place)'),
         }),
         response: {
           200: ok(z.union([
@@ -166,8 +196,12 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
         },
       },
     }, async (request) => {
-      const { rows, data } = request.body;
+      const { rows, data, afterRowId, beforeRowId } = request.body;
       if (rows === undefined && data === undefined) throw new HttpError(400, 'Provide data (one row) or rows (a batch of rows)');
+      // As in the reference, the anchors belong to the single form: a batch (which wins) goes at the end.
+      if (rows === undefined && afterRowId !== undefined && beforeRowId !== undefined) {
+        throw new HttpError(400, 'afterRowId and beforeRowId are mutually exclusive');
+      }
       const access = await accounts.authorize(request.auth, request.body.workspaceId, 'write');
       if (rows !== undefined) {
         const inserted = await service.insertRows(access.workspaceId, request.params.tableId, rows, true);
@@ -176,7 +210,9 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
           data: { rows: inserted, insertedCount: inserted.length, message: `Successfully inserted ${inserted.length} rows` },
         };
       }
-      const [inserted] = await service.insertRows(access.workspaceId, request.params.tableId, [data ?? {}], false);
+      const anchor = afterRowId !== undefined ? { rowId: afterRowId, side: 'after' as const }
+        : beforeRowId !== undefined ? { rowId: beforeRowId, side: 'before' as const } : undefined;
+      const [inserted] = await service.insertRows(access.workspaceId, request.params.tableId, [data ?? {}], false, anchor);
       return { success: true as const, data: { row: inserted, message: 'Row inserted successfully' } };
     });
 

@@ -1,6 +1,6 @@
-import type { Database, Queryable } from '../db/database.js';
+import { type Database, type Queryable, statementCancelled } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
-import type { QueryTimeout } from '../limits/query-timeout.js';
+import { QUERY_TIMEOUT_CODE, type QueryTimeout } from '../limits/query-timeout.js';
 import type { ScanMeter, WorkspaceGate } from '../limits/workspace-gate.js';
 import type { StorageGuard } from '../limits/storage.js';
 import { newHexId } from '../ids.js';
@@ -34,6 +34,12 @@ export interface DeleteResult {
   missingRowIds?: string[];
 }
 
+/** Where a single inserted row goes: right after or right before an existing row of the table. */
+export interface RowAnchor {
+  rowId: string;
+  side: 'after' | 'before';
+}
+
 export interface RowServiceDeps {
   storage: StorageGuard;
   stats: PlannerStats;
@@ -60,8 +66,11 @@ interface RowChanges<T> {
 interface WriteContext {
   q: Queryable;
   lock: TableLock;
-  /** Inserts rows at the end of the table, within its row cap (all or none). */
-  insert(rows: Data[]): Promise<WrittenRow[]>;
+  /**
+   * Inserts rows within the table's row cap (all or none): at the end of the table, or one row next to `anchor`
+   * (404 when the table has no such row).
+   */
+  insert(rows: Data[], anchor?: RowAnchor): Promise<WrittenRow[]>;
 }
 
 /** A prepared write: validated against `table`, ready to run. */
@@ -131,11 +140,24 @@ export class RowService {
           if (!lock) throw tableNotFound();
           scan?.holding();
           if (write.data && lock.schema_version !== table.schema_version) throw new SchemaChanged();
+          // Rows inserted so far, and how far the next position moved on: rows at the end take one each, a
+          // row placed before others moves them on by one.
+          let insertedSoFar = 0;
           let positionsUsed = 0;
-          const insert = async (rows: Data[]): Promise<WrittenRow[]> => {
-            if (lock.row_count + positionsUsed + rows.length > lock.max_rows) throw rowLimitError(lock.max_rows, rows.length);
-            const first = lock.next_position + positionsUsed;
-            positionsUsed += rows.length;
+          const insert = async (rows: Data[], anchor?: RowAnchor): Promise<WrittenRow[]> => {
+            if (lock.row_count + insertedSoFar + rows.length > lock.max_rows) throw rowLimitError(lock.max_rows, rows.length);
+            let first = lock.next_position + positionsUsed;
+            if (anchor) {
+              if (rows.length !== 1) throw new Error('an anchored insert places one row');
+              const at = store.isRowId(anchor.rowId) ? await store.rowPosition(q, table.id, anchor.rowId) : undefined;
+              if (at === undefined) throw rowNotFound();
+              first = anchor.side === 'after' ? at + 1 : at;
+              const moved = await store.openPosition(q, table.id, first);
+              positionsUsed += (moved || first >= lock.next_position + positionsUsed) ? 1 : 0;
+            } else {
+              positionsUsed += rows.length;
+            }
+            insertedSoFar += rows.length;
             const payload = JSON.stringify(rows.map((data) => ({ id: newHexId('row_'), data })));
             return (await store.insertRows(q, table.id, first, payload))
               .map((r) => ({ ...r, data: rows[Number(r.position) - first] }))
@@ -160,10 +182,31 @@ export class RowService {
     }
   }
 
-  /** Inserts rows (all or none). `batch` words errors per row index (`rows[i]`). */
-  async insertRows(workspaceId: string, tableId: string, inputs: Data[], batch: boolean): Promise<PublicRow[]> {
+  /**
+   * Inserts rows (all or none). `batch` words errors per row index (`rows[i]`). A single row may be placed next
+   * to `anchor`, the rows from there on moving one place on; otherwise rows go at the end.
+   */
+  async insertRows(workspaceId: string, tableId: string, inputs: Data[], batch: boolean, anchor?: RowAnchor): Promise<PublicRow[]> {
     if (inputs.length === 0) throw new HttpError(400, 'rows must contain at least one row');
+    if (anchor && inputs.length !== 1) throw new HttpError(400, 'afterRowId and beforeRowId place a single row');
     if (inputs.length > TABLE_LIMITS.maxBatch) throw new HttpError(400, `At most ${TABLE_LIMITS.maxBatch} rows can be inserted at once`);
+    if (anchor) {
+      // Placing a row moves every row after it, so it costs what the table holds from there, like a write by filter:
+      // it takes a place among the workspace's scans, is bounded in time and its time is charged to the workspace.
+      return this.deps.gate.run(workspaceId, async (meter) => {
+        try {
+          return await this.insertRowsWith(workspaceId, tableId, inputs, batch, anchor, meter);
+        } catch (err) {
+          if (!statementCancelled(err)) throw err;
+          throw new HttpError(503, `Placing the row moved the rows after it for longer than ${this.deps.queryTimeout.ms} ms and was stopped: insert it without afterRowId or beforeRowId`,
+            { code: QUERY_TIMEOUT_CODE });
+        }
+      });
+    }
+    return this.insertRowsWith(workspaceId, tableId, inputs, batch);
+  }
+
+  private insertRowsWith(workspaceId: string, tableId: string, inputs: Data[], batch: boolean, anchor?: RowAnchor, scan?: ScanMeter): Promise<PublicRow[]> {
     return this.writeRows(workspaceId, tableId, (table) => {
       const columns = columnMap(table.columns);
       const issues: RowIssue[] = [];
@@ -178,11 +221,11 @@ export class RowService {
         data: prepared,
         indexOf: inputs.length > 1 ? (id) => written.findIndex((r) => r.id === id) : undefined,
         apply: async ({ insert }) => {
-          written = await insert(prepared);
+          written = await insert(prepared, anchor);
           return { inserted: written, result: written.map((r) => publicRow(r, table.columns)) };
         },
       };
-    });
+    }, scan);
   }
 
   async queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {
@@ -368,10 +411,11 @@ function conflictColumn(table: TableRow, conflictTarget: string | undefined): Co
     if (uniques.length === 1) return uniques[0];
     throw new HttpError(400, `The table has several unique columns: give conflictTarget (one of ${uniques.map((c) => c.name).join(', ')})`);
   }
-  const target = table.columns.find((c) => c.name === conflictTarget);
+  // By name, or by id as in the reference.
+  const target = table.columns.find((c) => c.name === conflictTarget) ?? table.columns.find((c) => c.id === conflictTarget);
   if (!target) throw new HttpError(400, `Unknown column "${conflictTarget}" in conflictTarget`);
   if (!target.unique) {
-    throw new HttpError(400, `conflictTarget "${conflictTarget}" is not a unique column. Unique columns: ${uniques.map((c) => c.name).join(', ')}`);
+    throw new HttpError(400, `conflictTarget "${target.name}" is not a unique column. Unique columns: ${uniques.map((c) => c.name).join(', ')}`);
   }
   return target;
 }

@@ -28,11 +28,22 @@ export const columnInput = z.object({
   name: z.string().min(1).max(TABLE_LIMITS.maxColumnNameLength).describe('Letters, digits and underscores; not starting with a digit'),
   type: columnType,
   required: z.boolean().optional().describe('Default false'),
-  unique: z.boolean().optional().describe('Default false; enforced by the database'),
+  unique: z.boolean().optional().describe(`Default false; enforced by the database. Not on select columns; at most ${TABLE_LIMITS.maxUniqueColumns} in a table`),
   options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
     .describe('Allowed values of a select column (required for select, refused otherwise)'),
 });
+/** A column as a column change names it: its name (exact) or its id. */
+export const columnRef = z.string().min(1).max(128).describe('The column\'s name or its id (col_ + 32 hex)');
+export const columnUpdates = z.strictObject({
+  name: z.string().min(1).max(TABLE_LIMITS.maxColumnNameLength).optional().describe('New name: letters, digits and underscores; rows are renamed with it'),
+  type: columnType.optional().describe('New type: every existing value must convert to it, as on insert'),
+  required: z.boolean().optional().describe('true: every row must already have a value'),
+  unique: z.boolean().optional().describe('true: existing values must be distinct'),
+  options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
+    .describe('New options of a select column: existing values must be among them'),
+}).refine((u) => Object.values(u).some((v) => v !== undefined), { message: 'updates must change at least one of name, type, required, unique, options' });
 export const column = z.object({
+  id: z.string().describe('col_ + 32 hex; kept across renames'),
   name: z.string(),
   type: columnType,
   required: z.boolean(),

@@ -4,10 +4,13 @@ import type { StorageGuard, StorageSource } from '../limits/storage.js';
 import { DEFAULT_QUERY_TIMEOUT_MS, QueryTimeout } from '../limits/query-timeout.js';
 import { WorkspaceGate } from '../limits/workspace-gate.js';
 import type { ColumnInput } from './columns.js';
+import { ColumnService, type ColumnUpdates } from './column-service.js';
 import { tablesEnginePort } from './engine-port.js';
 import { TABLE_LIMITS } from './limits.js';
 import { PlannerStats } from './planner-stats.js';
-import { type DeleteResult, type Filter, type RowPage, type RowQuery, RowService, type RowUpdate, type UpsertResult } from './row-service.js';
+import {
+  type DeleteResult, type Filter, type RowAnchor, type RowPage, type RowQuery, RowService, type RowUpdate, type UpsertResult,
+} from './row-service.js';
 import * as store from './store.js';
 import type { Actor } from '../accounts/service.js';
 import { type CreateTableInput, TableService } from './table-service.js';
@@ -21,7 +24,8 @@ import type { PublicColumn, PublicRow, PublicTable } from './wire-format.js';
 
 export type { Column, ColumnInput } from './columns.js';
 export type { CreateTableInput } from './table-service.js';
-export type { DeleteResult, Filter, RowPage, RowQuery, RowUpdate, Sort, UpsertResult } from './row-service.js';
+export type { DeleteResult, Filter, RowAnchor, RowPage, RowQuery, RowUpdate, Sort, UpsertResult } from './row-service.js';
+export type { ColumnUpdates } from './column-service.js';
 export type { PublicColumn, PublicRow, PublicTable } from './wire-format.js';
 
 export interface TablesServiceOptions {
@@ -45,15 +49,18 @@ export const tableStorageBytes: StorageSource = { sql: store.WORKSPACE_BYTES_SQL
 
 export class TablesService {
   readonly tables: TableService;
+  readonly columns: ColumnService;
   readonly rows: RowService;
 
   constructor(db: Database, options: TablesServiceOptions) {
     const maxPageBytes = options.maxPageBytes ?? TABLE_LIMITS.maxPageBytes;
     if (!Number.isSafeInteger(maxPageBytes) || maxPageBytes < 1) throw new Error(`maxPageBytes must be a positive integer, got ${maxPageBytes}`);
     const stats = new PlannerStats(db, options.log);
+    const gate = options.gate ?? new WorkspaceGate();
     this.tables = new TableService(db, stats);
+    this.columns = new ColumnService(db, { stats, gate, storage: options.storage });
     this.rows = new RowService(db, {
-      storage: options.storage, stats, maxPageBytes, gate: options.gate ?? new WorkspaceGate(), queryTimeout: options.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
+      storage: options.storage, stats, maxPageBytes, gate, queryTimeout: options.queryTimeout ?? new QueryTimeout(DEFAULT_QUERY_TIMEOUT_MS),
     });
   }
 
@@ -79,6 +86,16 @@ export class TablesService {
     return this.tables.addColumn(workspaceId, tableId, input, position);
   }
 
+  /** Changes a column given by name or id (rename, type, flags, options), with every row's value of it. */
+  updateColumn(workspaceId: string, tableId: string, column: string, updates: ColumnUpdates, actor?: Actor): Promise<PublicColumn[]> {
+    return this.columns.update(workspaceId, tableId, column, updates, actor);
+  }
+
+  /** Deletes a column given by name or id, with its value in every row. */
+  deleteColumn(workspaceId: string, tableId: string, column: string, actor?: Actor): Promise<PublicColumn[]> {
+    return this.columns.delete(workspaceId, tableId, column, actor);
+  }
+
   /** Applies a workspace's new plan to its tables (rows-per-table cap). Call when the plan changes. */
   applyPlan(workspaceId: string, plan: string, q?: Queryable): Promise<void> {
     return this.tables.applyPlan(workspaceId, plan, q);
@@ -86,8 +103,8 @@ export class TablesService {
 
   // Rows
 
-  insertRows(workspaceId: string, tableId: string, rows: Record<string, unknown>[], batch: boolean): Promise<PublicRow[]> {
-    return this.rows.insertRows(workspaceId, tableId, rows, batch);
+  insertRows(workspaceId: string, tableId: string, rows: Record<string, unknown>[], batch: boolean, anchor?: RowAnchor): Promise<PublicRow[]> {
+    return this.rows.insertRows(workspaceId, tableId, rows, batch, anchor);
   }
 
   queryRows(workspaceId: string, tableId: string, query: RowQuery): Promise<RowPage> {

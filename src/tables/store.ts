@@ -4,15 +4,19 @@ import { lockWorkspace } from '../db/workspace-lock.js';
 import type { Column } from './columns.js';
 import { typedExpression, uniqueExpression } from './column-sql.js';
 import { type SortKey, orderBySql } from './filter-sql.js';
+import { TABLE_LIMITS } from './limits.js';
 
 /** SQL of the Tables capability. Every query is scoped by table id, and table lookups by workspace. */
+
+/** A column as the store answers it: always with its id. */
+export type IdentifiedColumn = Column & { id: string };
 
 export interface TableRow {
   id: string;
   workspace_id: string;
   name: string;
   description: string;
-  columns: Column[];
+  columns: IdentifiedColumn[];
   schema_version: number;
   row_count: number;
   max_rows: number;
@@ -41,22 +45,36 @@ const NOW_MS = "date_trunc('milliseconds', now())";
 // Tables
 // ------------------------------------------------------------------------------------------------
 
+/**
+ * The id of a column stored without one (defined before columns had ids): derived from the table id and the
+ * column's name, so it answers the same on every read until a schema change stores it (setColumns stores the
+ * columns as read, ids included), and a rename keeps it from then on.
+ */
+export function derivedColumnId(tableId: string, name: string): string {
+  return `col_${createHash('sha256').update(`${tableId}\0${name}`).digest('hex').slice(0, 32)}`;
+}
+
+function withColumnIds(t: TableRow): TableRow {
+  if (t.columns.every((c) => typeof c.id === 'string')) return t;
+  return { ...t, columns: t.columns.map((c) => (typeof c.id === 'string' ? c : { ...c, id: derivedColumnId(t.id, c.name) })) };
+}
+
 export async function findTable(q: Queryable, workspaceId: string, tableId: string, lock = false): Promise<TableRow | undefined> {
   if (!isTableId(tableId)) return undefined;
   const rows = await q.query<TableRow>(
     `SELECT ${TABLE_COLUMNS} FROM tables WHERE id = $1 AND workspace_id = $2${lock ? ' FOR UPDATE' : ''}`,
     [tableId, workspaceId],
   );
-  return rows[0];
+  return rows[0] && withColumnIds(rows[0]);
 }
 
 export async function findTableByName(q: Queryable, workspaceId: string, name: string): Promise<TableRow | undefined> {
   const rows = await q.query<TableRow>(`SELECT ${TABLE_COLUMNS} FROM tables WHERE workspace_id = $1 AND name = $2`, [workspaceId, name]);
-  return rows[0];
+  return rows[0] && withColumnIds(rows[0]);
 }
 
 export async function listTables(q: Queryable, workspaceId: string): Promise<TableRow[]> {
-  return q.query<TableRow>(`SELECT ${TABLE_COLUMNS} FROM tables WHERE workspace_id = $1 ORDER BY created_at, id`, [workspaceId]);
+  return (await q.query<TableRow>(`SELECT ${TABLE_COLUMNS} FROM tables WHERE workspace_id = $1 ORDER BY created_at, id`, [workspaceId])).map(withColumnIds);
 }
 
 /** Serializes table creation within a workspace (the per-plan table cap) until the transaction ends. */
@@ -78,16 +96,17 @@ export async function insertTable(
      VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) RETURNING ${TABLE_COLUMNS}`,
     [t.id, t.workspaceId, t.name, t.description, JSON.stringify(t.columns), t.maxRows, t.createdBy],
   );
-  return rows[0];
+  return withColumnIds(rows[0]);
 }
 
-export async function setColumns(q: Queryable, tableId: string, columns: Column[]): Promise<TableRow> {
+/** Stores a table's columns (ids included) as its new schema: bumps its schema version and updatedAt. */
+export async function setColumns(q: Queryable, tableId: string, columns: IdentifiedColumn[]): Promise<TableRow> {
   const rows = await q.query<TableRow>(
     `UPDATE tables SET columns = $2::jsonb, schema_version = schema_version + 1, updated_at = date_trunc('milliseconds', clock_timestamp())
       WHERE id = $1 RETURNING ${TABLE_COLUMNS}`,
     [tableId, JSON.stringify(columns)],
   );
-  return rows[0];
+  return withColumnIds(rows[0]);
 }
 
 export async function deleteTable(q: Queryable, tableId: string): Promise<void> {
@@ -118,18 +137,74 @@ const columnHash = (name: string) => createHash('sha256').update(name).digest('h
 /** Name of the unique index of a column. */
 export const uniqueIndexName = (tableId: string, column: string) => `t${tableHex(tableId)}_u_${columnHash(column)}`;
 const typedIndexName = (tableId: string, column: string) => `t${tableHex(tableId)}_x_${columnHash(column)}`;
+const TYPED_INDEX = /^t[0-9a-f]{32}_x_[0-9a-f]{8}$/;
 
-/** Creates the indexes a column needs: unique (enforces `unique`), typed (ranges and sorts on numbers and dates). */
-export async function createColumnIndexes(q: Queryable, tableId: string, column: Column): Promise<void> {
+export interface IndexSpec {
+  name: string;
+  /** The CREATE statement: equal specs are the same index. */
+  sql: string;
+}
+
+/**
+ * The indexes a column calls for, named after the table and the column's name and built on expressions of its
+ * name: unique (enforces `unique`), typed (ranges and sorts on numbers and dates; a unique date column's
+ * unique index serves those already).
+ */
+export function columnIndexes(tableId: string, column: Column): { unique?: IndexSpec; typed?: IndexSpec } {
   const where = `WHERE table_id = '${tableId}'`;
   tableHex(tableId);
+  const specs: { unique?: IndexSpec; typed?: IndexSpec } = {};
   if (column.unique) {
-    await q.exec(`CREATE UNIQUE INDEX ${uniqueIndexName(tableId, column.name)} ON table_rows (${uniqueExpression(column)}) ${where}`);
+    const name = uniqueIndexName(tableId, column.name);
+    specs.unique = { name, sql: `CREATE UNIQUE INDEX ${name} ON table_rows (${uniqueExpression(column)}) ${where}` };
   }
   const typedSameAsUnique = column.unique && column.type === 'date';
   if ((column.type === 'number' || column.type === 'date') && !typedSameAsUnique) {
-    await q.exec(`CREATE INDEX ${typedIndexName(tableId, column.name)} ON table_rows (${typedExpression(column)}) ${where}`);
+    const name = typedIndexName(tableId, column.name);
+    specs.typed = { name, sql: `CREATE INDEX ${name} ON table_rows (${typedExpression(column)}) ${where}` };
   }
+  return specs;
+}
+
+/** Names of the per-column indexes a table has. */
+export async function tableIndexNames(q: Queryable, tableId: string): Promise<Set<string>> {
+  const rows = await q.query<{ indexname: string }>(
+    "SELECT indexname FROM pg_indexes WHERE tablename = 'table_rows' AND indexname LIKE $1",
+    [`t${tableHex(tableId)}\\_%`],
+  );
+  return new Set(rows.map((r) => r.indexname).filter((n) => /^t[0-9a-f]{32}_[ux]_[0-9a-f]{8}$/.test(n)));
+}
+
+/**
+ * Creates an index of a column unless `existing` (the table's index names, kept up to date here) has it. A typed
+ * index is skipped once the table has TABLE_LIMITS.maxTypedIndexes of them (see there); a unique one never is.
+ */
+export async function createIndex(q: Queryable, spec: IndexSpec, kind: 'unique' | 'typed', existing: Set<string>): Promise<void> {
+  if (existing.has(spec.name)) return;
+  if (kind === 'typed' && [...existing].filter((n) => TYPED_INDEX.test(n)).length >= TABLE_LIMITS.maxTypedIndexes) return;
+  await q.exec(spec.sql);
+  existing.add(spec.name);
+}
+
+export async function dropIndex(q: Queryable, name: string, existing: Set<string>): Promise<void> {
+  if (!existing.has(name)) return;
+  if (!/^t[0-9a-f]{32}_[ux]_[0-9a-f]{8}$/.test(name)) throw new Error(`unexpected index name ${name}`);
+  await q.exec(`DROP INDEX IF EXISTS ${name}`);
+  existing.delete(name);
+}
+
+/** Creates the indexes a column calls for (see columnIndexes and createIndex). */
+export async function createColumnIndexes(q: Queryable, tableId: string, column: Column, existing: Set<string>): Promise<void> {
+  const specs = columnIndexes(tableId, column);
+  if (specs.unique) await createIndex(q, specs.unique, 'unique', existing);
+  if (specs.typed) await createIndex(q, specs.typed, 'typed', existing);
+}
+
+/** Drops the indexes of a column as it was defined (those it has). */
+export async function dropColumnIndexes(q: Queryable, tableId: string, column: Column, existing: Set<string>): Promise<void> {
+  const specs = columnIndexes(tableId, column);
+  if (specs.unique) await dropIndex(q, specs.unique.name, existing);
+  if (specs.typed) await dropIndex(q, specs.typed.name, existing);
 }
 
 export async function dropTableIndexes(q: Queryable, tableId: string): Promise<void> {
@@ -371,4 +446,120 @@ export async function deleteMatching(
      DELETE FROM table_rows r USING target WHERE r.id = target.id RETURNING r.id, r.position, r.bytes`,
     [...params, ...(limit !== undefined ? [limit] : [])],
   );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Placing a row among others
+// ------------------------------------------------------------------------------------------------
+
+export async function rowPosition(q: Queryable, tableId: string, rowId: string): Promise<number | undefined> {
+  const rows = await q.query<{ position: number }>('SELECT position FROM table_rows WHERE table_id = $1 AND id = $2', [tableId, rowId]);
+  return rows[0] === undefined ? undefined : Number(rows[0].position);
+}
+
+/**
+ * Makes `position` free for a row, moving the row there and every row after it one place on, when a row holds
+ * it; says whether rows moved. The unique index on (table_id, position) is checked row by row as one statement
+ * moves them, so a move by one would meet a row not yet moved: they go to negative positions first, then back.
+ */
+export async function openPosition(q: Queryable, tableId: string, position: number): Promise<boolean> {
+  const taken = await q.query('SELECT 1 FROM table_rows WHERE table_id = $1 AND position = $2', [tableId, position]);
+  if (taken.length === 0) return false;
+  await q.query('UPDATE table_rows SET position = -position - 1 WHERE table_id = $1 AND position >= $2', [tableId, position]);
+  await q.query('UPDATE table_rows SET position = -position WHERE table_id = $1 AND position < 0', [tableId]);
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Column changes over every row of a table (the caller holds the table's lock)
+// ------------------------------------------------------------------------------------------------
+
+/** What rewriting rows did: rows written, bytes added (negative when they shrank), the largest row written. */
+export interface RowRewrite {
+  rows: number;
+  bytesAdded: number;
+  maxBytes: number;
+}
+
+const REWRITE_TOTALS = 'SELECT count(*)::int AS rows, COALESCE(sum(delta), 0)::bigint AS added, COALESCE(max(bytes), 0)::int AS max FROM u';
+
+function rewriteOf(r: { rows: number; added: number | string; max: number } | undefined): RowRewrite {
+  return { rows: r?.rows ?? 0, bytesAdded: Number(r?.added ?? 0), maxBytes: r?.max ?? 0 };
+}
+
+/**
+ * Rewrites the data of every row holding `key`, in one statement: `newData` is an expression of `r.data`. Row
+ * timestamps stay: a schema change is the table's (its updatedAt), not a write of the rows.
+ */
+async function rewriteRowsWithKey(q: Queryable, tableId: string, key: string, newData: string, params: unknown[]): Promise<RowRewrite> {
+  const rows = await q.query<{ rows: number; added: number | string; max: number }>(
+    `WITH old AS (SELECT id, bytes FROM table_rows WHERE table_id = $1 AND data ? $2::text),
+     u AS (UPDATE table_rows r SET data = ${newData} FROM old WHERE r.table_id = $1 AND r.id = old.id
+           RETURNING r.bytes, r.bytes - old.bytes AS delta)
+     ${REWRITE_TOTALS}`,
+    [tableId, key, ...params],
+  );
+  return rewriteOf(rows[0]);
+}
+
+/** Renames a key of row data in every row holding it. */
+export function renameKey(q: Queryable, tableId: string, from: string, to: string): Promise<RowRewrite> {
+  return rewriteRowsWithKey(q, tableId, from, '(r.data - $2::text) || jsonb_build_object($3::text, r.data->$2::text)', [to]);
+}
+
+/** Removes a key from every row holding it. */
+export function removeKey(q: Queryable, tableId: string, key: string): Promise<RowRewrite> {
+  return rewriteRowsWithKey(q, tableId, key, 'r.data - $2::text', []);
+}
+
+/** Rows of a table without a value for `key` (null values are not stored). */
+export async function countRowsWithout(q: Queryable, tableId: string, key: string): Promise<number> {
+  const rows = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM table_rows WHERE table_id = $1 AND NOT (data ? $2::text)', [tableId, key]);
+  return rows[0].n;
+}
+
+/**
+ * The values of `key` in the next rows in table order after `afterPosition`: at most `limit` rows, taken while
+ * the rows before them hold less than `maxBytes` (so at least one; counted by their stored size, so a row's data
+ * is read only once it is taken). `v`
+ * is null for a row without a value, and for one whose value is of JSON type `skipJsonType` when given; `last`
+ * is the position the next slice starts after, undefined when no rows follow.
+ */
+export async function columnValues(
+  q: Queryable, tableId: string, key: string, afterPosition: number, limit: number, maxBytes: number, skipJsonType?: string,
+): Promise<{ values: { id: string; v: unknown }[]; last?: number }> {
+  const value = skipJsonType ? 'CASE WHEN jsonb_typeof(r.data->$2::text) = $6 THEN NULL ELSE r.data->$2::text END' : 'r.data->$2::text';
+  const rows = await q.query<{ id: string; position: number | string; v: unknown }>(
+    `WITH page AS (
+       SELECT id, position, sum(bytes) OVER (ORDER BY position ROWS UNBOUNDED PRECEDING) - bytes AS before
+         FROM (SELECT id, position, bytes FROM table_rows WHERE table_id = $1 AND position > $3::bigint ORDER BY position LIMIT $4) p
+     )
+     SELECT r.id, r.position, ${value} AS v
+       FROM page JOIN table_rows r ON r.id = page.id
+      WHERE r.table_id = $1 AND page.before < $5::bigint
+      ORDER BY r.position`,
+    [tableId, key, afterPosition, limit, maxBytes, ...(skipJsonType ? [skipJsonType] : [])],
+  );
+  return {
+    values: rows.filter((r) => r.v !== null && r.v !== undefined).map((r) => ({ id: r.id, v: r.v })),
+    last: rows.length > 0 ? Number(rows[rows.length - 1].position) : undefined,
+  };
+}
+
+/**
+ * Sets `key` of each listed row to its value (JSON values, not null). The ids go as an array too (see mergeById);
+ * the update then finds each row by its id alone, one index lookup a row (also matching the array there made
+ * every lookup walk the whole array).
+ */
+export async function setColumnValues(q: Queryable, tableId: string, key: string, values: { id: string; v: unknown }[]): Promise<RowRewrite> {
+  if (values.length === 0) return { rows: 0, bytesAdded: 0, maxBytes: 0 };
+  const rows = await q.query<{ rows: number; added: number | string; max: number }>(
+    `WITH p AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(id text, v jsonb)),
+     old AS (SELECT r.id, r.bytes, p.v FROM table_rows r JOIN p ON p.id = r.id WHERE r.table_id = $1 AND r.id = ANY($4::text[])),
+     u AS (UPDATE table_rows r SET data = jsonb_set(r.data, ARRAY[$2::text], old.v) FROM old WHERE r.id = old.id AND r.table_id = $1
+           RETURNING r.bytes, r.bytes - old.bytes AS delta)
+     ${REWRITE_TOTALS}`,
+    [tableId, key, JSON.stringify(values), values.map((x) => x.id)],
+  );
+  return rewriteOf(rows[0]);
 }

@@ -28,6 +28,11 @@ function checkTableName(name: string): void {
   }
 }
 
+/** Unique columns each have an index on the shared rows relation: see TABLE_LIMITS.maxUniqueColumns. */
+function checkUniqueColumns(count: number): void {
+  if (count > TABLE_LIMITS.maxUniqueColumns) throw new HttpError(400, `A table can have at most ${TABLE_LIMITS.maxUniqueColumns} unique columns`);
+}
+
 export class TableService {
   constructor(
     private readonly db: Database,
@@ -58,7 +63,8 @@ export class TableService {
     if (description.length > TABLE_LIMITS.maxDescriptionLength) {
       throw new HttpError(400, `Description must be at most ${TABLE_LIMITS.maxDescriptionLength} characters`);
     }
-    const columns = normalizeColumns(input.columns);
+    const columns = normalizeColumns(input.columns).map((c) => ({ ...c, id: newHexId('col_') }));
+    checkUniqueColumns(columns.filter((c) => c.unique).length);
     const limits = tablePlanLimits(scope.plan);
     const id = newHexId('tbl_');
     try {
@@ -70,7 +76,8 @@ export class TableService {
           id, workspaceId: scope.workspaceId, name: input.name, description, columns, maxRows: limits.maxRowsPerTable,
           createdBy: actor.userId ?? null,
         });
-        for (const c of columns) await store.createColumnIndexes(q, id, c);
+        const indexes = new Set<string>();
+        for (const c of columns) await store.createColumnIndexes(q, id, c, indexes);
         await recordAudit(q, {
           workspaceId: scope.workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, actorType: actor.type, action: 'table.created',
           resourceType: 'table', resourceId: id, resourceName: t.name, metadata: { columns: columns.length },
@@ -103,7 +110,11 @@ export class TableService {
   /** Adds a column (at `position`, default last) and its indexes. Returns the full column list. */
   async addColumn(workspaceId: string, tableId: string, input: ColumnInput, position?: number): Promise<PublicColumn[]> {
     if (!store.isTableId(tableId)) throw tableNotFound();
-    const column = normalizeColumn(input);
+    const normalized = normalizeColumn(input);
+    // The rows' versions from before a column of this name was deleted or renamed may still hold its old values
+    // when the new column's index is built (Column.guarded).
+    const guarded = normalized.type === 'number' || normalized.type === 'date';
+    const column = { ...normalized, id: newHexId('col_'), ...(guarded ? { guarded } : {}) };
     try {
       const t = await this.db.tx(async (q) => {
         const table = await store.findTable(q, workspaceId, tableId, true);
@@ -114,13 +125,14 @@ export class TableService {
         if (table.columns.length >= TABLE_LIMITS.maxColumns) {
           throw new HttpError(400, `Table has reached the maximum of ${TABLE_LIMITS.maxColumns} columns`);
         }
+        if (column.unique) checkUniqueColumns(table.columns.filter((c) => c.unique).length + 1);
         if (column.required && table.row_count > 0) {
           throw new HttpError(400, `Cannot add required column "${column.name}": the table already has ${table.row_count} rows without a value for it`);
         }
         const columns = [...table.columns];
         columns.splice(position === undefined ? columns.length : Math.min(position, columns.length), 0, column);
         const updated = await store.setColumns(q, tableId, columns);
-        await store.createColumnIndexes(q, tableId, column);
+        await store.createColumnIndexes(q, tableId, column, await store.tableIndexNames(q, tableId));
         return updated;
       });
       return t.columns.map(publicColumn);

@@ -1,9 +1,11 @@
 import type { Column } from './columns.js';
-import type { RowRecord, TableRow } from './store.js';
+import type { IdentifiedColumn, RowRecord, TableRow } from './store.js';
 
 /** Tables, columns and rows in the form the API and the engine port return them. */
 
 export interface PublicColumn {
+  /** `col_` + 32 hex, kept across renames. */
+  id: string;
   name: string;
   type: Column['type'];
   required: boolean;
@@ -32,7 +34,8 @@ export interface PublicRow {
 
 type Data = Record<string, unknown>;
 
-export const publicColumn = (c: Column): PublicColumn => ({
+export const publicColumn = (c: IdentifiedColumn): PublicColumn => ({
+  id: c.id,
   name: c.name,
   type: c.type,
   required: c.required === true,

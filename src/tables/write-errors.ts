@@ -73,6 +73,21 @@ export function mapAddColumnError(err: unknown, column: string): unknown {
   return err;
 }
 
+/**
+ * A column change the database refused: a unique index the existing values violate (duplicates already there,
+ * or made by converting them), or a value PostgreSQL cannot store. `column`: the column as it would have been.
+ */
+export function mapColumnChangeError(err: unknown, column: Column | undefined): unknown {
+  if (err instanceof HttpError) return err;
+  const e = err as PgError;
+  if (e?.code === '23505') {
+    const name = column?.name ?? 'the column';
+    return new HttpError(400, `Cannot make column "${name}" unique: duplicate values exist`, column ? { column: column.name } : {});
+  }
+  if (e?.code && /^(22|54)/.test(e.code)) return new HttpError(400, `Invalid value: ${e.message ?? 'rejected by the database'}`);
+  return err;
+}
+
 /** Refuses a write when one of its rows is over the row size limit; `indexOf` words the error per batch entry. */
 export function checkRowSizes(rows: WrittenRow[], indexOf?: (id: string) => number | undefined): void {
   const big = rows.find((r) => r.bytes > TABLE_LIMITS.maxRowBytes);

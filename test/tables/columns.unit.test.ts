@@ -12,6 +12,13 @@ describe('coerceCell', () => {
     ['number', 3, 3], ['number', '3.5', 3.5], ['number', '-1e2', -100], ['number', -0, 0], ['number', '.5', 0.5],
     ['boolean', true, true], ['boolean', 'False', false],
     ['date', '2000-02-29', '2000-02-29'], ['date', '2024-01-01T00:00:00-05:30', '2024-01-01T05:30:00.000Z'],
+    ['date', '2024/01/15', '2024-01-15'], ['date', 'Jan 15, 2024', '2024-01-15'], ['date', '01/15/2024', '2024-01-15'],
+    ['date', '2024-1-1', '2024-01-01'], ['date', '2024', '2024-01-01'], ['date', '2024-02', '2024-02-01'],
+    ['date', 'Tuesday, January 16, 2024', '2024-01-16'], ['date', 'Jan 15, 2024 10:30', '2024-01-15T10:30:00.000Z'],
+    ['date', 'Jan 15, 2024 10:30 PM GMT+0200', '2024-01-15T20:30:00.000Z'],
+    ['date', 'Mon Jan 15 2024 10:30:00 GMT+0100 (Central European Standard Time)', '2024-01-15T09:30:00.000Z'],
+    ['date', '2024-01-15 10:30:00 +05:30', '2024-01-15T05:00:00.000Z'],
+    ['string', 'x'.repeat(20_000), 'x'.repeat(20_000)],
     ['date', '2024-01-01t10:00:00z', '2024-01-01T10:00:00.000Z'], ['date', 0, '1970-01-01T00:00:00.000Z'],
     ['json', null, null], ['json', { a: [1] }, { a: [1] }],
   ];
@@ -20,11 +27,14 @@ describe('coerceCell', () => {
   });
 
   const bad: [Column['type'], unknown][] = [
-    ['string', {}], ['string', null], ['string', 'x'.repeat(10_001)], ['string', '\u0000'], ['string', '\udc00'],
+    ['string', {}], ['string', null], ['string', '\u0000'], ['string', '\udc00'],
     ['number', 'NaN'], ['number', '1,5'], ['number', '1e999'], ['number', Infinity], ['number', null], ['number', '+'],
     ['boolean', 'on'], ['boolean', 1],
-    ['date', '1900-02-29'], ['date', '2024-1-1'], ['date', '10000-01-01'], ['date', '0000-01-01'], ['date', '2024-01-01T10:00:00+25:00'],
+    ['date', '1900-02-29'], ['date', '10000-01-01'], ['date', '0000-01-01'], ['date', '2024-01-01T10:00:00+25:00'],
     ['date', 'Monday'], ['date', NaN], ['date', -1e15],
+    // Date.parse reads these as 2001-01-01, 2001-12-01 and 2001-01-05; a day past the month's end is not rolled over.
+    ['date', '1'], ['date', '12'], ['date', '1.5'], ['date', 'Feb 30, 2024'], ['date', '02/30/2024'], ['date', '2024/02/30'],
+    ['date', '2024-13'], ['date', 'Jan 1, 10000'], ['date', `Jan 15, 2024${' '.repeat(200)}x`],
     ['json', { k: '\u0000' }], ['json', { ['\ud800']: 1 }],
   ];
   it.each(bad)('%s refuses %j', (type, input) => {
@@ -48,6 +58,26 @@ describe('coerceCell', () => {
     expect(coerceDate('2024-06-30T23:59:59.999+00:00')).toBe('2024-06-30T23:59:59.999Z');
     expect(coerceDate('Sun, 30 Jun 2024 23:59:59 +0200')).toBe('2024-06-30T21:59:59.000Z');
   });
+
+  it("reads other date strings the same whatever the server's time zone", () => {
+    const zone = process.env.TZ;
+    try {
+      for (const tz of ['America/New_York', 'Asia/Kolkata', 'Pacific/Kiritimati', 'UTC']) {
+        // Node applies a change of TZ at once.
+        process.env.TZ = tz;
+        expect(coerceDate('Jan 15, 2024'), tz).toBe('2024-01-15');
+        expect(coerceDate('01/15/2024'), tz).toBe('2024-01-15');
+        expect(coerceDate('15 January 2024 GMT'), tz).toBe('2024-01-15');
+        expect(coerceDate('Jan 15, 2024 10:30'), tz).toBe('2024-01-15T10:30:00.000Z');
+        expect(coerceDate('Jan 15, 2024 10:30 UTC'), tz).toBe('2024-01-15T10:30:00.000Z');
+        expect(coerceDate('Jan 15, 2024 10:30 EST'), tz).toBe('2024-01-15T15:30:00.000Z');
+        expect(() => coerceDate('Jan 32, 2024'), tz).toThrow(CellError);
+      }
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
 });
 
 describe('column definitions', () => {
@@ -63,8 +93,8 @@ describe('column definitions', () => {
 
   it('normalises flags to booleans and keeps select options', () => {
     expect(normalizeColumn({ name: 'a', type: 'string' })).toEqual({ name: 'a', type: 'string', required: false, unique: false });
-    expect(normalizeColumn({ name: '_b2', type: 'select', options: [' x ', 'y'], unique: true }))
-      .toEqual({ name: '_b2', type: 'select', required: false, unique: true, options: ['x', 'y'] });
+    expect(normalizeColumn({ name: '_b2', type: 'select', options: [' x ', 'y'], required: true }))
+      .toEqual({ name: '_b2', type: 'select', required: true, unique: false, options: ['x', 'y'] });
   });
 
   it('refuses bad names, types and options', () => {
@@ -76,6 +106,7 @@ describe('column definitions', () => {
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [] }))).toMatch(/at least one option/);
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: Array.from({ length: 101 }, (_, i) => `o${i}`) }))).toMatch(/more than 100/);
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [''] }))).toMatch(/1 to 100 characters/);
+    expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: ['x'], unique: true }))).toBe('Select column "a" cannot be unique');
     expect(err(() => normalizeColumns([]))).toMatch(/at least one column/);
     expect(err(() => normalizeColumns([{ name: 'a', type: 'string' }, { name: 'A', type: 'string' }]))).toMatch(/duplicate column name "A"/);
   });
@@ -104,7 +135,8 @@ describe('prepareRow', () => {
 
   it('checks the row size of full rows', () => {
     const big = columnMap([{ name: 's', type: 'json', required: false, unique: false }]);
-    const r = prepareRow(big, { s: 'x'.repeat(110_000) }, { full: true, path: ['data'] });
-    expect(r.issues[0].message).toMatch(/Row size exceeds limit \(110008 bytes > 102400 bytes\)/);
+    expect(prepareRow(big, { s: 'x'.repeat(400_000) }, { full: true, path: ['data'] }).issues).toEqual([]);
+    const r = prepareRow(big, { s: 'x'.repeat(410_000) }, { full: true, path: ['data'] });
+    expect(r.issues[0].message).toMatch(/Row size exceeds limit \(410008 bytes > 409600 bytes\)/);
   });
 });

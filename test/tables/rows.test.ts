@@ -102,6 +102,12 @@ describe('column types: coercion', () => {
     ['d', '2024-03-01 10:20', '2024-03-01T10:20:00.000Z'],
     ['d', 'Fri, 01 Mar 2024 10:20:30 GMT', '2024-03-01T10:20:30.000Z'],
     ['d', 1709288430000, '2024-03-01T10:20:30.000Z'],
+    // Any string Date.parse reads, as in the reference: without a time of day, a calendar date.
+    ['d', '2024/01/15', '2024-01-15'],
+    ['d', 'Jan 15, 2024', '2024-01-15'],
+    ['d', '01/15/2024', '2024-01-15'],
+    ['d', 'January 15, 2024 3:04:05 PM', '2024-01-15T15:04:05.000Z'],
+    ['d', 'Mon Jan 15 2024 10:30:00 GMT+0100', '2024-01-15T09:30:00.000Z'],
     ['j', { a: [1, { b: null }] }, { a: [1, { b: null }] }],
     ['j', [1, 'two'], [1, 'two']],
     ['j', 'str', 'str'],
@@ -133,7 +139,6 @@ describe('column types: rejection', () => {
   const cases: [string, unknown][] = [
     ['s', { a: 1 }],
     ['s', [1]],
-    ['s', 'x'.repeat(10_001)],
     ['s', 'nul\u0000char'],
     ['s', 'lone \ud800 surrogate'],
     ['n', 'abc'],
@@ -148,6 +153,7 @@ describe('column types: rejection', () => {
     ['b', 0],
     ['b', {}],
     ['d', 'not a date'],
+    ['d', 'Feb 30, 2024'],
     ['d', '2023-02-29'],
     ['d', '2024-13-01'],
     ['d', '2024-04-31T10:00:00Z'],
@@ -190,15 +196,18 @@ describe('column types: rejection', () => {
     expect(await c.snapshot(id)).toEqual(before);
   });
 
-  it('refuses a row over 100 KB and writes nothing', async () => {
+  it('refuses a row over 400 KiB and writes nothing; a text cell has no bound of its own', async () => {
     const big = await c.createTable(uniqueName('big'), [{ name: 'j', type: 'json' }, { name: 's', type: 'string' }]);
-    const r = await c.insert(big, { j: { text: 'x'.repeat(103_000) } });
+    const r = await c.insert(big, { j: { text: 'x'.repeat(410_000) } });
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatch(/Row size exceeds limit \(\d+ bytes > 102400 bytes\)/);
-    const ok = await c.insert(big, { j: { text: 'x'.repeat(100_000) } });
+    expect(r.body.error).toMatch(/Row size exceeds limit \(\d+ bytes > 409600 bytes\)/);
+    const ok = await c.insert(big, { j: { text: 'x'.repeat(300_000) } });
     expect(ok.status).toBe(200);
+    const text = await c.insert(big, { s: 'y'.repeat(400_000) });
+    expect(text.status).toBe(200);
+    expect((text.body.data.row.data.s as string).length).toBe(400_000);
     const before = await c.snapshot(big);
-    const viaPatch = await c.call('PATCH', `/api/v1/tables/${big}/rows/${ok.body.data.row.id}`, { workspaceId: c.workspaceId, data: { s: 'y'.repeat(5000) } });
+    const viaPatch = await c.call('PATCH', `/api/v1/tables/${big}/rows/${ok.body.data.row.id}`, { workspaceId: c.workspaceId, data: { s: 'y'.repeat(110_000) } });
     expect(viaPatch.status).toBe(400);
     expect(viaPatch.body.error).toMatch(/Row size exceeds limit/);
     expect(await c.snapshot(big)).toEqual(before);
@@ -606,7 +615,7 @@ describe('bad requests write nothing', () => {
     const routes: [string, string][] = [
       ['POST', `/api/v1/tables/${id}/rows`], ['PUT', `/api/v1/tables/${id}/rows`], ['PATCH', `/api/v1/tables/${id}/rows`],
       ['DELETE', `/api/v1/tables/${id}/rows`], ['PATCH', `/api/v1/tables/${id}/rows/${row}`], ['POST', `/api/v1/tables/${id}/rows/upsert`],
-      ['POST', `/api/v1/tables/${id}/columns`],
+      ['POST', `/api/v1/tables/${id}/columns`], ['PATCH', `/api/v1/tables/${id}/columns`], ['DELETE', `/api/v1/tables/${id}/columns`],
     ];
     for (const [m, p] of routes) {
       const malformed = await c.call(m, p, '{"workspaceId": ');

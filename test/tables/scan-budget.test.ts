@@ -49,6 +49,13 @@ describe('the database time a workspace\'s scans hold', () => {
     const put = await c.call('PUT', `/api/v1/tables/${id}/rows`, { workspaceId: c.workspaceId, filter: { n: 1 }, data: { n: 100 } });
     expect(put.status, put.text).toBe(429);
     expect(put.body.code).toBe('QUERY_COOLDOWN');
+    // So are column changes, which rewrite every row: a tenant repeating them holds the database as scans do.
+    const rename = await c.call('PATCH', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, columnName: 'n', updates: { name: 'm' } });
+    expect(rename.status, rename.text).toBe(429);
+    expect(rename.body.code).toBe('QUERY_COOLDOWN');
+    const drop = await c.call('DELETE', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, columnName: 'n' });
+    expect(drop.status, drop.text).toBe(429);
+    expect((await c.table(id)).schema.columns.map((col: { name: string }) => col.name)).toEqual(['j', 'n']);
     const other = await otherWorkspace(t, 'team');
     const otherTable = await other.createTable('small', [{ name: 'x', type: 'number' }]);
     expect((await other.insert(otherTable, { x: 1 })).status).toBe(200);

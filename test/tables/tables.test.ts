@@ -19,6 +19,7 @@ const cols = [
   { name: 'email', type: 'string', required: true, unique: true },
   { name: 'age', type: 'number' },
 ];
+const COLUMN_ID = expect.stringMatching(/^col_[0-9a-f]{32}$/);
 
 describe('create, list, get, delete', () => {
   it('creates a table with the documented shape and lists and gets it', async () => {
@@ -34,11 +35,12 @@ describe('create, list, get, delete', () => {
     expect(table.id).toMatch(/^tbl_[0-9a-f]{32}$/);
     expect(table).toMatchObject({ name, description: 'People we know', rowCount: 0, maxRows: 500_000 });
     expect(table.schema.columns).toEqual([
-      { name: 'email', type: 'string', required: true, unique: true },
-      { name: 'age', type: 'number', required: false, unique: false },
-      { name: 'tier', type: 'select', required: false, unique: false, options: ['gold', 'silver'] },
-      { name: 'flag', type: 'boolean', required: false, unique: false },
+      { id: COLUMN_ID, name: 'email', type: 'string', required: true, unique: true },
+      { id: COLUMN_ID, name: 'age', type: 'number', required: false, unique: false },
+      { id: COLUMN_ID, name: 'tier', type: 'select', required: false, unique: false, options: ['gold', 'silver'] },
+      { id: COLUMN_ID, name: 'flag', type: 'boolean', required: false, unique: false },
     ]);
+    expect(new Set(table.schema.columns.map((x: { id: string }) => x.id)).size).toBe(4);
     expect(new Date(table.createdAt).toISOString()).toBe(table.createdAt);
     expect(new Date(table.updatedAt).toISOString()).toBe(table.updatedAt);
 
@@ -56,7 +58,7 @@ describe('create, list, get, delete', () => {
     const r = await c.call('POST', '/api/v1/tables', { workspaceId: c.workspaceId, name: uniqueName('plain'), schema: { columns: [{ name: 'a', type: 'string' }] } });
     expect(r.status).toBe(200);
     expect(r.body.data.table.description).toBe('');
-    expect(r.body.data.table.schema.columns[0]).toEqual({ name: 'a', type: 'string', required: false, unique: false });
+    expect(r.body.data.table.schema.columns[0]).toEqual({ id: COLUMN_ID, name: 'a', type: 'string', required: false, unique: false });
   });
 
   it('refuses a duplicate table name with 400 and writes nothing', async () => {
@@ -81,7 +83,9 @@ describe('create, list, get, delete', () => {
     ['select without options', { name: 'x', schema: { columns: [{ name: 's', type: 'select' }] } }, /option/],
     ['options on a string column', { name: 'x', schema: { columns: [{ name: 's', type: 'string', options: ['a'] }] } }, /options are only allowed/],
     ['duplicate options', { name: 'x', schema: { columns: [{ name: 's', type: 'select', options: ['a', 'A'] }] } }, /duplicate option/],
-    ['51 columns', { name: 'x', schema: { columns: Array.from({ length: 51 }, (_, i) => ({ name: `c${i}`, type: 'string' })) } }, /.+/],
+    ['1001 columns', { name: 'x', schema: { columns: Array.from({ length: 1001 }, (_, i) => ({ name: `c${i}`, type: 'string' })) } }, /.+/],
+    ['a unique select column', { name: 'x', schema: { columns: [{ name: 's', type: 'select', options: ['a'], unique: true }] } }, /^Select column "s" cannot be unique$/],
+    ['51 unique columns', { name: 'x', schema: { columns: Array.from({ length: 51 }, (_, i) => ({ name: `c${i}`, type: 'string', unique: true })) } }, /at most 50 unique columns/],
     ['required as a string', { name: 'x', schema: { columns: [{ name: 'a', type: 'string', required: 'yes' }] } }, /.+/],
     ['name too long', { name: 'a'.repeat(129), schema: { columns: cols } }, /.+/],
   ])('refuses %s with 400', async (_label, body, message) => {
@@ -128,18 +132,20 @@ describe('create, list, get, delete', () => {
 describe('columns', () => {
   it('adds a column and returns the full list; refuses clashes', async () => {
     const id = await c.createTable(uniqueName('addcol'), cols);
+    const created = (await c.table(id)).schema.columns;
     const r = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'city', type: 'string' } });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       success: true,
       data: {
         columns: [
-          { name: 'email', type: 'string', required: true, unique: true },
-          { name: 'age', type: 'number', required: false, unique: false },
-          { name: 'city', type: 'string', required: false, unique: false },
+          { id: created[0].id, name: 'email', type: 'string', required: true, unique: true },
+          { id: created[1].id, name: 'age', type: 'number', required: false, unique: false },
+          { id: COLUMN_ID, name: 'city', type: 'string', required: false, unique: false },
         ],
       },
     });
+    expect((await c.table(id)).schema.columns).toEqual(r.body.data.columns);
     const first = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'rank', type: 'number', position: 0 } });
     expect(first.body.data.columns[0].name).toBe('rank');
     const clash = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'CITY', type: 'string' } });
@@ -147,6 +153,9 @@ describe('columns', () => {
     expect(clash.body.error).toBe('Column "CITY" already exists');
     const badType = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'z', type: 'nope' } });
     expect(badType.status).toBe(400);
+    const uniqueSelect = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'z', type: 'select', options: ['a'], unique: true } });
+    expect(uniqueSelect.status).toBe(400);
+    expect(uniqueSelect.body.error).toBe('Select column "z" cannot be unique');
     expect((await c.table(id)).schema.columns).toHaveLength(4);
   });
 
@@ -183,11 +192,35 @@ describe('columns', () => {
     expect((await c.table(id)).schema.columns.map((x: { name: string }) => x.name)).toEqual(['email', 'age']);
   });
 
-  it('caps columns at 50', async () => {
-    const id = await c.createTable(uniqueName('wide'), Array.from({ length: 50 }, (_, i) => ({ name: `c${i}`, type: 'string' })));
+  it('caps columns at 1000', async () => {
+    const id = await c.createTable(uniqueName('wide'), Array.from({ length: 1000 }, (_, i) => ({ name: `c${i}`, type: 'string' })));
     const r = await c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'one_more', type: 'string' } });
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatch(/maximum of 50 columns/);
+    expect(r.body.error).toMatch(/maximum of 1000 columns/);
+    expect((await c.table(id)).schema.columns).toHaveLength(1000);
+  });
+
+  it('gives typed indexes to the first 50 number and date columns, and caps unique columns at 50', async () => {
+    const id = await c.createTable(uniqueName('indexed'), [
+      ...Array.from({ length: 40 }, (_, i) => ({ name: `n${i}`, type: 'number' })),
+      ...Array.from({ length: 20 }, (_, i) => ({ name: `d${i}`, type: 'date' })),
+      ...Array.from({ length: 49 }, (_, i) => ({ name: `u${i}`, type: 'string', unique: true })),
+    ]);
+    const indexes = async (kind: 'u' | 'x') => (await t.server.ctx.db.query('SELECT 1 FROM pg_indexes WHERE indexname LIKE $1', [`t${id.slice(4)}\\_${kind}\\_%`])).length;
+    expect(await indexes('x')).toBe(50);
+    expect(await indexes('u')).toBe(49);
+    // Past the typed indexes a number column has none of its own, and still filters and sorts.
+    const add = (column: Record<string, unknown>) => c.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column });
+    expect((await add({ name: 'late', type: 'number' })).status).toBe(200);
+    expect(await indexes('x')).toBe(50);
+    expect((await c.insertMany(id, [{ late: 2 }, { late: 1 }])).status).toBe(200);
+    const q = await c.query(id, { filter: { late: { $gte: 1 } }, sort: { late: 'asc' } });
+    expect(q.body.data.rows.map((r: { data: { late: number } }) => r.data.late)).toEqual([1, 2]);
+    expect((await add({ name: 'u49', type: 'number', unique: true })).status).toBe(200);
+    const tooMany = await add({ name: 'u50', type: 'string', unique: true });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error).toBe('A table can have at most 50 unique columns');
+    expect(await indexes('u')).toBe(50);
   });
 });
 
@@ -230,6 +263,8 @@ describe('access', () => {
         ['GET', `/api/v1/tables/${id}?workspaceId=${ws}`],
         ['DELETE', `/api/v1/tables/${id}?workspaceId=${ws}`],
         ['POST', `/api/v1/tables/${id}/columns`, { workspaceId: ws, column: { name: 'z', type: 'string' } }],
+        ['PATCH', `/api/v1/tables/${id}/columns`, { workspaceId: ws, columnName: 'email', updates: { name: 'mail' } }],
+        ['DELETE', `/api/v1/tables/${id}/columns`, { workspaceId: ws, columnName: 'email' }],
         ['GET', `/api/v1/tables/${id}/rows?workspaceId=${ws}`],
         ['POST', `/api/v1/tables/${id}/rows`, { workspaceId: ws, data: { email: 'q@q' } }],
         ['PUT', `/api/v1/tables/${id}/rows`, { workspaceId: ws, filter: { email: 'x@y' }, data: { age: 1 } }],
@@ -249,7 +284,7 @@ describe('access', () => {
     const still = await other.query(foreign);
     expect(still.body.data.rows).toHaveLength(1);
     expect(still.body.data.rows[0].data).toEqual({ email: 'x@y' });
-    expect((await other.table(foreign)).schema.columns).toHaveLength(2);
+    expect((await other.table(foreign)).schema.columns.map((x: { name: string }) => x.name)).toEqual(['email', 'age']);
   });
 
   it('refuses a workspace key on another workspace (403) and a read-only member on writes (403)', async () => {
@@ -269,6 +304,9 @@ describe('access', () => {
     expect(w.body).toEqual({ error: 'Access denied' });
     expect((await reader.call('DELETE', `/api/v1/tables/${id}?workspaceId=${c.workspaceId}`)).status).toBe(403);
     expect((await reader.call('POST', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, column: { name: 'z', type: 'string' } })).status).toBe(403);
+    expect((await reader.call('PATCH', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, columnName: 'age', updates: { name: 'z' } })).status).toBe(403);
+    expect((await reader.call('DELETE', `/api/v1/tables/${id}/columns`, { workspaceId: c.workspaceId, columnName: 'age' })).status).toBe(403);
+    expect((await c.table(id)).schema.columns.map((x: { name: string }) => x.name)).toEqual(['email', 'age']);
     expect((await c.snapshot(id)).rows).toBe(0);
   });
 
@@ -284,9 +322,9 @@ describe('access', () => {
       .filter(([p]) => p.startsWith('/api/v1/tables'));
     const ops = paths.flatMap(([p, item]) => Object.entries(item).map(([m, op]) => ({ op: `${m.toUpperCase()} ${p}`, ...op })));
     expect(ops.map((o) => o.op).sort()).toEqual([
-      'DELETE /api/v1/tables/{tableId}', 'DELETE /api/v1/tables/{tableId}/rows', 'DELETE /api/v1/tables/{tableId}/rows/{rowId}',
+      'DELETE /api/v1/tables/{tableId}', 'DELETE /api/v1/tables/{tableId}/columns', 'DELETE /api/v1/tables/{tableId}/rows', 'DELETE /api/v1/tables/{tableId}/rows/{rowId}',
       'GET /api/v1/tables', 'GET /api/v1/tables/{tableId}', 'GET /api/v1/tables/{tableId}/rows', 'GET /api/v1/tables/{tableId}/rows/{rowId}',
-      'PATCH /api/v1/tables/{tableId}/rows', 'PATCH /api/v1/tables/{tableId}/rows/{rowId}',
+      'PATCH /api/v1/tables/{tableId}/columns', 'PATCH /api/v1/tables/{tableId}/rows', 'PATCH /api/v1/tables/{tableId}/rows/{rowId}',
       'POST /api/v1/tables', 'POST /api/v1/tables/{tableId}/columns', 'POST /api/v1/tables/{tableId}/rows', 'POST /api/v1/tables/{tableId}/rows/upsert',
       'PUT /api/v1/tables/{tableId}/rows',
     ]);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Column, TableRow } from '../../web/src/pages/tables/api';
 import { csvToRows, rowsToCsv, unguard } from '../../web/src/pages/tables/csv';
 
-const col = (name: string, type: Column['type']): Column => ({ name, type, required: false, unique: false });
+const col = (name: string, type: Column['type']): Column => ({ id: `col_${name}`, name, type, required: false, unique: false });
 const row = (data: Record<string, unknown>): TableRow => ({ id: 'r', data, position: 0, createdAt: '', updatedAt: '' });
 const lines = (csv: string) => csv.split('\r\n').slice(0, -1);
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Column } from '../../web/src/pages/tables/api';
 import { opsFor, toFilter, type Condition } from '../../web/src/pages/tables/filter';
 
-const col = (name: string, type: Column['type']): Column => ({ name, type, required: false, unique: false });
+const col = (name: string, type: Column['type']): Column => ({ id: `col_${name}`, name, type, required: false, unique: false });
 const columns = [col('name', 'string'), col('age', 'number'), col('active', 'boolean'), col('meta', 'json'), col('tier', 'select')];
 let next = 0;
 const cond = (column: string, op: string, value = ''): Condition => ({ id: next++, column, op, value });

@@ -5477,6 +5477,7 @@ export interface paths {
                                     description: string;
                                     schema: {
                                         columns: {
+                                            id: string;
                                             name: string;
                                             /** @enum {string} */
                                             type: "string" | "number" | "boolean" | "date" | "json" | "select";
@@ -5595,6 +5596,7 @@ export interface paths {
                                     description: string;
                                     schema: {
                                         columns: {
+                                            id: string;
                                             name: string;
                                             /** @enum {string} */
                                             type: "string" | "number" | "boolean" | "date" | "json" | "select";
@@ -5711,6 +5713,7 @@ export interface paths {
                                     description: string;
                                     schema: {
                                         columns: {
+                                            id: string;
                                             name: string;
                                             /** @enum {string} */
                                             type: "string" | "number" | "boolean" | "date" | "json" | "select";
@@ -5927,6 +5930,7 @@ export interface paths {
                             success: true;
                             data: {
                                 columns: {
+                                    id: string;
                                     name: string;
                                     /** @enum {string} */
                                     type: "string" | "number" | "boolean" | "date" | "json" | "select";
@@ -6019,10 +6023,264 @@ export interface paths {
                 };
             };
         };
-        delete?: never;
+        /** Delete a column and its value in every row; returns the remaining columns */
+        delete: {
+            parameters: {
+                query?: {
+                    workspaceId?: string;
+                };
+                header?: never;
+                path: {
+                    tableId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId?: string;
+                        columnName: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                columns: {
+                                    id: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                    required: boolean;
+                                    unique: boolean;
+                                    options?: string[];
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a column (rename, type, required, unique, options) and every row with it; returns all columns */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tableId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        columnName: string;
+                        updates: {
+                            name?: string;
+                            /** @enum {string} */
+                            type?: "string" | "number" | "boolean" | "date" | "json" | "select";
+                            required?: boolean;
+                            unique?: boolean;
+                            options?: string[];
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                columns: {
+                                    id: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                    required: boolean;
+                                    unique: boolean;
+                                    options?: string[];
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/api/v1/tables/{tableId}/rows": {
@@ -6318,6 +6576,8 @@ export interface paths {
                         rows?: {
                             [key: string]: unknown;
                         }[];
+                        afterRowId?: string;
+                        beforeRowId?: string;
                     };
                 };
             };
@@ -8200,6 +8460,7 @@ export interface paths {
                                         minSize: number;
                                         overlap: number;
                                     };
+                                    connectorTypes: string[];
                                     createdAt: string;
                                     updatedAt: string;
                                 }[];
@@ -8310,6 +8571,7 @@ export interface paths {
                                         minSize: number;
                                         overlap: number;
                                     };
+                                    connectorTypes: string[];
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -8436,6 +8698,7 @@ export interface paths {
                                         minSize: number;
                                         overlap: number;
                                     };
+                                    connectorTypes: string[];
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -8546,6 +8809,7 @@ export interface paths {
                                         minSize: number;
                                         overlap: number;
                                     };
+                                    connectorTypes: string[];
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -8807,6 +9071,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9257,6 +9534,8 @@ export interface paths {
                                     tagValues: {
                                         [key: string]: unknown;
                                     };
+                                    connectorId: string | null;
+                                    connectorType: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                 }[];
@@ -9387,6 +9666,8 @@ export interface paths {
                                     tagValues: {
                                         [key: string]: unknown;
                                     };
+                                    connectorId: string | null;
+                                    connectorType: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -9408,6 +9689,8 @@ export interface paths {
                                     tagValues: {
                                         [key: string]: unknown;
                                     };
+                                    connectorId: string | null;
+                                    connectorType: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                 }[];
@@ -9432,6 +9715,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                402: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9554,6 +9850,8 @@ export interface paths {
                                     tagValues: {
                                         [key: string]: unknown;
                                     };
+                                    connectorId: string | null;
+                                    connectorType: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                     processingError: string | null;
@@ -9764,6 +10062,8 @@ export interface paths {
                                     tagValues: {
                                         [key: string]: unknown;
                                     };
+                                    connectorId: string | null;
+                                    connectorType: string | null;
                                     createdAt: string;
                                     updatedAt: string;
                                     processingError: string | null;

@@ -1,7 +1,7 @@
 // Dialogs that define columns: "Add column" on a table, and "New table" (a name and its first columns).
 import { useState, type FormEvent } from 'react';
 import { Button, Dialog, ErrorBanner, InputField, SelectField } from '../../ui';
-import { COLUMN_TYPES, type Column, type ColumnType } from './api';
+import { COLUMN_TYPES, type ColumnType, type NewColumn } from './api';
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const nameError = (name: string) => (name === '' ? 'A name is required' : NAME_RE.test(name) ? undefined : 'Letters, digits and underscores, not starting with a digit');
@@ -10,7 +10,7 @@ export interface ColumnDraft { name: string; type: ColumnType; required: boolean
 export const emptyColumn = (): ColumnDraft => ({ name: '', type: 'string', required: false, unique: false, options: '' });
 
 /** A draft as the API's column (select options from a comma-separated list). */
-export function toColumn(d: ColumnDraft): Column {
+export function toColumn(d: ColumnDraft): NewColumn {
   const options = d.options.split(',').map((s) => s.trim()).filter(Boolean);
   return { name: d.name.trim(), type: d.type, required: d.required, unique: d.unique, ...(d.type === 'select' ? { options } : {}) };
 }
@@ -45,7 +45,7 @@ export function ColumnFields({ draft, onChange, errors, legend }: {
 }
 
 export function AddColumnDialog({ open, onClose, onSubmit, busy, error }: {
-  open: boolean; onClose(): void; onSubmit(c: Column): void; busy: boolean; error: unknown;
+  open: boolean; onClose(): void; onSubmit(c: NewColumn): void; busy: boolean; error: unknown;
 }) {
   const [draft, setDraft] = useState<ColumnDraft>(emptyColumn);
   const [shown, setShown] = useState<Partial<Record<'name' | 'options', string>>>({});
@@ -71,7 +71,7 @@ export function AddColumnDialog({ open, onClose, onSubmit, busy, error }: {
 }
 
 export function NewTableDialog({ open, onClose, onSubmit, busy, error }: {
-  open: boolean; onClose(): void; onSubmit(name: string, columns: Column[]): void; busy: boolean; error: unknown;
+  open: boolean; onClose(): void; onSubmit(name: string, columns: NewColumn[]): void; busy: boolean; error: unknown;
 }) {
   const [name, setName] = useState('');
   const [drafts, setDrafts] = useState<ColumnDraft[]>(() => [emptyColumn()]);

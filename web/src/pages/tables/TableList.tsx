@@ -4,7 +4,7 @@ import { Link, useNavigate } from 'react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../../session';
 import { Button, EmptyState, ErrorBanner, Loading, PageHeader, Table, formatDate } from '../../ui';
-import { createTable, listTables, type Column, type Table as TableInfo } from './api';
+import { createTable, listTables, type NewColumn, type Table as TableInfo } from './api';
 import { NewTableDialog } from './ColumnDialog';
 
 export function TableList() {
@@ -14,7 +14,7 @@ export function TableList() {
   const [creating, setCreating] = useState(false);
   const tables = useQuery({ queryKey: ['tables', workspaceId], queryFn: () => listTables(workspaceId), enabled: Boolean(workspaceId) });
   const create = useMutation({
-    mutationFn: ({ name, columns }: { name: string; columns: Column[] }) => createTable(workspaceId, name, columns),
+    mutationFn: ({ name, columns }: { name: string; columns: NewColumn[] }) => createTable(workspaceId, name, columns),
     onSuccess: async (t) => {
       setCreating(false);
       await qc.invalidateQueries({ queryKey: ['tables', workspaceId] });

@@ -5,7 +5,7 @@ import { useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../../session';
 import { Button, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader } from '../../ui';
-import { addColumn, allRows, deleteRow, getTable, insertRows, queryRows, updateRow, type Column, type TableRow } from './api';
+import { addColumn, allRows, deleteRow, getTable, insertRows, queryRows, updateRow, type Column, type NewColumn, type TableRow } from './api';
 import { Cell } from './Cell';
 import { AddColumnDialog } from './ColumnDialog';
 import { rowsToCsv } from './csv';
@@ -78,7 +78,7 @@ export function TableView({ tableId }: { tableId: string }) {
   };
 
   const addCol = useMutation({
-    mutationFn: (c: Column) => addColumn(workspaceId, tableId, c),
+    mutationFn: (c: NewColumn) => addColumn(workspaceId, tableId, c),
     onSuccess: async () => { setDialog(null); await refresh(); },
   });
   const addRow = useMutation({

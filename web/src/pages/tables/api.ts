@@ -7,7 +7,8 @@ export type Column = Table['schema']['columns'][number];
 export type ColumnType = Column['type'];
 export type RowPage = DataOf<'/api/v1/tables/{tableId}/rows'>;
 export type TableRow = RowPage['rows'][number];
-type NewColumn = RequestBody<'/api/v1/tables/{tableId}/columns', 'post'>['column'];
+/** A column as a client defines it (no id yet: the server gives one). */
+export type NewColumn = RequestBody<'/api/v1/tables/{tableId}/columns', 'post'>['column'];
 
 export const COLUMN_TYPES: ColumnType[] = ['string', 'number', 'boolean', 'date', 'json', 'select'];
 
@@ -51,7 +52,7 @@ export async function addColumn(workspaceId: string, tableId: string, column: Ne
   return r.data.columns;
 }
 
-export async function createTable(workspaceId: string, name: string, columns: Column[]): Promise<Table> {
+export async function createTable(workspaceId: string, name: string, columns: NewColumn[]): Promise<Table> {
   const r = await api('/api/v1/tables', { method: 'post', body: { workspaceId, name, schema: { columns } } });
   return r.data.table;
 }
