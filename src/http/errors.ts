@@ -188,6 +188,7 @@ function toHttpError(err: FastifyError, request: FastifyRequest): HttpError {
       return new HttpError(400, family === 'execute' ? 'Invalid JSON in request body' : 'Request body must be valid JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       if (family === 'v2') return new HttpError(413, 'Request body is too large');
+      if (family === 'execute') return new HttpError(413, 'Workflow execution request body exceeds maximum size');
       return new HttpError(413, `Request body exceeds the maximum allowed size of ${request.routeOptions.bodyLimit ?? 10485760} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new HttpError(415, 'Unsupported Content-Type: send application/json');

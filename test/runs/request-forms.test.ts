@@ -57,8 +57,11 @@ describe('execute and resume bodies', () => {
     expect(v2.body.data.output).toEqual({ text: 'hello v2' });
   });
 
-  it('refuses a body that is not JSON whatever its content type, running nothing', async () => {
+  it('refuses a body that is not JSON whatever its content type, or too large, running nothing', async () => {
     const before = await runCount(greet);
+    const big = await rawPost(`/api/workflows/${greet}/execute`, JSON.stringify({ who: 'x'.repeat(11 * 1024 * 1024) }), { 'content-type': 'text/plain' });
+    expect(big.status).toBe(413);
+    expect(big.body).toEqual({ error: 'Workflow execution request body exceeds maximum size' });
     const r = await rawPost(`/api/workflows/${greet}/execute`, 'who=curl', { 'content-type': 'application/x-www-form-urlencoded' });
     expect(r.status).toBe(400);
     expect(r.body).toEqual({ error: 'Invalid JSON in request body' });

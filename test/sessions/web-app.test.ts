@@ -115,8 +115,11 @@ describe('the built app', () => {
     expect(api.body).toEqual({ error: 'Route GET /api/nope not found' });
     expect((await get('/api/v1/nope')).body).toEqual({ error: 'Route GET /api/v1/nope not found' });
     expect((await get('/api/v2/nope')).body).toEqual({ error: { code: 'NOT_FOUND', message: 'Not found' } });
-    // A GET on a path that only takes POST is still the API's 404.
-    expect((await get('/api/v1/auth/logout')).status).toBe(404);
+    // A GET on a path that only takes POST is the API's answer (405 with Allow), not the app's page.
+    const wrongMethod = await get('/api/v1/auth/logout');
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+    expect(wrongMethod.headers.get('content-type')).toMatch(/^application\/json/);
     const post = await request(`${t.url}/workflows`, 'POST', { a: 1 });
     expect(post.status).toBe(404);
     expect(post.body.error).toMatch(/not found/);

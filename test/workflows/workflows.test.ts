@@ -193,7 +193,8 @@ describe('workflow management', () => {
     for (const [m, p] of [['GET', `/api/v1/workflows/${id}`], ['PUT', `/api/v1/workflows/${id}`], ['DELETE', `/api/v1/workflows/${id}`], ['POST', `/api/v1/workflows/${id}/deploy`], ['GET', `/api/workflows/${id}/status`]] as const) {
       const r = await t.call(m, p, m === 'PUT' ? { definition: simple() } : undefined);
       expect(r.status, `${m} ${p}`).toBe(404);
-      expect(r.body).toEqual({ error: 'Workflow not found' });
+      // The status route is Sim's flat body with a code, which its SDKs read.
+      expect(r.body).toEqual(p.endsWith('/status') ? { error: 'Workflow not found', code: 'WORKFLOW_NOT_FOUND' } : { error: 'Workflow not found' });
     }
     expect((await t.call('POST', '/api/v1/workflows', { workspaceId: other.id, name: 'x', definition: simple() })).status).toBe(403);
     expect((await t.call('POST', '/api/v1/workflows', '[1,2]')).status).toBe(400);
