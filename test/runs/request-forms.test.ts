@@ -18,18 +18,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** A POST with the body and headers exactly as given (no content type added). */
-async function rawPost(path: string, body: string | undefined, headers: Record<string, string> = {}) {
-  const res = await fetch(t.url + path, { method: 'POST', body, headers: { 'x-api-key': t.apiKey, ...headers } });
-  const text = await res.text();
-  let parsed: any;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
-}
+/** A POST of the body as given: without a body no content type is sent; every case with one names its own. */
+const rawPost = (path: string, body: string | undefined, headers: Record<string, string> = {}) =>
+  request(t.url + path, 'POST', body, { 'x-api-key': t.apiKey, ...headers });
 
 const runCount = async (workflowId: string) =>
   (await t.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM executions WHERE workflow_id = $1', [workflowId]))[0].n;

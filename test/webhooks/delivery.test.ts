@@ -1,9 +1,8 @@
 // Exactly once per delivery: concurrent duplicates, later duplicates, takeover of an abandoned claim,
 // rate limits and usage charging.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createWorkspace } from '../support/accounts.js';
-import { request, startTestServer, type TestServer } from '../support/harness.js';
-import { echo, finishedRuns, post, runsOf, webhookWorkflow } from './support.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { echo, finishedRuns, post, runsOf, webhookInNewWorkspace, webhookWorkflow } from './support.js';
 
 let t: TestServer;
 const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 }, team: { storageBytes: 3000 }, pro: { usageLimitUsd: 0.0001 } });
@@ -104,13 +103,7 @@ describe('exactly once per delivery', () => {
 
 describe('limits and usage', () => {
   it('rate limits per workflow and billed account (429 + Retry-After), charges each run to the workspace', async () => {
-    const ws = await createWorkspace(t.server.ctx.db, `wh-lim-${Date.now()}`, t.userId, 'free');
-    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
-    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
-    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'limited', definition: echo() });
-    const wid = created.body.data.workflow.id;
-    await call('POST', `/api/v1/workflows/${wid}/deploy`);
-    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const { ws, call, wid, url } = await webhookInNewWorkspace(t, 'free', 'limited');
     const statuses: number[] = [];
     let refused;
     for (let i = 0; i < 5; i++) {
@@ -164,13 +157,7 @@ describe('files', () => {
   });
 
   it('refuses files over the workspace storage (403), with no run and no claim kept', async () => {
-    const ws = await createWorkspace(t.server.ctx.db, `wh-files-${Date.now()}`, t.userId, 'team');
-    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
-    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
-    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'files', definition: echo() });
-    const wid = created.body.data.workflow.id;
-    await call('POST', `/api/v1/workflows/${wid}/deploy`);
-    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const { wid, url } = await webhookInNewWorkspace(t, 'team', 'files');
     const r = await upload(url, { doc: new Blob(['x'.repeat(4000)]) });
     expect(r.status).toBe(403);
     expect(await runsOf(t, wid)).toHaveLength(0);
@@ -181,13 +168,7 @@ describe('files', () => {
   });
 
   it('keeps none of the files of a delivery refused at admission (402 past the usage cap), however often it is retried', async () => {
-    const ws = await createWorkspace(t.server.ctx.db, `wh-capped-${Date.now()}`, t.userId, 'pro');
-    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
-    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
-    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'capped', definition: echo() });
-    const wid = created.body.data.workflow.id;
-    await call('POST', `/api/v1/workflows/${wid}/deploy`);
-    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const { ws, wid, url } = await webhookInNewWorkspace(t, 'pro', 'capped');
     // What the workspace stores before: the workflow itself, its draft and deployed version.
     const stored = await t.server.services.limits.storage.used(t.server.ctx.db, [ws.id]);
     for (let i = 0; i < 3; i++) expect((await upload(url, { doc: new Blob(['y'.repeat(1000)]) })).status).toBe(402);

@@ -3,9 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/http/errors.js';
 import { retryableRefusal } from '../../src/webhooks/service.js';
-import { createKey, createWorkspace } from '../support/accounts.js';
-import { request, startTestServer, type TestServer } from '../support/harness.js';
-import { echo, finishedRuns, hmac, post, runsOf, webhookWorkflow } from './support.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { echo, finishedRuns, hmac, post, runsOf, webhookInNewWorkspace, webhookWorkflow } from './support.js';
 
 let t: TestServer;
 const tiny = JSON.stringify({ free: { syncPerMinute: 2, asyncPerMinute: 2, apiPerMinute: 100 } });
@@ -181,13 +180,7 @@ describe('allowed IPs', () => {
 
 describe('retryable refusals', () => {
   it('a rate-limited delivery answers 429 {error, code, retryable, retryAfterSeconds} with Retry-After', async () => {
-    const ws = await createWorkspace(t.server.ctx.db, `wh-429-${Date.now()}`, t.userId, 'free');
-    const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
-    const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
-    const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name: 'limited', definition: echo() });
-    const wid = created.body.data.workflow.id;
-    await call('POST', `/api/v1/workflows/${wid}/deploy`);
-    const url = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+    const { wid, url } = await webhookInNewWorkspace(t, 'free', 'limited');
     let refused;
     // asyncPerMinute 2 -> burst 4.
     for (let i = 0; i < 5 && !refused; i++) {

@@ -1,5 +1,6 @@
 // Helpers of the webhook suites: workflows with a webhook block, direct reads of the runs they started.
 import { createHmac } from 'node:crypto';
+import { createKey, createWorkspace } from '../support/accounts.js';
 import { request, type TestServer, type TestResponse } from '../support/harness.js';
 
 export const hook = (config: Record<string, unknown> = {}) => ({ id: 'hook', type: 'webhook', name: 'Webhook', config });
@@ -17,6 +18,21 @@ export async function webhookWorkflow(t: TestServer, definition: unknown, opts: 
     url = (await t.call('GET', `/api/v1/workflows/${id}`)).body.data.workflow.webhookUrl;
   }
   return { id, url };
+}
+
+/**
+ * A deployed `echo()` workflow in a workspace of its own on `plan` (its own limits and storage): the workspace,
+ * its key, a caller of the API with that key, the workflow's id and its trigger URL.
+ */
+export async function webhookInNewWorkspace(t: TestServer, plan: string, name: string) {
+  const ws = await createWorkspace(t.server.ctx.db, `wh-${name}-${Date.now()}`, t.userId, plan);
+  const key = await createKey(t.server.ctx.db, { workspaceId: ws.id, userId: t.userId, type: 'workspace' });
+  const call = (method: string, path: string, body?: unknown) => request(t.url + path, method, body, { 'x-api-key': key.secret });
+  const created = await call('POST', '/api/v1/workflows', { workspaceId: ws.id, name, definition: echo() });
+  const wid: string = created.body.data.workflow.id;
+  await call('POST', `/api/v1/workflows/${wid}/deploy`);
+  const url: string = (await call('GET', `/api/v1/workflows/${wid}`)).body.data.workflow.webhookUrl;
+  return { ws, key, call, wid, url };
 }
 
 /** A simple workflow: webhook -> function returning what `code` computes. */
