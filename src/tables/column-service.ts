@@ -8,7 +8,9 @@ import { tableNotFound } from './errors.js';
 import { TABLE_LIMITS } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
-import type { IdentifiedColumn, RowRewrite, TableRow } from './store.js';
+import type { IdentifiedColumn, TableRow } from './store.js';
+import * as rows from './table-rewrites.js';
+import type { RowRewrite } from './table-rewrites.js';
 import { type PublicColumn, publicColumn } from './wire-format.js';
 import { mapColumnChangeError } from './write-errors.js';
 import type { ScanMeter, WorkspaceGate } from '../limits/workspace-gate.js';
@@ -154,7 +156,7 @@ export class ColumnService {
         if (sameColumn(before, after)) return { columns: table.columns, rowsWritten: 0 };
 
         if (after.required && !before.required) {
-          const missing = await store.countRowsWithout(q, tableId, before.name);
+          const missing = await rows.countRowsWithout(q, tableId, before.name);
           if (missing > 0) {
             throw new HttpError(400, `Cannot make column "${before.name}" required: ${missing} row(s) have no value for it`, { column: before.name });
           }
@@ -173,7 +175,7 @@ export class ColumnService {
         }
 
         const totals = new RewriteTotals();
-        if (after.name !== before.name) totals.add(await store.renameKey(q, tableId, before.name, after.name));
+        if (after.name !== before.name) totals.add(await rows.renameKey(q, tableId, before.name, after.name));
         if (needsConversion(before, after)) totals.add(await this.convertValues(q, tableId, after, before.name));
         if (totals.maxBytes > TABLE_LIMITS.maxRowBytes) {
           throw new HttpError(400, `Cannot change column "${before.name}": a row would exceed the row size limit (${totals.maxBytes} bytes > ${TABLE_LIMITS.maxRowBytes} bytes)`);
@@ -215,7 +217,7 @@ export class ColumnService {
       if (table.columns.length === 1) throw new HttpError(400, 'Cannot delete the last column in a table');
       const column = table.columns[index];
       await store.dropColumnIndexes(q, tableId, column, await store.tableIndexNames(q, tableId));
-      const removed = await store.removeKey(q, tableId, column.name);
+      const removed = await rows.removeKey(q, tableId, column.name);
       await this.account(q, workspaceId, tableId, removed.bytesAdded);
       const updated = await store.setColumns(q, tableId, table.columns.filter((_, i) => i !== index));
       await recordAudit(q, {
@@ -246,7 +248,7 @@ export class ColumnService {
     let incompatible = 0;
     let example: { rowId: string; value: unknown; reason: string } | undefined;
     for (let after: number | undefined = -1; after !== undefined;) {
-      const batch = await store.columnValues(q, tableId, column.name, after, CONVERT_BATCH.rows, CONVERT_BATCH.bytes, UNCHANGED_JSON_TYPE[column.type]);
+      const batch = await rows.columnValues(q, tableId, column.name, after, CONVERT_BATCH.rows, CONVERT_BATCH.bytes, UNCHANGED_JSON_TYPE[column.type]);
       after = batch.last;
       const changed: { id: string; v: unknown }[] = [];
       for (const row of batch.values) {
@@ -261,7 +263,7 @@ export class ColumnService {
         }
       }
       // Once one value failed the change fails: the rest are only counted.
-      if (incompatible === 0) totals.add(await store.setColumnValues(q, tableId, column.name, changed));
+      if (incompatible === 0) totals.add(await rows.setColumnValues(q, tableId, column.name, changed));
     }
     if (example) {
       const what = column.type === 'select' ? 'its options' : column.type;

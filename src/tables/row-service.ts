@@ -13,6 +13,7 @@ import type { TableLock, TableRow, WrittenRow } from './store.js';
 import { type Filter, type RowPage, type RowQuery, checkPaging, compileWhere, queryPage } from './row-query.js';
 import { type PublicRow, publicRow } from './wire-format.js';
 import { SchemaChanged, checkRowSizes, mapRowWriteError, rowLimitError } from './write-errors.js';
+import * as rewrites from './table-rewrites.js';
 
 /** Rows of user tables: every write goes through one path (`writeRows`); reads are in row-query.ts. Scoped to a workspace per call. */
 
@@ -149,10 +150,10 @@ export class RowService {
             let first = lock.next_position + positionsUsed;
             if (anchor) {
               if (rows.length !== 1) throw new Error('an anchored insert places one row');
-              const at = store.isRowId(anchor.rowId) ? await store.rowPosition(q, table.id, anchor.rowId) : undefined;
+              const at = store.isRowId(anchor.rowId) ? await rewrites.rowPosition(q, table.id, anchor.rowId) : undefined;
               if (at === undefined) throw rowNotFound();
               first = anchor.side === 'after' ? at + 1 : at;
-              const moved = await store.openPosition(q, table.id, first);
+              const moved = await rewrites.openPosition(q, table.id, first);
               positionsUsed += (moved || first >= lock.next_position + positionsUsed) ? 1 : 0;
             } else {
               positionsUsed += rows.length;
