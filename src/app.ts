@@ -142,7 +142,7 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   await app.register(resumeRoutes(runs, workflows, accounts), { ctx });
   await app.register(tableRoutes(tables, accounts));
   await app.register(aiRoutes(ai, accounts), { ctx });
-  await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl(), services.secrets));
+  await app.register(webhookRoutes(webhooks, accounts, () => runs.baseUrl()));
   await app.register(knowledgeRoutes(knowledge, accounts, ctx.config.knowledge.maxFileBytes));
   await app.register(secretRoutes(services.secrets, accounts));
   await app.register(connectorRoutes(services.connectors, accounts));

@@ -249,7 +249,7 @@ export function composeServices(ctx: AppContext, opts: ComposeOptions = {}): Ser
   });
   core.scheduleRegistry.onChange(({ workflowId, row }) => scheduler.changed(workflowId, row));
   const webhooks = new WebhookService({
-    db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage,
+    db, config, log: ctx.log, registry: core.webhookRegistry, workflows, runs, accounts, limits, storage: limits.storage, secrets: core.secrets,
   });
   const retention = new RunRetention(db, {
     days: config.logRetentionDays, batchSize: DEFAULT_RETENTION_BATCH, intervalMs: config.logRetentionIntervalMs,

@@ -6,16 +6,15 @@ import { allowedResponseHeaders } from '../engine/index.js';
 import { HttpError } from '../http/errors.js';
 import { SERVICE_HEADERS } from '../http/workflow-answer.js';
 import { isUuid } from '../ids.js';
-import type { WebhookSecrets, WebhookService } from './service.js';
+import type { WebhookService } from './service.js';
 
 export const WEBHOOK_BODY_LIMIT = 10 * 1024 * 1024;
 
 /**
  * `linkBase` gives the base of links the run hands out (resume links, file URLs): the configured public base,
  * else the address the server listens on, never the sender's Host header (anyone can send a delivery).
- * `secrets` reads the workspace secrets a trigger's token and signing secret reference (`{{NAME}}`).
  */
-export function webhookRoutes(service: WebhookService, accounts: AccountsService, linkBase: () => string, secrets: WebhookSecrets): FastifyPluginAsync {
+export function webhookRoutes(service: WebhookService, accounts: AccountsService, linkBase: () => string): FastifyPluginAsync {
   return async (app) => {
     // Encapsulated: only this plugin's routes take any content type as bytes.
     app.removeAllContentTypeParsers();
@@ -72,7 +71,7 @@ export function webhookRoutes(service: WebhookService, accounts: AccountsService
             ip: request.ip,
             baseUrl: linkBase(),
             signal: abort.signal,
-          }, secrets);
+          });
           reply.code(answer.status).type(answer.text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8');
           // A Response block's headers (its content type included) as it set them, the allow-listed ones only.
           for (const [k, v] of Object.entries(allowedResponseHeaders(answer.headers, SERVICE_HEADERS))) reply.header(k, v);

@@ -59,6 +59,8 @@ export interface WebhookDeps {
   limits: Pick<LimitsService, 'admitKeyed' | 'snapshot'>;
   /** Uploaded files count toward the workspace's storage. */
   storage: StorageGuard;
+  /** Reads the workspace secrets a trigger's `token` and `secret` reference (`{{NAME}}`). */
+  secrets: WebhookSecrets;
 }
 
 /** Reads the workspace secrets a trigger's `token` and `secret` reference; an Error when one is not set. */
@@ -201,14 +203,14 @@ export class WebhookService {
    * secrets' values, read now (never stored resolved). A reference that cannot be read (the secret was deleted
    * after the save) refuses the delivery: the text as written is never the credential.
    */
-  private async withCredentials(target: Target, secrets: WebhookSecrets): Promise<{ config: WebhookConfig } | { refused: WebhookAnswer }> {
+  private async withCredentials(target: Target): Promise<{ config: WebhookConfig } | { refused: WebhookAnswer }> {
     let config = target.config;
     for (const field of CREDENTIAL_FIELDS) {
       const names = credentialSecrets(config, field);
       const value = config[field];
       if (names.length === 0 || value === undefined) continue;
       try {
-        config = { ...config, [field]: withSecrets(value, await secrets.resolve(target.hook.workspace_id, names)) };
+        config = { ...config, [field]: withSecrets(value, await this.deps.secrets.resolve(target.hook.workspace_id, names)) };
       } catch (err) {
         // The database away is no answer about the secret: 503, retried by the sender.
         if (isDatabaseUnavailable(err)) throw err;
@@ -223,9 +225,9 @@ export class WebhookService {
 
   /**
    * Answers one request to `/api/webhooks/trigger/{path}`. Refusals by limits are thrown as HttpError (the
-   * retryable ones shaped by `retryableRefusal`). `secrets` reads what the trigger's credentials reference.
+   * retryable ones shaped by `retryableRefusal`).
    */
-  async handle(d: Delivery, secrets: WebhookSecrets): Promise<WebhookAnswer> {
+  async handle(d: Delivery): Promise<WebhookAnswer> {
     this.purgeNowAndThen();
     if (d.method !== 'POST' && d.method !== 'GET') return NOT_ALLOWED();
     const target = await this.lookup(d.path);
@@ -233,7 +235,7 @@ export class WebhookService {
     if (!target) return d.method === 'POST' ? NOT_FOUND() : NOT_ALLOWED();
     // Before anything else the trigger checks: a sender outside the list learns nothing of its token or secret.
     if (!ipAllowed(target.config.allowedIps, d.ip)) return IP_REFUSED();
-    const resolved = await this.withCredentials(target, secrets);
+    const resolved = await this.withCredentials(target);
     if ('refused' in resolved) return resolved.refused;
     const cfg = resolved.config;
     if (d.method === 'GET') {
