@@ -3,7 +3,7 @@ import { recordAudit } from '../audit/audit-log.js';
 import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import type { StorageGuard } from '../limits/storage.js';
-import { CellError, type Column, type ColumnType, coerceCell, normalizeColumn } from './columns.js';
+import { CellError, type Column, type ColumnType, coerceCell, isNumeric, normalizeColumn } from './columns.js';
 import { tableNotFound } from './errors.js';
 import { TABLE_LIMITS } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
@@ -27,6 +27,7 @@ export interface ColumnUpdates {
   required?: boolean;
   unique?: boolean;
   options?: string[];
+  currencyCode?: string;
 }
 
 /**
@@ -40,7 +41,7 @@ const CONVERT_BATCH = { rows: 1000, bytes: 8 * 1024 * 1024 };
  * Values already of the JSON type a column of this type stores are what converting them gives (text stays text,
  * and so on), so the conversion does not read them. Dates and selects check every value.
  */
-const UNCHANGED_JSON_TYPE: Partial<Record<ColumnType, string>> = { string: 'string', number: 'number', boolean: 'boolean' };
+const UNCHANGED_JSON_TYPE: Partial<Record<ColumnType, string>> = { string: 'string', number: 'number', currency: 'number', boolean: 'boolean' };
 
 /** The index of the column a change names by its exact name or by its id; 404 when there is none. */
 export function findColumnIndex(columns: IdentifiedColumn[], ref: string): number {
@@ -53,7 +54,8 @@ export function findColumnIndex(columns: IdentifiedColumn[], ref: string): numbe
 const sameOptions = (a: string[] | undefined, b: string[] | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
 function sameColumn(a: Column, b: Column): boolean {
-  return a.name === b.name && a.type === b.type && a.required === b.required && a.unique === b.unique && sameOptions(a.options, b.options);
+  return a.name === b.name && a.type === b.type && a.required === b.required && a.unique === b.unique && sameOptions(a.options, b.options)
+    && a.currencyCode === b.currencyCode;
 }
 
 /** The column as `updates` would leave it, validated like a new column; throws the 400 naming what is wrong. */
@@ -68,6 +70,8 @@ function changedColumn(table: TableRow, before: IdentifiedColumn, updates: Colum
       unique: updates.unique ?? before.unique,
       // A select column keeps its options unless new ones are given; another type has none.
       options: updates.options ?? (type === 'select' && !typeChanged ? before.options : undefined),
+      // A currency column keeps its code unless a new one is given (amounts are not converted: only their label).
+      currencyCode: updates.currencyCode ?? (type === 'currency' && !typeChanged ? before.currencyCode : undefined),
     },
     // A unique select column from before they were refused may be renamed or given options, not made one anew.
     { keepUniqueSelect: updates.unique === undefined && !typeChanged },
@@ -79,7 +83,7 @@ function changedColumn(table: TableRow, before: IdentifiedColumn, updates: Colum
     throw new HttpError(400, `A table can have at most ${TABLE_LIMITS.maxUniqueColumns} unique columns`);
   }
   // Indexes of a new number or date type are built in the transaction that converts the rows: see Column.guarded.
-  const guarded = before.guarded === true || (typeChanged && (type === 'number' || type === 'date'));
+  const guarded = before.guarded === true || (typeChanged && (isNumeric(type) || type === 'date'));
   return { ...next, id: before.id, ...(guarded ? { guarded: true } : {}) };
 }
 
@@ -99,6 +103,7 @@ function changesOf(before: Column, after: Column): Record<string, unknown> {
   if (after.required !== before.required) changes.required = after.required;
   if (after.unique !== before.unique) changes.unique = after.unique;
   if (!sameOptions(before.options, after.options)) changes.options = after.options ?? null;
+  if (after.currencyCode !== before.currencyCode) changes.currencyCode = after.currencyCode ?? null;
   return changes;
 }
 

@@ -43,6 +43,7 @@ export function typedExpression(column: Column, alias = ''): string {
   const lit = nameLiteral(column.name);
   switch (column.type) {
     case 'number':
+    case 'currency':
       return column.guarded
         ? `(CASE WHEN jsonb_typeof(${a}data->${lit}) = 'number' THEN (${a}data->${lit})::numeric END)`
         : `((${a}data->${lit})::numeric)`;

@@ -5,7 +5,7 @@ import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
 
 /** Column types, cell coercion and row validation. Pure functions: no SQL, no I/O. */
 
-export const COLUMN_TYPES = ['string', 'number', 'boolean', 'date', 'json', 'select'] as const;
+export const COLUMN_TYPES = ['string', 'number', 'currency', 'boolean', 'date', 'json', 'select'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 export interface Column {
@@ -21,6 +21,8 @@ export interface Column {
   unique: boolean;
   /** Allowed values of a select column. */
   options?: string[];
+  /** ISO 4217 code of a currency column's amounts (upper case); a currency column is a number column that names it. */
+  currencyCode?: string;
   /**
    * Internal (never on the wire): the column's typed and unique expressions skip values not in its type's stored
    * form (column-sql.ts dateInstantExpression). Set on columns whose type was changed and on columns added to an
@@ -37,11 +39,18 @@ export interface ColumnInput {
   required?: boolean;
   unique?: boolean;
   options?: string[];
+  currencyCode?: string;
 }
 
 /** Names the filter language uses for the row's own fields; columns may not take them. */
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 const RESERVED = new Set(['id', 'createdat', 'updatedat', '__proto__']);
+
+/** The code a currency column takes when none is given. */
+const DEFAULT_CURRENCY = 'USD';
+
+/** Column types stored and compared as JSON numbers (a currency column is a number column that names its currency). */
+export const isNumeric = (type: ColumnType): boolean => type === 'number' || type === 'currency';
 
 /** A value that does not fit its column. */
 export class CellError extends Error {}
@@ -94,6 +103,15 @@ export function normalizeColumn(input: ColumnInput, opts: { keepUniqueSelect?: b
     column.options = clean;
   } else if (input.options !== undefined) {
     throw new HttpError(400, `Column "${name}": options are only allowed for select columns`);
+  }
+  if (input.type === 'currency') {
+    const code = input.currencyCode ?? DEFAULT_CURRENCY;
+    if (typeof code !== 'string' || !/^[A-Za-z]{3}$/.test(code)) {
+      throw new HttpError(400, `Currency column "${name}": currencyCode must be a three-letter ISO 4217 code such as "USD"`);
+    }
+    column.currencyCode = code.toUpperCase();
+  } else if (input.currencyCode !== undefined) {
+    throw new HttpError(400, `Column "${name}": currencyCode is only allowed for currency columns`);
   }
   return column;
 }
@@ -343,6 +361,7 @@ export function coerceCell(column: Column, v: unknown): unknown {
     case 'string':
       return coerceString(v);
     case 'number':
+    case 'currency':
       return coerceNumber(v);
     case 'boolean':
       return coerceBoolean(v);

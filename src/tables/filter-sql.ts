@@ -1,6 +1,6 @@
 // Over 450 lines: the filter compiler and its whole-filter budgets stay together, so every operator is counted
 // against the same limits (docs/architecture.md, Tables: bounded statements).
-import { CellError, type Column, coerceCell, coerceDate, dateInstant, wellFormed } from './columns.js';
+import { CellError, type Column, coerceCell, coerceDate, dateInstant, isNumeric, wellFormed } from './columns.js';
 import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
 import { substringRegex, wildcardRegex } from '../db/substring-match.js';
 import { measureJson } from '../engine/json-size.js';
@@ -234,7 +234,7 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
     case '$lte': {
       if (v === null) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
       const cmp = RANGE_SQL[op];
-      if (c.type === 'number') return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::numeric`, excludesNull: true };
+      if (isNumeric(c.type)) return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(operand(c, op, v))}::numeric`, excludesNull: true };
       if (c.type === 'date') {
         return { sql: `${typedExpression(c, alias)} ${cmp} ${params.add(dateInstant(operand(c, op, v) as string))}::timestamptz`, excludesNull: true };
       }

@@ -31,6 +31,7 @@ export const columnInput = z.object({
   unique: z.boolean().optional().describe(`Default false; enforced by the database. Not on select columns; at most ${TABLE_LIMITS.maxUniqueColumns} in a table`),
   options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
     .describe('Allowed values of a select column (required for select, refused otherwise)'),
+  currencyCode: z.string().max(3).optional().describe('ISO 4217 code of a currency column (default USD; upper-cased), refused for other types'),
 });
 /** A column as a column change names it: its name (exact) or its id. */
 export const columnRef = z.string().min(1).max(128).describe('The column\'s name or its id (col_ + 32 hex)');
@@ -41,7 +42,8 @@ export const columnUpdates = z.strictObject({
   unique: z.boolean().optional().describe('true: existing values must be distinct'),
   options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
     .describe('New options of a select column: existing values must be among them'),
-}).refine((u) => Object.values(u).some((v) => v !== undefined), { message: 'updates must change at least one of name, type, required, unique, options' });
+  currencyCode: z.string().max(3).optional().describe('New ISO 4217 code of a currency column (its amounts are kept as they are)'),
+}).refine((u) => Object.values(u).some((v) => v !== undefined), { message: 'updates must change at least one of name, type, required, unique, options, currencyCode' });
 export const column = z.object({
   id: z.string().describe('col_ + 32 hex; kept across renames'),
   name: z.string(),
@@ -49,6 +51,7 @@ export const column = z.object({
   required: z.boolean(),
   unique: z.boolean(),
   options: z.array(z.string()).optional(),
+  currencyCode: z.string().optional().describe('Currency columns: the ISO 4217 code of their amounts'),
 }).describe('Column');
 export const table = z.object({
   id: z.string(),

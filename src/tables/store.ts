@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/database.js';
 import { lockWorkspace } from '../db/workspace-lock.js';
-import type { Column } from './columns.js';
+import { type Column, isNumeric } from './columns.js';
 import { typedExpression, uniqueExpression } from './column-sql.js';
 import { type SortKey, orderBySql } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
@@ -159,7 +159,7 @@ export function columnIndexes(tableId: string, column: Column): { unique?: Index
     specs.unique = { name, sql: `CREATE UNIQUE INDEX ${name} ON table_rows (${uniqueExpression(column)}) ${where}` };
   }
   const typedSameAsUnique = column.unique && column.type === 'date';
-  if ((column.type === 'number' || column.type === 'date') && !typedSameAsUnique) {
+  if ((isNumeric(column.type) || column.type === 'date') && !typedSameAsUnique) {
     const name = typedIndexName(tableId, column.name);
     specs.typed = { name, sql: `CREATE INDEX ${name} ON table_rows (${typedExpression(column)}) ${where}` };
   }

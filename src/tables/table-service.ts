@@ -3,7 +3,7 @@ import { recordAudit } from '../audit/audit-log.js';
 import type { Database, Queryable } from '../db/database.js';
 import { HttpError } from '../http/errors.js';
 import { newHexId } from '../ids.js';
-import { type ColumnInput, normalizeColumn, normalizeColumns } from './columns.js';
+import { type ColumnInput, isNumeric, normalizeColumn, normalizeColumns } from './columns.js';
 import { requireTable, tableNotFound } from './errors.js';
 import { NAME_PATTERN, TABLE_LIMITS, tablePlanLimits } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
@@ -113,7 +113,7 @@ export class TableService {
     const normalized = normalizeColumn(input);
     // The rows' versions from before a column of this name was deleted or renamed may still hold its old values
     // when the new column's index is built (Column.guarded).
-    const guarded = normalized.type === 'number' || normalized.type === 'date';
+    const guarded = isNumeric(normalized.type) || normalized.type === 'date';
     const column = { ...normalized, id: newHexId('col_'), ...(guarded ? { guarded } : {}) };
     try {
       const t = await this.db.tx(async (q) => {

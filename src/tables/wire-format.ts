@@ -11,6 +11,7 @@ export interface PublicColumn {
   required: boolean;
   unique: boolean;
   options?: string[];
+  currencyCode?: string;
 }
 
 export interface PublicTable {
@@ -41,6 +42,7 @@ export const publicColumn = (c: IdentifiedColumn): PublicColumn => ({
   required: c.required === true,
   unique: c.unique === true,
   ...(c.options ? { options: c.options } : {}),
+  ...(c.currencyCode ? { currencyCode: c.currencyCode } : {}),
 });
 
 export const publicTable = (t: TableRow): PublicTable => ({

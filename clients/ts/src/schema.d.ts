@@ -5480,10 +5480,11 @@ export interface paths {
                                             id: string;
                                             name: string;
                                             /** @enum {string} */
-                                            type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                            type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
                                             options?: string[];
+                                            currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
@@ -5570,10 +5571,11 @@ export interface paths {
                             columns: {
                                 name: string;
                                 /** @enum {string} */
-                                type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                 required?: boolean;
                                 unique?: boolean;
                                 options?: string[];
+                                currencyCode?: string;
                             }[];
                         };
                     };
@@ -5599,10 +5601,11 @@ export interface paths {
                                             id: string;
                                             name: string;
                                             /** @enum {string} */
-                                            type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                            type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
                                             options?: string[];
+                                            currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
@@ -5716,10 +5719,11 @@ export interface paths {
                                             id: string;
                                             name: string;
                                             /** @enum {string} */
-                                            type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                            type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
                                             options?: string[];
+                                            currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
@@ -5909,10 +5913,11 @@ export interface paths {
                         column: {
                             name: string;
                             /** @enum {string} */
-                            type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                            type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                             required?: boolean;
                             unique?: boolean;
                             options?: string[];
+                            currencyCode?: string;
                             position?: number;
                         };
                     };
@@ -5933,10 +5938,11 @@ export interface paths {
                                     id: string;
                                     name: string;
                                     /** @enum {string} */
-                                    type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                    type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
                                     options?: string[];
+                                    currencyCode?: string;
                                 }[];
                             };
                         };
@@ -6058,10 +6064,11 @@ export interface paths {
                                     id: string;
                                     name: string;
                                     /** @enum {string} */
-                                    type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                    type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
                                     options?: string[];
+                                    currencyCode?: string;
                                 }[];
                             };
                         };
@@ -6168,10 +6175,11 @@ export interface paths {
                         updates: {
                             name?: string;
                             /** @enum {string} */
-                            type?: "string" | "number" | "boolean" | "date" | "json" | "select";
+                            type?: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                             required?: boolean;
                             unique?: boolean;
                             options?: string[];
+                            currencyCode?: string;
                         };
                     };
                 };
@@ -6191,10 +6199,11 @@ export interface paths {
                                     id: string;
                                     name: string;
                                     /** @enum {string} */
-                                    type: "string" | "number" | "boolean" | "date" | "json" | "select";
+                                    type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
                                     options?: string[];
+                                    currencyCode?: string;
                                 }[];
                             };
                         };

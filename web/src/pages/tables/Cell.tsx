@@ -2,7 +2,7 @@
 // swaps in an editor (Enter or leaving the field saves, Escape cancels). Booleans are a checkbox and
 // select columns a menu, both saved on change. The server validates every value (a 400 names the problem).
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
-import type { Column } from './api';
+import { isNumeric, type Column } from './api';
 
 /** A cell value as text in the grid and in its editor. */
 export function cellText(v: unknown): string {
@@ -14,7 +14,7 @@ export function cellText(v: unknown): string {
 export function parseCell(col: Column, text: string): { value: unknown } | { error: string } {
   const t = text.trim();
   if (t === '') return { value: null };
-  if (col.type === 'number') {
+  if (isNumeric(col.type)) {
     const n = Number(t);
     return Number.isFinite(n) ? { value: n } : { error: `${col.name}: "${t}" is not a number` };
   }
@@ -127,7 +127,7 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
   }
   const shown = cellText(value);
   return (
-    <button ref={buttonRef} type="button" className={`tables-cell${col.type === 'number' ? ' tables-cell--num' : ''}`} disabled={disabled}
+    <button ref={buttonRef} type="button" className={`tables-cell${isNumeric(col.type) ? ' tables-cell--num' : ''}`} disabled={disabled}
       aria-label={`${label}: ${shown || 'empty'}. Edit`}
       onClick={() => { setText(shown); setError(null); setEditing(true); }}>
       {shown === '' ? <span className="muted" aria-hidden="true">—</span> : shown}

@@ -1,7 +1,7 @@
 // The filter builder: rows of "column, operator, value", matched all or any, applied on submit.
 import { useState, type FormEvent } from 'react';
 import { Button } from '../../ui';
-import type { Column } from './api';
+import { isNumeric, type Column } from './api';
 import { opsFor, type Condition, type Match } from './filter';
 
 let nextId = 1;
@@ -67,7 +67,7 @@ export function FilterBar({ columns, applied, onApply }: {
                 </select>
               ) : (
                 <input className="input input-compact" aria-label={`Condition ${n}: value`} value={c.value}
-                  type={col?.type === 'number' ? 'number' : 'text'} placeholder={col?.type === 'date' ? 'YYYY-MM-DD' : 'value'}
+                  type={isNumeric(col?.type) ? 'number' : 'text'} placeholder={col?.type === 'date' ? 'YYYY-MM-DD' : 'value'}
                   onChange={(e) => update(c.id, { value: e.target.value })} />
               )}
               <Button size="sm" variant="ghost" aria-label={`Remove condition ${n}`} onClick={() => setConditions(conditions.filter((x) => x.id !== c.id))}>✕</Button>

@@ -2,7 +2,7 @@
 // batches of up to 1,000 rows; each batch is all or nothing on the server).
 import { useState, type FormEvent } from 'react';
 import { Button, Dialog, ErrorBanner, InputField } from '../../ui';
-import { insertRows, MAX_PAGE, type Column } from './api';
+import { insertRows, isNumeric, MAX_PAGE, type Column } from './api';
 import { parseCell } from './Cell';
 import { csvToRows, type CsvImport } from './csv';
 
@@ -55,7 +55,7 @@ export function AddRowDialog({ columns, open, onClose, onSubmit, busy, error }: 
           }
           return (
             <InputField key={c.name} label={label} value={values[c.name] ?? ''} error={errs[c.name]}
-              type={c.type === 'number' ? 'number' : 'text'} placeholder={c.type === 'date' ? 'YYYY-MM-DD' : c.type === 'json' ? 'JSON' : undefined}
+              type={isNumeric(c.type) ? 'number' : 'text'} placeholder={c.type === 'date' ? 'YYYY-MM-DD' : c.type === 'json' ? 'JSON' : undefined}
               onChange={(e) => setValues({ ...values, [c.name]: e.target.value })} />
           );
         })}

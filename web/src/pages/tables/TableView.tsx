@@ -5,7 +5,7 @@ import { useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../../session';
 import { Button, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader } from '../../ui';
-import { addColumn, allRows, deleteRow, getTable, insertRows, queryRows, updateRow, type Column, type NewColumn, type TableRow } from './api';
+import { addColumn, allRows, deleteRow, getTable, insertRows, isNumeric, queryRows, updateRow, type Column, type NewColumn, type TableRow } from './api';
 import { Cell } from './Cell';
 import { AddColumnDialog } from './ColumnDialog';
 import { rowsToCsv } from './csv';
@@ -144,7 +144,7 @@ export function TableView({ tableId }: { tableId: string }) {
             <thead>
               <tr>
                 {columns.map((c) => (
-                  <th key={c.name} scope="col" className={c.type === 'number' ? 'num' : undefined} aria-sort={sortCol === c.name ? (sortDir === 'asc' ? 'ascending' : 'descending') : 'none'}>
+                  <th key={c.name} scope="col" className={isNumeric(c.type) ? 'num' : undefined} aria-sort={sortCol === c.name ? (sortDir === 'asc' ? 'ascending' : 'descending') : 'none'}>
                     <button type="button" className="tables-sort" onClick={() => cycleSort(c.name)}>
                       {c.name}<span className="muted small"> {c.type}</span>
                       <span aria-hidden="true">{sortCol === c.name ? (sortDir === 'asc' ? ' ▲' : ' ▼') : ''}</span>
@@ -161,7 +161,7 @@ export function TableView({ tableId }: { tableId: string }) {
                 return (
                   <tr key={r.id} aria-rowindex={offset + i + 2}>
                     {columns.map((c) => (
-                      <td key={c.name} className={c.type === 'number' ? 'num' : undefined}>
+                      <td key={c.name} className={isNumeric(c.type) ? 'num' : undefined}>
                         <Cell col={c} value={r.data[c.name]} rowLabel={rowLabel} onSave={(v) => saveCell(r, c, v)} />
                       </td>
                     ))}

@@ -10,7 +10,10 @@ export type TableRow = RowPage['rows'][number];
 /** A column as a client defines it (no id yet: the server gives one). */
 export type NewColumn = RequestBody<'/api/v1/tables/{tableId}/columns', 'post'>['column'];
 
-export const COLUMN_TYPES: ColumnType[] = ['string', 'number', 'boolean', 'date', 'json', 'select'];
+export const COLUMN_TYPES: ColumnType[] = ['string', 'number', 'currency', 'boolean', 'date', 'json', 'select'];
+
+/** Types whose cells are numbers (a currency column is a number column that names its currency). */
+export const isNumeric = (type: ColumnType | undefined): boolean => type === 'number' || type === 'currency';
 
 export async function listTables(workspaceId: string): Promise<Table[]> {
   const r = await api('/api/v1/tables', { query: { workspaceId } });

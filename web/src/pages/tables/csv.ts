@@ -52,7 +52,8 @@ function convert(col: Column, raw: string): { value?: unknown; error?: string } 
   const text = raw.trim();
   if (text === '') return { value: null };
   switch (col.type) {
-    case 'number': {
+    case 'number':
+    case 'currency': {
       const n = Number(text);
       return Number.isFinite(n) ? { value: n } : { error: `"${text}" is not a number` };
     }

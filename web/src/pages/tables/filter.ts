@@ -1,5 +1,5 @@
 // The filter builder's conditions and their translation into the Tables API's Mongo-style filter.
-import type { Column, ColumnType } from './api';
+import { isNumeric, type Column, type ColumnType } from './api';
 
 export interface Condition { id: number; column: string; op: string; value: string }
 export type Match = 'all' | 'any';
@@ -20,6 +20,7 @@ const ORDER: OpInfo[] = [
 export function opsFor(type: ColumnType): OpInfo[] {
   switch (type) {
     case 'number':
+    case 'currency':
     case 'date':
       return [...ORDER, ...EMPTY];
     case 'boolean':
@@ -40,7 +41,7 @@ export function opsFor(type: ColumnType): OpInfo[] {
 /** A condition's typed operand; undefined when the text does not fit the column (the condition is skipped). */
 function operand(col: Column, op: string, text: string): unknown {
   if (op === '$isNull' || op === '$isNotNull') return true;
-  if (col.type === 'number') {
+  if (isNumeric(col.type)) {
     const n = Number(text);
     return text.trim() === '' || !Number.isFinite(n) ? undefined : n;
   }
