@@ -44,6 +44,8 @@ export interface ErrorExtra {
   /** The column and value a table write conflicts on. */
   column?: string;
   value?: unknown;
+  /** The kind of write lock a table refused a change with (423). */
+  lock?: string;
   /** v2 family only: the envelope's `details` (e.g. `{code: "WORKFLOW_NOT_DEPLOYED"}`); other families drop it. */
   v2Details?: Record<string, unknown>;
 }

@@ -8,11 +8,13 @@ import { tableNotFound } from './errors.js';
 import { TABLE_LIMITS } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
+import { refuseLocked } from './table-locks.js';
 import type { IdentifiedColumn, TableRow } from './store.js';
 import * as rows from './table-rewrites.js';
 import type { RowRewrite } from './table-rewrites.js';
 import { type PublicColumn, publicColumn } from './wire-format.js';
 import { mapColumnChangeError } from './write-errors.js';
+import { type SelectOptionInput, sameOptions, selectCellText, singleOfMultiple } from './select-options.js';
 import type { ScanMeter, WorkspaceGate } from '../limits/workspace-gate.js';
 
 /**
@@ -26,7 +28,8 @@ export interface ColumnUpdates {
   type?: ColumnType;
   required?: boolean;
   unique?: boolean;
-  options?: string[];
+  options?: SelectOptionInput[];
+  multiple?: boolean;
   currencyCode?: string;
 }
 
@@ -51,11 +54,9 @@ export function findColumnIndex(columns: IdentifiedColumn[], ref: string): numbe
   return i;
 }
 
-const sameOptions = (a: string[] | undefined, b: string[] | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-
 function sameColumn(a: Column, b: Column): boolean {
   return a.name === b.name && a.type === b.type && a.required === b.required && a.unique === b.unique && sameOptions(a.options, b.options)
-    && a.currencyCode === b.currencyCode;
+    && (a.multiple === true) === (b.multiple === true) && a.currencyCode === b.currencyCode;
 }
 
 /** The column as `updates` would leave it, validated like a new column; throws the 400 naming what is wrong. */
@@ -70,11 +71,13 @@ function changedColumn(table: TableRow, before: IdentifiedColumn, updates: Colum
       unique: updates.unique ?? before.unique,
       // A select column keeps its options unless new ones are given; another type has none.
       options: updates.options ?? (type === 'select' && !typeChanged ? before.options : undefined),
+      multiple: updates.multiple ?? (type === 'select' && !typeChanged ? before.multiple : undefined),
       // A currency column keeps its code unless a new one is given (amounts are not converted: only their label).
       currencyCode: updates.currencyCode ?? (type === 'currency' && !typeChanged ? before.currencyCode : undefined),
     },
     // A unique select column from before they were refused may be renamed or given options, not made one anew.
-    { keepUniqueSelect: updates.unique === undefined && !typeChanged },
+    // Options given without ids keep the ids of those of the same name (a rename by name alone makes a new option).
+    { keepUniqueSelect: updates.unique === undefined && !typeChanged, previousOptions: before.type === 'select' ? before.options : undefined },
   );
   if (next.name !== before.name && table.columns.some((c) => c !== before && c.name.toLowerCase() === next.name.toLowerCase())) {
     throw new HttpError(400, `Column "${next.name}" already exists`);
@@ -89,10 +92,37 @@ function changedColumn(table: TableRow, before: IdentifiedColumn, updates: Colum
 
 /** Whether existing values must go through the new definition's conversion. */
 function needsConversion(before: Column, after: Column): boolean {
-  if (after.type === 'json') return false;
+  // A select column's cells become its options' names (json: as they are otherwise).
+  if (after.type === 'json') return before.type === 'select';
   if (after.type !== before.type) return true;
-  // Options removed or respelled: values must be among the new ones (and take their spelling).
-  return after.type === 'select' && !(before.options ?? []).every((o) => after.options?.includes(o));
+  if (after.type !== 'select') return false;
+  // A list of options to one or back; options removed: the ids cells hold must be among the new ones (or name one).
+  return (before.multiple === true) !== (after.multiple === true) || !(before.options ?? []).every((o) => after.options?.some((n) => n.id === o.id));
+}
+
+/**
+ * How a value of `before` converts to `after`: with insert's rules, but a select cell's option names (not the ids
+ * it holds) go to another type, and a list of options to a single select only when it holds one at most.
+ */
+function converter(before: Column, after: Column): (v: unknown) => unknown {
+  if (before.type === 'select' && after.type !== 'select') {
+    return (v) => {
+      if (Array.isArray(v) && v.length === 0 && after.type !== 'json') {
+        // A list of no options is no value.
+        if (after.required) throw new CellError('holds no option, and the column is required');
+        return null;
+      }
+      return coerceCell(after, selectCellText(before, v, after.type === 'json'));
+    };
+  }
+  if (before.type === 'select' && after.type === 'select' && before.multiple && !after.multiple) {
+    return (v) => {
+      const r = singleOfMultiple(after, v);
+      if ('error' in r) throw new CellError(r.error);
+      return r.value;
+    };
+  }
+  return (v) => coerceCell(after, v);
 }
 
 /** What changed, for the audit entry. */
@@ -103,6 +133,7 @@ function changesOf(before: Column, after: Column): Record<string, unknown> {
   if (after.required !== before.required) changes.required = after.required;
   if (after.unique !== before.unique) changes.unique = after.unique;
   if (!sameOptions(before.options, after.options)) changes.options = after.options ?? null;
+  if ((after.multiple === true) !== (before.multiple === true)) changes.multiple = after.multiple === true;
   if (after.currencyCode !== before.currencyCode) changes.currencyCode = after.currencyCode ?? null;
   return changes;
 }
@@ -154,6 +185,7 @@ export class ColumnService {
         const table = await store.findTable(q, workspaceId, tableId, true);
         meter.holding();
         if (!table) throw tableNotFound();
+        refuseLocked(table.locked, 'schema');
         const index = findColumnIndex(table.columns, ref);
         const before = table.columns[index];
         const after = changedColumn(table, before, updates);
@@ -181,7 +213,7 @@ export class ColumnService {
 
         const totals = new RewriteTotals();
         if (after.name !== before.name) totals.add(await rows.renameKey(q, tableId, before.name, after.name));
-        if (needsConversion(before, after)) totals.add(await this.convertValues(q, tableId, after, before.name));
+        if (needsConversion(before, after)) totals.add(await this.convertValues(q, tableId, before, after));
         if (totals.maxBytes > TABLE_LIMITS.maxRowBytes) {
           throw new HttpError(400, `Cannot change column "${before.name}": a row would exceed the row size limit (${totals.maxBytes} bytes > ${TABLE_LIMITS.maxRowBytes} bytes)`);
         }
@@ -218,6 +250,7 @@ export class ColumnService {
       const table = await store.findTable(q, workspaceId, tableId, true);
       meter.holding();
       if (!table) throw tableNotFound();
+      refuseLocked(table.locked, 'schema');
       const index = findColumnIndex(table.columns, ref);
       if (table.columns.length === 1) throw new HttpError(400, 'Cannot delete the last column in a table');
       const column = table.columns[index];
@@ -244,23 +277,27 @@ export class ColumnService {
   }
 
   /**
-   * Converts every value of `column` (already under its new name) to its new definition with insert's rules, in
+   * Converts every value of `column` (already under its new name) to its new definition (see `converter`), in
    * table order, a batch at a time; writes only values that change. A value that does not convert fails the
-   * change with a 400 counting all such rows and naming one (`label`: the column as the caller named it).
+   * change with a 400 counting all such rows and naming one (as the caller named the column, its name before).
    */
-  private async convertValues(q: Queryable, tableId: string, column: Column, label: string): Promise<RowRewrite> {
+  private async convertValues(q: Queryable, tableId: string, before: Column, column: Column): Promise<RowRewrite> {
+    const label = before.name;
+    const convert = converter(before, column);
+    // A select column's cells hold ids: every one is read, to become its name.
+    const skip = before.type === 'select' ? undefined : UNCHANGED_JSON_TYPE[column.type];
     const totals = new RewriteTotals();
     let incompatible = 0;
     let example: { rowId: string; value: unknown; reason: string } | undefined;
     for (let after: number | undefined = -1; after !== undefined;) {
-      const batch = await rows.columnValues(q, tableId, column.name, after, CONVERT_BATCH.rows, CONVERT_BATCH.bytes, UNCHANGED_JSON_TYPE[column.type]);
+      const batch = await rows.columnValues(q, tableId, column.name, after, CONVERT_BATCH.rows, CONVERT_BATCH.bytes, skip);
       after = batch.last;
       const changed: { id: string; v: unknown }[] = [];
       for (const row of batch.values) {
         try {
-          const v = coerceCell(column, row.v);
-          // Conversions to these types give a string, number or boolean: compared as they are.
-          if (v !== row.v) changed.push({ id: row.id, v });
+          const v = convert(row.v);
+          // Scalars compare as they are; a list (or json) by its text. Null (a list of none to a single select) clears.
+          if (typeof v === 'object' && v !== null ? JSON.stringify(v) !== JSON.stringify(row.v) : v !== row.v) changed.push({ id: row.id, v });
         } catch (err) {
           if (!(err instanceof CellError)) throw err;
           incompatible++;
@@ -271,7 +308,7 @@ export class ColumnService {
       if (incompatible === 0) totals.add(await rows.setColumnValues(q, tableId, column.name, changed));
     }
     if (example) {
-      const what = column.type === 'select' ? 'its options' : column.type;
+      const what = column.type !== 'select' ? column.type : before.multiple && !column.multiple && before.type === 'select' ? 'a single select' : 'its options';
       throw new HttpError(
         400,
         `Cannot change column "${label}" to ${what}: ${incompatible} row(s) have incompatible values (e.g. row ${example.rowId}: ${example.reason})`,

@@ -1,5 +1,6 @@
 import type { Column } from './columns.js';
 import { NAME_PATTERN } from './limits.js';
+import { optionRankSql } from './select-options.js';
 
 /**
  * SQL expressions of a table's columns over `table_rows.data`, shared by the per-column indexes
@@ -57,6 +58,17 @@ export function typedExpression(column: Column, alias = ''): string {
     case 'select':
       return `((${a}data->>${lit}) COLLATE "C")`;
   }
+}
+
+/**
+ * What a sort on a column orders by: its typed expression, but a select column's option name (the rank of the
+ * cell's option among the names; a multiple cell's first option), not the id its cells hold.
+ */
+export function sortExpression(column: Column, alias = ''): string {
+  if (column.type !== 'select') return typedExpression(column, alias);
+  const a = alias ? `${alias}.` : '';
+  const lit = nameLiteral(column.name);
+  return optionRankSql(column, column.multiple ? `(${a}data->${lit}->>0)` : `(${a}data->>${lit})`);
 }
 
 /** The expression a unique column's index is built on: equality of stored values (instants for dates). */

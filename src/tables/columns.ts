@@ -2,6 +2,7 @@ import { storableText } from '../db/storable-text.js';
 import { HttpError } from '../http/errors.js';
 import type { ZodIssue } from '../http/zod-issue.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
+import { type SelectOption, type SelectOptionInput, coerceSelectValue, normalizeSelectOptions, optionIdOf } from './select-options.js';
 
 /**
  * Column types, cell coercion and row validation. Pure functions: no SQL, no I/O. Over 450 lines: each column
@@ -23,8 +24,10 @@ export interface Column {
   type: ColumnType;
   required: boolean;
   unique: boolean;
-  /** Allowed values of a select column. */
-  options?: string[];
+  /** A select column's options: cells hold their ids (select-options.ts). */
+  options?: SelectOption[];
+  /** Select columns: each cell holds a list of option ids rather than one (always a boolean on select columns). */
+  multiple?: boolean;
   /** ISO 4217 code of a currency column's amounts (upper case); a currency column is a number column that names it. */
   currencyCode?: string;
   /**
@@ -42,7 +45,8 @@ export interface ColumnInput {
   type: ColumnType;
   required?: boolean;
   unique?: boolean;
-  options?: string[];
+  options?: SelectOptionInput[];
+  multiple?: boolean;
   currencyCode?: string;
 }
 
@@ -68,9 +72,10 @@ type Row = Record<string, unknown>;
 /**
  * Validates one column definition and returns it normalised (without an id); throws 400 naming the problem.
  * `keepUniqueSelect`: a change that leaves the flags and type alone may keep a unique select column defined
- * before such columns were refused.
+ * before such columns were refused. `previousOptions`: a select column's options before a change (an option given
+ * without an id keeps the id of the one of the same name).
  */
-export function normalizeColumn(input: ColumnInput, opts: { keepUniqueSelect?: boolean } = {}): Column {
+export function normalizeColumn(input: ColumnInput, opts: { keepUniqueSelect?: boolean; previousOptions?: SelectOption[] } = {}): Column {
   const name = input.name;
   if (typeof name !== 'string' || name.length === 0 || name.length > TABLE_LIMITS.maxColumnNameLength) {
     throw new HttpError(400, `Invalid column name: must be 1 to ${TABLE_LIMITS.maxColumnNameLength} characters`);
@@ -86,27 +91,12 @@ export function normalizeColumn(input: ColumnInput, opts: { keepUniqueSelect?: b
   if (input.type === 'select') {
     // As in the reference: a select column's values are a few options, so uniqueness would cap it at as many rows.
     if (column.unique && !opts.keepUniqueSelect) throw new HttpError(400, `Select column "${name}" cannot be unique`);
-    const options = input.options;
-    if (!Array.isArray(options) || options.length === 0) {
-      throw new HttpError(400, `Select column "${name}" needs at least one option`);
-    }
-    if (options.length > TABLE_LIMITS.maxSelectOptions) {
-      throw new HttpError(400, `Select column "${name}" has more than ${TABLE_LIMITS.maxSelectOptions} options`);
-    }
-    const seen = new Set<string>();
-    const clean: string[] = [];
-    for (const raw of options) {
-      const o = typeof raw === 'string' ? raw.trim() : '';
-      if (o.length === 0 || o.length > TABLE_LIMITS.maxSelectOptionLength || !wellFormed(o)) {
-        throw new HttpError(400, `Select column "${name}": options must be 1 to ${TABLE_LIMITS.maxSelectOptionLength} characters`);
-      }
-      if (seen.has(o.toLowerCase())) throw new HttpError(400, `Select column "${name}": duplicate option "${o}"`);
-      seen.add(o.toLowerCase());
-      clean.push(o);
-    }
-    column.options = clean;
+    column.options = normalizeSelectOptions(name, input.options, opts.previousOptions);
+    column.multiple = input.multiple === true;
   } else if (input.options !== undefined) {
     throw new HttpError(400, `Column "${name}": options are only allowed for select columns`);
+  } else if (input.multiple !== undefined) {
+    throw new HttpError(400, `Column "${name}": multiple is only allowed for select columns`);
   }
   if (input.type === 'currency') {
     const code = input.currencyCode ?? DEFAULT_CURRENCY;
@@ -347,16 +337,18 @@ function checkJson(v: unknown, depth: number): void {
   }
 }
 
-function coerceSelect(column: Column, v: unknown): string {
-  const s = typeof v === 'string' ? v.trim() : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
-  if (s === undefined) throw new CellError(`expected one of the options, got ${kind(v)}`);
-  const options = column.options ?? [];
-  const exact = options.find((o) => o === s);
-  if (exact !== undefined) return exact;
-  const folded = options.find((o) => o.toLowerCase() === s.toLowerCase());
-  if (folded !== undefined) return folded;
-  const list = options.slice(0, 10).map((o) => JSON.stringify(o)).join(', ');
-  throw new CellError(`${preview(v)} is not one of the options (${list}${options.length > 10 ? ', ...' : ''})`);
+/** A select cell: an option id, or with `multiple` a list of them (select-options.ts coerceSelectValue). */
+function coerceSelect(column: Column, v: unknown): string | string[] {
+  const r = coerceSelectValue(column, v);
+  if ('error' in r) throw new CellError(r.error);
+  return r.value;
+}
+
+/** The id of the one option a value names (a filter's operand on a select column, multiple or not). */
+export function coerceOptionId(column: Column, v: unknown): string {
+  const r = optionIdOf(column, v);
+  if ('error' in r) throw new CellError(r.error);
+  return r.value;
 }
 
 /** Coerces a non-null value to its column's type; throws CellError when it does not fit. */

@@ -1,7 +1,8 @@
 // Over 450 lines: the filter compiler and its whole-filter budgets stay together, so every operator is counted
 // against the same limits (docs/architecture.md, Tables: bounded statements).
-import { CellError, type Column, coerceCell, coerceDate, dateInstant, isNumeric, wellFormed } from './columns.js';
-import { jsonExpression, nameLiteral, typedExpression } from './column-sql.js';
+import { CellError, type Column, coerceCell, coerceDate, coerceOptionId, dateInstant, isNumeric, wellFormed } from './columns.js';
+import { jsonExpression, nameLiteral, sortExpression, typedExpression } from './column-sql.js';
+import { optionIdsMatching } from './select-options.js';
 import { substringRegex, wildcardRegex } from '../db/substring-match.js';
 import { measureJson } from '../engine/json-size.js';
 import { NAME_PATTERN, TABLE_LIMITS } from './limits.js';
@@ -11,7 +12,8 @@ export { jsonExpression, typedExpression, uniqueExpression } from './column-sql.
 /**
  * Compiles the JSON filter and sort of the rows API to parameterized SQL over `table_rows`.
  * Values only ever travel as parameters; column names are embedded only after they were found in
- * the table's schema (and they match NAME_PATTERN, so they hold no quotes).
+ * the table's schema (and they match NAME_PATTERN, so they hold no quotes). A select column's sort key
+ * embeds its option ids, escaped (select-options.ts optionRankSql): the table's schema, not the request.
  *
  * Index use: equality on a scalar compiles to `data @> '{"col": value}'` (GIN jsonb_path_ops);
  * number and date columns compare through the same typed expressions the per-table expression
@@ -120,11 +122,25 @@ function column(state: State, name: string, where: string): Column | SystemField
 
 function operand(c: Column, op: string, v: unknown): unknown {
   try {
-    return coerceCell(c, v);
+    if (c.type !== 'select') return coerceCell(c, v);
+    // A select operand names one option, by id or name. A multiple column's may name several: the cell holds them all.
+    if (!c.multiple || !Array.isArray(v) || op === '$in' || op === '$nin') return coerceOptionId(c, v);
+    if (v.length === 0) throw bad(`${op} on column "${c.name}" needs at least one option (use $empty for cells without one)`, c.name);
+    return [...new Set(v.map((x) => coerceOptionId(c, x)))];
   } catch (err) {
     if (err instanceof CellError) throw bad(`Invalid value for ${op} on column "${c.name}" (${c.type}): ${err.message}`, c.name);
     throw err;
   }
+}
+
+/** A multiple select cell holds a list: equality with an option is the list's holding it. */
+const stored = (c: Column, value: unknown): unknown => (c.type === 'select' && c.multiple && !Array.isArray(value) ? [value] : value);
+
+/** A select cell holding one of `ids` (option ids matched by their names; a multiple cell, any of its list). */
+function holdsAnyOption(state: State, c: Column, ids: string[]): string {
+  if (ids.length === 0) return 'FALSE';
+  if (c.multiple) return `${jsonExpression(c.name, state.alias)} ?| ${state.params.add(ids)}::text[]`;
+  return `(${state.alias ? `${state.alias}.` : ''}data->>${nameLiteral(c.name)}) = ANY(${state.params.add(ids)}::text[])`;
 }
 
 function systemOperand(f: SystemField, op: string, v: unknown): string {
@@ -171,7 +187,7 @@ function equals(state: State, c: Column, value: unknown): string {
   if (c.type === 'json' && typeof value === 'object' && value !== null) {
     return `${jsonExpression(c.name, alias)} = ${params.add(JSON.stringify(value))}::jsonb`;
   }
-  return `${a}data @> ${params.add(JSON.stringify({ [c.name]: value }))}::jsonb`;
+  return `${a}data @> ${params.add(JSON.stringify({ [c.name]: stored(c, value) }))}::jsonb`;
 }
 
 function notNull(state: State, c: Column): string {
@@ -195,13 +211,15 @@ function inList(state: State, c: Column, op: string, values: unknown): { sql: st
       parts.push(`${typedExpression(c, state.alias)} = ANY(${state.params.add(coerced.map((v) => dateInstant(v as string)))}::timestamptz[])`);
     } else if (c.type === 'json' && coerced.some((v) => typeof v === 'object' && v !== null)) {
       parts.push(`${jsonExpression(c.name, state.alias)} = ANY(${state.params.add(coerced.map((v) => JSON.stringify(v)))}::jsonb[])`);
+    } else if (c.type === 'select' && c.multiple && coerced.length > TABLE_LIMITS.maxInContainments) {
+      parts.push(holdsAnyOption(state, c, coerced as string[]));
     } else if (coerced.length > TABLE_LIMITS.maxInContainments) {
       // One read of the cell against the list, rather than one containment (and one read of the row) a value.
       parts.push(`${jsonExpression(c.name, state.alias)} = ANY(${state.params.add(coerced.map((v) => JSON.stringify(v)))}::jsonb[])`);
     } else {
       // Containments, so that a short list can use the rows' GIN index.
       const a = state.alias ? `${state.alias}.` : '';
-      for (const v of coerced) parts.push(`${a}data @> ${state.params.add(JSON.stringify({ [c.name]: v }))}::jsonb`);
+      for (const v of coerced) parts.push(`${a}data @> ${state.params.add(JSON.stringify({ [c.name]: stored(c, v) }))}::jsonb`);
     }
   }
   if (hasNull) parts.push(isNullSql(state, c));
@@ -256,6 +274,11 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
         spendJsonElements(state, Math.max(1, elements));
         return { sql: `${jsonExpression(c.name, alias)} @> ${params.add(JSON.stringify(value))}::jsonb`, excludesNull: true };
       }
+      if (c.type === 'select' && c.multiple && op === '$contains') {
+        // On a list of options, $contains is membership (of each option an array names).
+        if (v === null || v === undefined) throw bad(`${op} on column "${c.name}" needs a value`, c.name);
+        return { sql: equals(state, c, operand(c, op, v)), excludesNull: true };
+      }
       if (c.type !== 'string' && c.type !== 'select') throw bad(`Operator ${op} is not supported on ${c.type} column "${c.name}"`, c.name);
       if (typeof v !== 'string' && typeof v !== 'number') throw bad(`${op} on column "${c.name}" expects a string`, c.name);
       const text = String(v);
@@ -265,6 +288,7 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
       }
       operand({ ...c, type: 'string' }, op, text);
       spendSubstring(state, text.length);
+      if (c.type === 'select') return { sql: holdsAnyOption(state, c, optionIdsMatching(c, op, text)), excludesNull: true };
       return { sql: `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ~* ${params.add(substringRegex(text, SUBSTRING_KIND[op]))}`, excludesNull: true };
     }
     case '$ncontains':
@@ -278,6 +302,10 @@ function userCondition(state: State, c: Column, op: Operator, v: unknown): { sql
       operand({ ...c, type: 'string' }, op, pattern);
       spendSubstring(state, pattern.length);
       const { regex, negated: not } = PATTERN_OPS[op];
+      if (c.type === 'select') {
+        const names = holdsAnyOption(state, c, optionIdsMatching(c, op, pattern));
+        return not ? negated(names) : { sql: names, excludesNull: true };
+      }
       const sql = `(${alias ? `${alias}.` : ''}data->>${nameLiteral(c.name)}) ${regex} ${params.add(wildcardRegex(pattern))}`;
       return not ? negated(sql) : { sql, excludesNull: true };
     }
@@ -515,7 +543,7 @@ export function compileSortKeys(
       if (!NAME_PATTERN.test(name)) throw bad(`Invalid field name ${JSON.stringify(name.slice(0, 60))} in sort`, name);
       const c = byName.get(name);
       if (!c) throw bad(`Unknown column "${name}" in sort`, name);
-      keys.push({ expr: typedExpression(c, dataAlias), order: dir === 'asc' ? 'ASC' : nonNull.has(name) ? 'DESC' : 'DESC NULLS LAST' });
+      keys.push({ expr: sortExpression(c, dataAlias), order: dir === 'asc' ? 'ASC' : nonNull.has(name) ? 'DESC' : 'DESC NULLS LAST' });
     }
   }
   keys.push({ expr: `${a}position`, order: 'ASC' });

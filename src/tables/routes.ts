@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, type AccessControlled } from '../accounts/service.js';
 import { HttpError } from '../http/errors.js';
+import { errorSchema } from '../http/schemas.js';
 import { queryFlag } from '../http/query-params.js';
 import { filterErrorToHttp } from './errors.js';
 import { parseJsonObjectParam } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
 import {
   batchLimit, column, columnInput, columnRef, columnUpdates, errorResponses, filterObject, ok, optionalWorkspaceBody, optionalWorkspaceQuery, queryErrors, row, rowData,
-  rowPage, rowParams, rowsQuery, table, tableParams, workspaceId, workspaceQuery, writeErrors, filteredWriteErrors,
+  rowPage, rowParams, rowsQuery, table, tableLocks, tableParams, workspaceId, workspaceQuery, writeErrors, filteredWriteErrors,
 } from './schemas.js';
 import type { TablesService } from './service.js';
 
@@ -90,12 +91,27 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
         params: tableParams,
         querystring: optionalWorkspaceQuery,
         body: optionalWorkspaceBody,
-        response: { 200: ok(z.object({ message: z.string() })), ...errorResponses },
+        response: { 200: ok(z.object({ message: z.string() })), ...errorResponses, 423: errorSchema },
       },
     }, async (request) => {
       const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');
       await service.deleteTable(access.workspaceId, request.params.tableId, actorOf(access));
       return { success: true as const, data: { message: 'Table deleted successfully' } };
+    });
+
+    app.patch('/api/v1/tables/:tableId', {
+      schema: {
+        tags, summary: "Lock or unlock a table's writes (workspace admins); flags not given keep their state",
+        params: tableParams,
+        body: z.strictObject({
+          workspaceId,
+          locks: tableLocks.partial().strict().refine((l) => Object.keys(l).length > 0, { message: 'locks must name at least one flag' }),
+        }),
+        response: { 200: ok(z.object({ table })), ...errorResponses },
+      },
+    }, async (request) => {
+      const access = await accounts.authorize(request.auth, request.body.workspaceId, 'admin');
+      return { success: true as const, data: { table: await service.setTableLocks(access.workspaceId, request.params.tableId, request.body.locks, actorOf(access)) } };
     });
 
     app.post('/api/v1/tables/:tableId/columns', {
@@ -374,7 +390,7 @@ export function tableRoutes(service: TablesService, accounts: AccessControlled):
         params: rowParams,
         querystring: optionalWorkspaceQuery,
         body: optionalWorkspaceBody,
-        response: { 200: ok(z.object({ message: z.string(), deletedCount: z.number().int() })), ...errorResponses },
+        response: { 200: ok(z.object({ message: z.string(), deletedCount: z.number().int() })), ...errorResponses, 423: errorSchema },
       },
     }, async (request) => {
       const access = await accounts.authorize(request.auth, workspaceOf(request.query, request.body), 'write');

@@ -9,6 +9,7 @@ import { requireTable, rowNotFound, tableNotFound } from './errors.js';
 import { TABLE_LIMITS } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
+import { refuseLocked } from './table-locks.js';
 import type { TableLock, TableRow, WrittenRow } from './store.js';
 import { type Filter, type RowPage, type RowQuery, checkPaging, compileWhere, queryPage } from './row-query.js';
 import { type PublicRow, publicRow } from './wire-format.js';
@@ -168,6 +169,11 @@ export class RowService {
           const inserted = c.inserted ?? [];
           const updated = c.updated ?? [];
           const deleted = c.deleted ?? [];
+          // Read under the table's row lock: a lock set after `prepare` read the table still refuses the write,
+          // and an upsert is refused for what it turned out to do.
+          if (inserted.length > 0) refuseLocked(lock.locked, 'insert');
+          if (updated.length > 0) refuseLocked(lock.locked, 'update');
+          if (deleted.length > 0) refuseLocked(lock.locked, 'delete');
           checkRowSizes([...inserted, ...updated], write.indexOf);
           const addedBytes = sumBytes(inserted) + updated.reduce((s, r) => s + Number(r.bytes) - Number(r.old_bytes ?? 0), 0) - sumBytes(deleted);
           await store.adjustCounters(q, table.id, inserted.length - deleted.length, addedBytes, positionsUsed);
@@ -209,6 +215,7 @@ export class RowService {
 
   private insertRowsWith(workspaceId: string, tableId: string, inputs: Data[], batch: boolean, anchor?: RowAnchor, scan?: ScanMeter): Promise<PublicRow[]> {
     return this.writeRows(workspaceId, tableId, (table) => {
+      refuseLocked(table.locked, 'insert');
       const columns = columnMap(table.columns);
       const issues: RowIssue[] = [];
       const prepared = inputs.map((data, i) => {
@@ -252,6 +259,7 @@ export class RowService {
   async updateRowsByFilter(workspaceId: string, tableId: string, filter: Filter, data: Data, limit?: number): Promise<string[]> {
     checkBatchLimit(limit);
     return this.deps.gate.run(workspaceId, (meter) => this.deps.queryTimeout.answering('update', this.writeRows<string[]>(workspaceId, tableId, (table) => {
+      refuseLocked(table.locked, 'update');
       const { rows: matching } = compileWhere(table, nonEmptyFilter(filter));
       const patch = preparePatch(table, data, ['data']);
       if (emptyPatch(patch)) return { done: [] };
@@ -273,6 +281,7 @@ export class RowService {
     if (new Set(ids).size !== ids.length) throw new HttpError(400, 'updates must not contain duplicate rowId values');
     const order = new Map(ids.map((id, i) => [id, i]));
     return this.writeRows(workspaceId, tableId, (table) => {
+      refuseLocked(table.locked, 'update');
       const columns = columnMap(table.columns);
       const issues: RowIssue[] = [];
       const patches = updates.map((u, i) => {
@@ -301,6 +310,7 @@ export class RowService {
   /** Merges `data` into one row and returns it. */
   async updateRow(workspaceId: string, tableId: string, rowId: string, data: Data): Promise<PublicRow> {
     return this.writeRows<PublicRow>(workspaceId, tableId, async (table) => {
+      refuseLocked(table.locked, 'update');
       const patch = preparePatch(table, data, ['data']);
       if (!store.isRowId(rowId)) throw rowNotFound();
       if (emptyPatch(patch)) {
@@ -329,6 +339,7 @@ export class RowService {
     if ('rowIds' in target) {
       const ids = [...new Set(target.rowIds)];
       return this.writeRows(workspaceId, tableId, (table) => {
+        refuseLocked(table.locked, 'delete');
         if (ids.length === 0) throw new HttpError(400, 'rowIds must contain at least one id');
         if (ids.length > TABLE_LIMITS.maxBatch) throw new HttpError(400, `At most ${TABLE_LIMITS.maxBatch} rows can be deleted at once`);
         const valid = ids.filter(store.isRowId);
@@ -346,6 +357,7 @@ export class RowService {
       });
     }
     return this.deps.gate.run(workspaceId, (meter) => this.deps.queryTimeout.answering('delete', this.writeRows(workspaceId, tableId, (table) => {
+      refuseLocked(table.locked, 'delete');
       checkBatchLimit(target.limit);
       const { rows: matching } = compileWhere(table, nonEmptyFilter(target.filter));
       return {
@@ -359,6 +371,7 @@ export class RowService {
 
   async deleteRow(workspaceId: string, tableId: string, rowId: string): Promise<void> {
     await this.writeRows(workspaceId, tableId, (table) => {
+      refuseLocked(table.locked, 'delete');
       if (!store.isRowId(rowId)) throw rowNotFound();
       return {
         apply: async ({ q }) => {

@@ -24,13 +24,23 @@ export const tableParams = z.object({ tableId: z.string().min(1).max(128).descri
 export const rowParams = tableParams.extend({ rowId: z.string().min(1).max(128).describe('Row id (row_ + 32 hex)') });
 
 const columnType = z.enum(COLUMN_TYPES);
+const selectOptionsInput = z.array(z.union([
+  z.string().max(TABLE_LIMITS.maxSelectOptionLength).describe('An option by its name (its id is then the name)'),
+  z.object({
+    id: z.string().min(1).max(TABLE_LIMITS.maxSelectOptionLength).optional()
+      .describe('What cells hold; unique within the column. Default: the id of the option of the same name before a change, else the name'),
+    name: z.string().max(TABLE_LIMITS.maxSelectOptionLength).describe('Unique within the column (case-insensitively)'),
+  }),
+])).max(TABLE_LIMITS.maxSelectOptions);
+const multipleInput = z.boolean().optional();
 export const columnInput = z.object({
   name: z.string().min(1).max(TABLE_LIMITS.maxColumnNameLength).describe('Letters, digits and underscores; not starting with a digit'),
   type: columnType,
   required: z.boolean().optional().describe('Default false'),
   unique: z.boolean().optional().describe(`Default false; enforced by the database. Not on select columns; at most ${TABLE_LIMITS.maxUniqueColumns} in a table`),
-  options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
-    .describe('Allowed values of a select column (required for select, refused otherwise)'),
+  options: selectOptionsInput.optional()
+    .describe('Options of a select column, 1 to 100 (required for select, refused otherwise); cells hold their ids, and take an id or a name'),
+  multiple: multipleInput.describe('Select columns only: each cell holds a list of option ids (default false)'),
   currencyCode: z.string().max(3).optional().describe('ISO 4217 code of a currency column (default USD; upper-cased), refused for other types'),
 });
 /** A column as a column change names it: its name (exact) or its id. */
@@ -40,19 +50,29 @@ export const columnUpdates = z.strictObject({
   type: columnType.optional().describe('New type: every existing value must convert to it, as on insert'),
   required: z.boolean().optional().describe('true: every row must already have a value'),
   unique: z.boolean().optional().describe('true: existing values must be distinct'),
-  options: z.array(z.string().max(TABLE_LIMITS.maxSelectOptionLength)).max(TABLE_LIMITS.maxSelectOptions).optional()
-    .describe('New options of a select column: existing values must be among them'),
+  options: selectOptionsInput.optional()
+    .describe('New options of a select column: the ids cells hold must stay among them (a renamed option keeps its id and its cells)'),
+  multiple: multipleInput.describe('Select columns: true turns each cell into a list of one; false refuses cells holding more than one option'),
   currencyCode: z.string().max(3).optional().describe('New ISO 4217 code of a currency column (its amounts are kept as they are)'),
-}).refine((u) => Object.values(u).some((v) => v !== undefined), { message: 'updates must change at least one of name, type, required, unique, options, currencyCode' });
+}).refine((u) => Object.values(u).some((v) => v !== undefined), { message: 'updates must change at least one of name, type, required, unique, options, multiple, currencyCode' });
 export const column = z.object({
   id: z.string().describe('col_ + 32 hex; kept across renames'),
   name: z.string(),
   type: columnType,
   required: z.boolean(),
   unique: z.boolean(),
-  options: z.array(z.string()).optional(),
+  options: z.array(z.object({ id: z.string(), name: z.string() })).optional()
+    .describe('Select columns: their options; cells hold option ids'),
+  multiple: z.boolean().optional().describe('Select columns: whether each cell holds a list of option ids'),
   currencyCode: z.string().optional().describe('Currency columns: the ISO 4217 code of their amounts'),
 }).describe('Column');
+const lockFlag = (what: string) => z.boolean().describe(`true: ${what} answers 423 {error, lock}`);
+export const tableLocks = z.object({
+  schemaLocked: lockFlag('adding, changing or deleting a column'),
+  insertLocked: lockFlag('inserting rows (upserts that insert too)'),
+  updateLocked: lockFlag('updating rows (upserts that update too)'),
+  deleteLocked: lockFlag('deleting rows or the table'),
+}).describe('Write locks; set by workspace admins with PATCH /api/v1/tables/{tableId}');
 export const table = z.object({
   id: z.string(),
   name: z.string(),
@@ -60,6 +80,7 @@ export const table = z.object({
   schema: z.object({ columns: z.array(column) }),
   rowCount: z.number().int(),
   maxRows: z.number().int().describe("The plan's rows-per-table limit"),
+  locks: tableLocks,
   createdAt: z.string(),
   updatedAt: z.string(),
 }).describe('Table');
@@ -103,7 +124,7 @@ export const rowPage = z.object({
 });
 
 export const ok = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
-export const writeErrors = { ...errorResponses, 409: errorSchema, 429: errorSchema };
+export const writeErrors = { ...errorResponses, 409: errorSchema, 423: errorSchema, 429: errorSchema };
 /** A row query: also 429 when too many of the workspace's wait, and 503 when it ran past its time (PostgreSQL). */
 export const queryErrors = { ...errorResponses, 429: errorSchema, 503: errorSchema };
 /** An update or delete by filter: a write that scans like a query (409 too, from unique columns). */

@@ -14,6 +14,7 @@ import {
 import * as store from './store.js';
 import type { Actor } from '../accounts/service.js';
 import { type CreateTableInput, TableService } from './table-service.js';
+import type { PublicLocks } from './table-locks.js';
 import type { PublicColumn, PublicRow, PublicTable } from './wire-format.js';
 
 /**
@@ -80,6 +81,11 @@ export class TablesService {
 
   deleteTable(workspaceId: string, tableId: string, actor?: Actor): Promise<void> {
     return this.tables.delete(workspaceId, tableId, actor);
+  }
+
+  /** Sets or lifts a table's write locks (workspace admins; the route checks the role). */
+  setTableLocks(workspaceId: string, tableId: string, change: Partial<PublicLocks>, actor?: Actor): Promise<PublicTable> {
+    return this.tables.setLocks(workspaceId, tableId, change, actor);
   }
 
   addColumn(workspaceId: string, tableId: string, input: ColumnInput, position?: number): Promise<PublicColumn[]> {

@@ -5,6 +5,7 @@ import { type Column, isNumeric } from './columns.js';
 import { typedExpression, uniqueExpression } from './column-sql.js';
 import { type SortKey, orderBySql } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
+import { withSelectOptions } from './select-options.js';
 
 /** SQL of the Tables capability. Every query is scoped by table id, and table lookups by workspace. */
 
@@ -21,6 +22,7 @@ export interface TableRow {
   row_count: number;
   max_rows: number;
   bytes: number;
+  locked: string[];
   created_at: Date;
   updated_at: Date;
 }
@@ -37,7 +39,7 @@ const TABLE_ID = /^tbl_[0-9a-f]{32}$/;
 export const isTableId = (id: string): boolean => TABLE_ID.test(id);
 export const isRowId = (id: string): boolean => /^row_[0-9a-f]{32}$/.test(id);
 
-const TABLE_COLUMNS = 'id, workspace_id, name, description, columns, schema_version, row_count, max_rows, bytes, created_at, updated_at';
+const TABLE_COLUMNS = 'id, workspace_id, name, description, columns, schema_version, row_count, max_rows, bytes, locked, created_at, updated_at';
 const ROW_COLUMNS = 'r.id, r.data, r.position, r.created_at, r.updated_at';
 const NOW_MS = "date_trunc('milliseconds', now())";
 
@@ -54,7 +56,9 @@ export function derivedColumnId(tableId: string, name: string): string {
   return `col_${createHash('sha256').update(`${tableId}\0${name}`).digest('hex').slice(0, 32)}`;
 }
 
-function withColumnIds(t: TableRow): TableRow {
+function withColumnIds(read: TableRow): TableRow {
+  // Select columns stored with options as strings are read as {id, name} (select-options.ts).
+  const t = withSelectOptions(read);
   if (t.columns.every((c) => typeof c.id === 'string')) return t;
   return { ...t, columns: t.columns.map((c) => (typeof c.id === 'string' ? c : { ...c, id: derivedColumnId(t.id, c.name) })) };
 }
@@ -229,12 +233,13 @@ export interface TableLock {
   max_rows: number;
   /** Position of the next inserted row; the writer holding the lock inserts from it and moves it on. */
   next_position: number;
+  locked: string[];
 }
 
 /** Locks the table row (all row writes of a table serialize on it) and returns its counters. */
 export async function lockTable(q: Queryable, tableId: string, workspaceId: string): Promise<TableLock | undefined> {
   const rows = await q.query<TableLock>(
-    'SELECT schema_version, row_count, max_rows, next_position FROM tables WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
+    'SELECT schema_version, row_count, max_rows, next_position, locked FROM tables WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
     [tableId, workspaceId],
   );
   const r = rows[0];

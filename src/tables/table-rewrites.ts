@@ -106,7 +106,7 @@ export async function columnValues(
 }
 
 /**
- * Sets `key` of each listed row to its value (JSON values, not null). The ids go as an array too (see mergeById);
+ * Sets `key` of each listed row to its value; a null value removes the key (null values are not stored). The ids go as an array too (see mergeById);
  * the update then finds each row by its id alone, one index lookup a row (also matching the array there made
  * every lookup walk the whole array).
  */
@@ -115,7 +115,8 @@ export async function setColumnValues(q: Queryable, tableId: string, key: string
   const rows = await q.query<{ rows: number; added: number | string; max: number }>(
     `WITH p AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(id text, v jsonb)),
      old AS (SELECT r.id, r.bytes, p.v FROM table_rows r JOIN p ON p.id = r.id WHERE r.table_id = $1 AND r.id = ANY($4::text[])),
-     u AS (UPDATE table_rows r SET data = jsonb_set(r.data, ARRAY[$2::text], old.v) FROM old WHERE r.id = old.id AND r.table_id = $1
+     u AS (UPDATE table_rows r SET data = CASE WHEN old.v IS NULL OR old.v = 'null'::jsonb THEN r.data - $2::text ELSE jsonb_set(r.data, ARRAY[$2::text], old.v) END
+             FROM old WHERE r.id = old.id AND r.table_id = $1
            RETURNING r.bytes, r.bytes - old.bytes AS delta)
      ${REWRITE_TOTALS}`,
     [tableId, key, JSON.stringify(values), values.map((x) => x.id)],

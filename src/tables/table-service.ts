@@ -8,6 +8,7 @@ import { requireTable, tableNotFound } from './errors.js';
 import { NAME_PATTERN, TABLE_LIMITS, tablePlanLimits } from './limits.js';
 import type { PlannerStats } from './planner-stats.js';
 import * as store from './store.js';
+import { applyLockChange, type PublicLocks, refuseLocked, setLocked } from './table-locks.js';
 import { type PublicColumn, type PublicTable, publicColumn, publicTable } from './wire-format.js';
 import { mapAddColumnError, mapCreateTableError } from './write-errors.js';
 
@@ -96,6 +97,7 @@ export class TableService {
     const rows = await this.db.tx(async (q) => {
       const t = await store.findTable(q, workspaceId, tableId, true);
       if (!t) throw tableNotFound();
+      refuseLocked(t.locked, 'delete');
       await store.deleteTable(q, tableId);
       await store.dropTableIndexes(q, tableId);
       await recordAudit(q, {
@@ -119,6 +121,7 @@ export class TableService {
       const t = await this.db.tx(async (q) => {
         const table = await store.findTable(q, workspaceId, tableId, true);
         if (!table) throw tableNotFound();
+        refuseLocked(table.locked, 'schema');
         if (table.columns.some((c) => c.name.toLowerCase() === column.name.toLowerCase())) {
           throw new HttpError(400, `Column "${column.name}" already exists`);
         }
@@ -139,6 +142,22 @@ export class TableService {
     } catch (err) {
       throw mapAddColumnError(err, column.name);
     }
+  }
+
+  /** Sets or lifts a table's write locks (the flags not named keep their state); audited. */
+  async setLocks(workspaceId: string, tableId: string, change: Partial<PublicLocks>, actor: Actor = {}): Promise<PublicTable> {
+    if (!store.isTableId(tableId)) throw tableNotFound();
+    await this.db.tx(async (q) => {
+      const t = await store.findTable(q, workspaceId, tableId, true);
+      if (!t) throw tableNotFound();
+      const locked = applyLockChange(t.locked, change);
+      await setLocked(q, workspaceId, tableId, locked);
+      await recordAudit(q, {
+        workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, actorType: actor.type, action: 'table.locks_changed',
+        resourceType: 'table', resourceId: tableId, resourceName: t.name, metadata: { before: t.locked, after: locked },
+      });
+    });
+    return this.get(workspaceId, tableId);
   }
 
   /** Applies a plan's rows-per-table limit to every table of a workspace (after its plan changed; `q` may be that transaction). */

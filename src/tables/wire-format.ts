@@ -1,5 +1,7 @@
 import type { Column } from './columns.js';
+import type { SelectOption } from './select-options.js';
 import type { IdentifiedColumn, RowRecord, TableRow } from './store.js';
+import { type PublicLocks, publicLocks } from './table-locks.js';
 
 /** Tables, columns and rows in the form the API and the engine port return them. */
 
@@ -10,7 +12,9 @@ export interface PublicColumn {
   type: Column['type'];
   required: boolean;
   unique: boolean;
-  options?: string[];
+  /** Select columns: their options; cells hold option ids (a list of them with `multiple`). */
+  options?: SelectOption[];
+  multiple?: boolean;
   currencyCode?: string;
 }
 
@@ -21,6 +25,7 @@ export interface PublicTable {
   schema: { columns: PublicColumn[] };
   rowCount: number;
   maxRows: number;
+  locks: PublicLocks;
   createdAt: string;
   updatedAt: string;
 }
@@ -41,7 +46,7 @@ export const publicColumn = (c: IdentifiedColumn): PublicColumn => ({
   type: c.type,
   required: c.required === true,
   unique: c.unique === true,
-  ...(c.options ? { options: c.options } : {}),
+  ...(c.type === 'select' ? { options: (c.options ?? []).map((o) => ({ id: o.id, name: o.name })), multiple: c.multiple === true } : {}),
   ...(c.currencyCode ? { currencyCode: c.currencyCode } : {}),
 });
 
@@ -52,6 +57,7 @@ export const publicTable = (t: TableRow): PublicTable => ({
   schema: { columns: t.columns.map(publicColumn) },
   rowCount: t.row_count,
   maxRows: t.max_rows,
+  locks: publicLocks(t.locked ?? []),
   createdAt: t.created_at.toISOString(),
   updatedAt: t.updated_at.toISOString(),
 });

@@ -23,7 +23,7 @@ afterAll(async () => {
 
 const COLUMN_ID = /^col_[0-9a-f]{32}$/;
 
-type Columns = { id: string; name: string; type: string; required: boolean; unique: boolean; options?: string[] }[];
+type Columns = { id: string; name: string; type: string; required: boolean; unique: boolean; options?: { id: string; name: string }[] }[];
 
 const patch = (tableId: string, columnName: string, updates: Record<string, unknown>, client = c) =>
   client.call('PATCH', `/api/v1/tables/${tableId}/columns`, { workspaceId: client.workspaceId, columnName, updates });
@@ -368,7 +368,8 @@ describe('required, unique and options', () => {
 
     const ok = await patch(id, 'tier', { options: ['Gold', 'Silver', 'Platinum'] });
     expect(ok.status).toBe(200);
-    expect(ok.body.data.columns[0].options).toEqual(['Gold', 'Silver', 'Platinum']);
+    // Options given by name alone take their name as their id: cells follow the new spelling.
+    expect(ok.body.data.columns[0].options).toEqual(['Gold', 'Silver', 'Platinum'].map((o) => ({ id: o, name: o })));
     expect(await c.all(id)).toEqual([{ tier: 'Gold' }, { tier: 'Silver' }, { tier: 'Gold' }, {}]);
     expect((await c.insert(id, { tier: 'bronze' })).status).toBe(400);
   });
@@ -402,7 +403,7 @@ describe('required, unique and options', () => {
     expect((await patch(id, 'level', { options: ['a', 'b', 'c'] })).status).toBe(200);
     const off = await patch(id, 'level', { unique: false });
     expect(off.status).toBe(200);
-    expect(off.body.data.columns[0]).toMatchObject({ name: 'level', unique: false, options: ['a', 'b', 'c'] });
+    expect(off.body.data.columns[0]).toMatchObject({ name: 'level', unique: false, options: ['a', 'b', 'c'].map((o) => ({ id: o, name: o })) });
     expect(await indexNames(id)).toEqual([]);
   });
 });

@@ -42,10 +42,24 @@ describe('coerceCell', () => {
   });
 
   it('matches select options exactly, then case-insensitively, else refuses listing them', () => {
-    const s = col('select', { options: ['Gold', 'gold2'] });
+    const s = col('select', { options: [{ id: 'Gold', name: 'Gold' }, { id: 'gold2', name: 'gold2' }] });
     expect(coerceCell(s, 'Gold')).toBe('Gold');
     expect(coerceCell(s, 'gOLD')).toBe('Gold');
     expect(() => coerceCell(s, 'silver')).toThrow(/not one of the options \("Gold", "gold2"\)/);
+  });
+
+  it('stores a select option\'s id, taken by id, then name, then name in any case; lists with multiple', () => {
+    const options = [{ id: 'o1', name: 'Red' }, { id: 'Blue', name: 'o1x' }, { id: 'o3', name: 'Blue' }];
+    const s = col('select', { options });
+    expect(coerceCell(s, 'o1')).toBe('o1');
+    expect(coerceCell(s, 'Blue')).toBe('Blue');
+    expect(coerceCell(s, ' red ')).toBe('o1');
+    expect(() => coerceCell(s, ['o1'])).toThrow(/expected one of the options, got an array/);
+    const m = col('select', { options, multiple: true });
+    expect(coerceCell(m, ['red', 'o3', 'o1'])).toEqual(['o1', 'o3']);
+    expect(coerceCell(m, 'Red')).toEqual(['o1']);
+    expect(coerceCell(m, [])).toEqual([]);
+    expect(() => coerceCell(m, ['Red', 'Green'])).toThrow(/"Green" is not one of the options \("Red", "o1x", "Blue"\)/);
   });
 
   it('limits json nesting', () => {
@@ -93,8 +107,15 @@ describe('column definitions', () => {
 
   it('normalises flags to booleans and keeps select options', () => {
     expect(normalizeColumn({ name: 'a', type: 'string' })).toEqual({ name: 'a', type: 'string', required: false, unique: false });
-    expect(normalizeColumn({ name: '_b2', type: 'select', options: [' x ', 'y'], required: true }))
-      .toEqual({ name: '_b2', type: 'select', required: true, unique: false, options: ['x', 'y'] });
+    expect(normalizeColumn({ name: '_b2', type: 'select', options: [' x ', { name: 'y' }, { id: 'z1', name: ' z ' }], required: true }))
+      .toEqual({
+        name: '_b2', type: 'select', required: true, unique: false, multiple: false,
+        options: [{ id: 'x', name: 'x' }, { id: 'y', name: 'y' }, { id: 'z1', name: 'z' }],
+      });
+    // An option without an id keeps the id of the option of the same name before the change, unless another claims it.
+    expect(normalizeColumn({ name: 'c', type: 'select', options: ['Red', { name: 'Blue' }, 'New'], multiple: true }, {
+      previousOptions: [{ id: 'r', name: 'Red' }, { id: 'b', name: 'Blue' }],
+    }).options).toEqual([{ id: 'r', name: 'Red' }, { id: 'b', name: 'Blue' }, { id: 'New', name: 'New' }]);
   });
 
   it('refuses bad names, types and options', () => {
@@ -107,6 +128,11 @@ describe('column definitions', () => {
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: Array.from({ length: 101 }, (_, i) => `o${i}`) }))).toMatch(/more than 100/);
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [''] }))).toMatch(/1 to 100 characters/);
     expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: ['x'], unique: true }))).toBe('Select column "a" cannot be unique');
+    expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [{ id: 'x', name: 'A' }, 'x'] }))).toMatch(/duplicate option id "x"/);
+    expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [{ id: '', name: 'A' }] }))).toMatch(/option ids must be 1 to 100/);
+    expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [{ id: 'x'.repeat(101), name: 'A' }] }))).toMatch(/option ids must be 1 to 100/);
+    expect(err(() => normalizeColumn({ name: 'a', type: 'select', options: [{ name: 'A' }, 'a'] }))).toMatch(/duplicate option "a"/);
+    expect(err(() => normalizeColumn({ name: 'a', type: 'string', multiple: false }))).toBe('Column "a": multiple is only allowed for select columns');
     expect(err(() => normalizeColumns([]))).toMatch(/at least one column/);
     expect(err(() => normalizeColumns([{ name: 'a', type: 'string' }, { name: 'A', type: 'string' }]))).toMatch(/duplicate column name "A"/);
   });

@@ -10,7 +10,8 @@ const columns: Column[] = [
   { name: 'ok', type: 'boolean', required: false, unique: false },
   { name: 'born', type: 'date', required: false, unique: false },
   { name: 'meta', type: 'json', required: false, unique: false },
-  { name: 'tier', type: 'select', required: false, unique: false, options: ['gold', 'silver'] },
+  { name: 'tier', type: 'select', required: false, unique: false, options: [{ id: 'gold', name: 'gold' }, { id: 'silver', name: 'silver' }], multiple: false },
+  { name: 'tags', type: 'select', required: false, unique: false, options: [{ id: 't2', name: 'Alpha' }, { id: 't1', name: 'beta' }], multiple: true },
 ];
 
 function compile(filter: Record<string, unknown>) {
@@ -130,6 +131,19 @@ describe('compileFilter', () => {
     expect(compileFilter(undefined, columns, p).sql).toBe('TRUE');
   });
 
+  it('compares select cells by option id (names coerced), a multiple select\'s by membership', () => {
+    expect(compile({ tags: 'BETA' })).toMatchObject({ sql: 'r.data @> $2::jsonb', params: ['tbl_x', '{"tags":["t1"]}'] });
+    expect(compile({ tags: { $contains: ['alpha', 't1'] } }).params[1]).toBe('{"tags":["t2","t1"]}');
+    expect(compile({ tags: { $ne: 't2' } }).sql).toBe('NOT COALESCE(r.data @> $2::jsonb, FALSE)');
+    expect(compile({ tags: { $in: Array.from({ length: 9 }, () => 'beta') } }).sql).toBe("r.data->'tags' ?| $2::text[]");
+    // Substring operators look for option names; the cells are compared with the ids found.
+    expect(compile({ tier: { $startsWith: 'SIL' } })).toMatchObject({ sql: "(r.data->>'tier') = ANY($2::text[])", params: ['tbl_x', ['silver']] });
+    expect(compile({ tags: { $nlike: '*a' } }).sql).toBe("NOT COALESCE(r.data->'tags' ?| $2::text[], FALSE)");
+    expect(compile({ tier: { $contains: 'zzz' } }).sql).toBe('FALSE');
+    expect(error(() => compile({ tags: 'gamma' }))).toMatch(/^Invalid value for \$eq on column "tags" \(select\): "gamma" is not one of the options/);
+    expect(error(() => compile({ tier: { $lte: 'gold' } }))).toBe('Operator $lte is not supported on select column "tier"');
+  });
+
   it('refuses unknown columns and operators, naming them', () => {
     expect(error(() => compile({ ghost: 1 }))).toBe('Unknown column "ghost" in filter');
     expect(error(() => compile({ age: { $between: [1, 2] } }))).toMatch(/^Invalid operator "\$between"/);
@@ -142,6 +156,13 @@ describe('compileSort', () => {
     expect(compileSort({ age: 'desc', name: 'asc' }, columns, new Set(), 'r'))
       .toBe(`((r.data->'age')::numeric) DESC NULLS LAST, ((r.data->>'name') COLLATE "C") ASC, r.position ASC`);
     expect(compileSort(undefined, columns)).toBe('position ASC');
+  });
+
+  it('orders select columns by option name (a list by its first option), ids embedded as escaped literals', () => {
+    expect(compileSort({ tags: 'asc' }, columns, new Set(), 'r'))
+      .toBe(`array_position(ARRAY[E't2', E't1']::text[], (r.data->'tags'->>0)) ASC, r.position ASC`);
+    const odd: Column = { name: 'o', type: 'select', required: false, unique: false, options: [{ id: "b'\\", name: 'b' }, { id: 'a', name: 'a' }] };
+    expect(compileSort({ o: 'desc' }, [odd])).toBe(`array_position(ARRAY[E'a', E'b''\\\\']::text[], (data->>'o')) DESC NULLS LAST, position ASC`);
   });
 
   it('uses the index-friendly null placement when the filter excludes nulls', () => {

@@ -37,7 +37,7 @@ describe('create, list, get, delete', () => {
     expect(table.schema.columns).toEqual([
       { id: COLUMN_ID, name: 'email', type: 'string', required: true, unique: true },
       { id: COLUMN_ID, name: 'age', type: 'number', required: false, unique: false },
-      { id: COLUMN_ID, name: 'tier', type: 'select', required: false, unique: false, options: ['gold', 'silver'] },
+      { id: COLUMN_ID, name: 'tier', type: 'select', required: false, unique: false, options: [{ id: 'gold', name: 'gold' }, { id: 'silver', name: 'silver' }], multiple: false },
       { id: COLUMN_ID, name: 'flag', type: 'boolean', required: false, unique: false },
     ]);
     expect(new Set(table.schema.columns.map((x: { id: string }) => x.id)).size).toBe(4);
@@ -324,7 +324,7 @@ describe('access', () => {
     expect(ops.map((o) => o.op).sort()).toEqual([
       'DELETE /api/v1/tables/{tableId}', 'DELETE /api/v1/tables/{tableId}/columns', 'DELETE /api/v1/tables/{tableId}/rows', 'DELETE /api/v1/tables/{tableId}/rows/{rowId}',
       'GET /api/v1/tables', 'GET /api/v1/tables/{tableId}', 'GET /api/v1/tables/{tableId}/rows', 'GET /api/v1/tables/{tableId}/rows/{rowId}',
-      'PATCH /api/v1/tables/{tableId}/columns', 'PATCH /api/v1/tables/{tableId}/rows', 'PATCH /api/v1/tables/{tableId}/rows/{rowId}',
+      'PATCH /api/v1/tables/{tableId}', 'PATCH /api/v1/tables/{tableId}/columns', 'PATCH /api/v1/tables/{tableId}/rows', 'PATCH /api/v1/tables/{tableId}/rows/{rowId}',
       'POST /api/v1/tables', 'POST /api/v1/tables/{tableId}/columns', 'POST /api/v1/tables/{tableId}/rows', 'POST /api/v1/tables/{tableId}/rows/upsert',
       'PUT /api/v1/tables/{tableId}/rows',
     ]);

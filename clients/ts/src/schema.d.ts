@@ -5483,12 +5483,22 @@ export interface paths {
                                             type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
-                                            options?: string[];
+                                            options?: {
+                                                id: string;
+                                                name: string;
+                                            }[];
+                                            multiple?: boolean;
                                             currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
                                     maxRows: number;
+                                    locks: {
+                                        schemaLocked: boolean;
+                                        insertLocked: boolean;
+                                        updateLocked: boolean;
+                                        deleteLocked: boolean;
+                                    };
                                     createdAt: string;
                                     updatedAt: string;
                                 }[];
@@ -5574,7 +5584,11 @@ export interface paths {
                                 type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                 required?: boolean;
                                 unique?: boolean;
-                                options?: string[];
+                                options?: (string | {
+                                    id?: string;
+                                    name: string;
+                                })[];
+                                multiple?: boolean;
                                 currencyCode?: string;
                             }[];
                         };
@@ -5604,12 +5618,22 @@ export interface paths {
                                             type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
-                                            options?: string[];
+                                            options?: {
+                                                id: string;
+                                                name: string;
+                                            }[];
+                                            multiple?: boolean;
                                             currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
                                     maxRows: number;
+                                    locks: {
+                                        schemaLocked: boolean;
+                                        insertLocked: boolean;
+                                        updateLocked: boolean;
+                                        deleteLocked: boolean;
+                                    };
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -5722,12 +5746,22 @@ export interface paths {
                                             type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                             required: boolean;
                                             unique: boolean;
-                                            options?: string[];
+                                            options?: {
+                                                id: string;
+                                                name: string;
+                                            }[];
+                                            multiple?: boolean;
                                             currencyCode?: string;
                                         }[];
                                     };
                                     rowCount: number;
                                     maxRows: number;
+                                    locks: {
+                                        schemaLocked: boolean;
+                                        insertLocked: boolean;
+                                        updateLocked: boolean;
+                                        deleteLocked: boolean;
+                                    };
                                     createdAt: string;
                                     updatedAt: string;
                                 };
@@ -5880,11 +5914,147 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                423: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Lock or unlock a table's writes (workspace admins); flags not given keep their state */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tableId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        locks: {
+                            schemaLocked?: boolean;
+                            insertLocked?: boolean;
+                            updateLocked?: boolean;
+                            deleteLocked?: boolean;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                table: {
+                                    id: string;
+                                    name: string;
+                                    description: string;
+                                    schema: {
+                                        columns: {
+                                            id: string;
+                                            name: string;
+                                            /** @enum {string} */
+                                            type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
+                                            required: boolean;
+                                            unique: boolean;
+                                            options?: {
+                                                id: string;
+                                                name: string;
+                                            }[];
+                                            multiple?: boolean;
+                                            currencyCode?: string;
+                                        }[];
+                                    };
+                                    rowCount: number;
+                                    maxRows: number;
+                                    locks: {
+                                        schemaLocked: boolean;
+                                        insertLocked: boolean;
+                                        updateLocked: boolean;
+                                        deleteLocked: boolean;
+                                    };
+                                    createdAt: string;
+                                    updatedAt: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            details?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/api/v1/tables/{tableId}/columns": {
@@ -5916,7 +6086,11 @@ export interface paths {
                             type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                             required?: boolean;
                             unique?: boolean;
-                            options?: string[];
+                            options?: (string | {
+                                id?: string;
+                                name: string;
+                            })[];
+                            multiple?: boolean;
                             currencyCode?: string;
                             position?: number;
                         };
@@ -5941,7 +6115,11 @@ export interface paths {
                                     type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
-                                    options?: string[];
+                                    options?: {
+                                        id: string;
+                                        name: string;
+                                    }[];
+                                    multiple?: boolean;
                                     currencyCode?: string;
                                 }[];
                             };
@@ -6003,6 +6181,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6067,7 +6258,11 @@ export interface paths {
                                     type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
-                                    options?: string[];
+                                    options?: {
+                                        id: string;
+                                        name: string;
+                                    }[];
+                                    multiple?: boolean;
                                     currencyCode?: string;
                                 }[];
                             };
@@ -6129,6 +6324,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6178,7 +6386,11 @@ export interface paths {
                             type?: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                             required?: boolean;
                             unique?: boolean;
-                            options?: string[];
+                            options?: (string | {
+                                id?: string;
+                                name: string;
+                            })[];
+                            multiple?: boolean;
                             currencyCode?: string;
                         };
                     };
@@ -6202,7 +6414,11 @@ export interface paths {
                                     type: "string" | "number" | "currency" | "boolean" | "date" | "json" | "select";
                                     required: boolean;
                                     unique: boolean;
-                                    options?: string[];
+                                    options?: {
+                                        id: string;
+                                        name: string;
+                                    }[];
+                                    multiple?: boolean;
                                     currencyCode?: string;
                                 }[];
                             };
@@ -6264,6 +6480,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6538,6 +6767,19 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                423: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6694,6 +6936,19 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                423: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6807,6 +7062,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6956,6 +7224,19 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                423: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7084,6 +7365,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7308,6 +7602,19 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                423: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -7413,6 +7720,19 @@ export interface paths {
                 };
                 /** @description Default Response */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                423: {
                     headers: {
                         [name: string]: unknown;
                     };

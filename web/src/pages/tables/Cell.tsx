@@ -1,8 +1,9 @@
 // One table cell with inline editing. Text-like cells show their value as a button; activating it
 // swaps in an editor (Enter or leaving the field saves, Escape cancels). Booleans are a checkbox and
-// select columns a menu, both saved on change. The server validates every value (a 400 names the problem).
+// select columns a menu (a list of checkboxes when the column takes several options), saved on change. Select
+// cells hold option ids and show the options' names. The server validates every value (a 400 names the problem).
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
-import { isNumeric, type Column } from './api';
+import { isNumeric, selectText, type Column } from './api';
 
 /** A cell value as text in the grid and in its editor. */
 export function cellText(v: unknown): string {
@@ -68,13 +69,40 @@ export function Cell({ col, value, rowLabel, onSave, disabled }: {
       </label>
     );
   }
+  if (col.type === 'select' && col.multiple) {
+    const held = Array.isArray(value) ? value.filter((x): x is string => typeof x === 'string') : typeof value === 'string' ? [value] : [];
+    const shown = selectText(col, value);
+    const toggle = (id: string, on: boolean) => {
+      const next = on ? [...held, id] : held.filter((x) => x !== id);
+      void save(next);
+    };
+    return (
+      <details className="tables-cell-multi">
+        <summary className="tables-cell" aria-label={`${label}: ${shown || 'empty'}. Choose options`}>
+          {shown === '' ? <span className="muted" aria-hidden="true">—</span> : shown}
+        </summary>
+        <fieldset className="tables-cell-multi__list" disabled={busy || disabled}>
+          <legend className="sr-only">{label}</legend>
+          {(col.options ?? []).map((o) => (
+            <label key={o.id} className="checkbox">
+              <input type="checkbox" checked={held.includes(o.id)} onChange={(e) => toggle(o.id, e.target.checked)} /> {o.name}
+            </label>
+          ))}
+        </fieldset>
+        {error ? <span className="tables-cell-error" role="alert">{error}</span> : null}
+      </details>
+    );
+  }
   if (col.type === 'select') {
+    const options = col.options ?? [];
+    const current = typeof value === 'string' ? value : '';
     return (
       <>
-        <select className="input input-compact tables-cell-select" value={cellText(value)} disabled={busy || disabled} aria-label={label}
+        <select className="input input-compact tables-cell-select" value={current} disabled={busy || disabled} aria-label={label}
           onChange={(e) => void save(e.target.value === '' ? null : e.target.value)}>
           <option value="">—</option>
-          {(col.options ?? []).map((o) => <option key={o} value={o}>{o}</option>)}
+          {options.map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
+          {current !== '' && !options.some((o) => o.id === current) ? <option value={current}>{current}</option> : null}
         </select>
         {error ? <span className="tables-cell-error" role="alert">{error}</span> : null}
       </>

@@ -6,13 +6,19 @@ import { COLUMN_TYPES, type ColumnType, type NewColumn } from './api';
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const nameError = (name: string) => (name === '' ? 'A name is required' : NAME_RE.test(name) ? undefined : 'Letters, digits and underscores, not starting with a digit');
 
-export interface ColumnDraft { name: string; type: ColumnType; required: boolean; unique: boolean; options: string }
-export const emptyColumn = (): ColumnDraft => ({ name: '', type: 'string', required: false, unique: false, options: '' });
+export interface ColumnDraft { name: string; type: ColumnType; required: boolean; unique: boolean; options: string; multiple: boolean }
+export const emptyColumn = (): ColumnDraft => ({ name: '', type: 'string', required: false, unique: false, options: '', multiple: false });
 
-/** A draft as the API's column (select options from a comma-separated list). */
+/**
+ * A draft as the API's column: select options from a comma-separated list of names (each option's id is then its
+ * name), and whether a cell takes several of them.
+ */
 export function toColumn(d: ColumnDraft): NewColumn {
   const options = d.options.split(',').map((s) => s.trim()).filter(Boolean);
-  return { name: d.name.trim(), type: d.type, required: d.required, unique: d.unique, ...(d.type === 'select' ? { options } : {}) };
+  return {
+    name: d.name.trim(), type: d.type, required: d.required, unique: d.unique && d.type !== 'select',
+    ...(d.type === 'select' ? { options, multiple: d.multiple } : {}),
+  };
 }
 
 export function draftErrors(d: ColumnDraft): Partial<Record<'name' | 'options', string>> {
@@ -38,7 +44,11 @@ export function ColumnFields({ draft, onChange, errors, legend }: {
       ) : null}
       <div className="row gap tables-colfields__flags">
         <label className="checkbox"><input type="checkbox" checked={draft.required} onChange={(e) => onChange({ ...draft, required: e.target.checked })} /> Required</label>
-        <label className="checkbox"><input type="checkbox" checked={draft.unique} onChange={(e) => onChange({ ...draft, unique: e.target.checked })} /> Unique</label>
+        {draft.type === 'select' ? (
+          <label className="checkbox"><input type="checkbox" checked={draft.multiple} onChange={(e) => onChange({ ...draft, multiple: e.target.checked })} /> Multiple</label>
+        ) : (
+          <label className="checkbox"><input type="checkbox" checked={draft.unique} onChange={(e) => onChange({ ...draft, unique: e.target.checked })} /> Unique</label>
+        )}
       </div>
     </fieldset>
   );

@@ -15,7 +15,7 @@ export function FilterBar({ columns, applied, onApply }: {
 
   const add = () => {
     if (!first) return;
-    setConditions([...conditions, { id: nextId++, column: first.name, op: opsFor(first.type)[0]?.op ?? '$eq', value: '' }]);
+    setConditions([...conditions, { id: nextId++, column: first.name, op: opsFor(first.type, first.multiple)[0]?.op ?? '$eq', value: '' }]);
   };
   const update = (id: number, patch: Partial<Condition>) => setConditions(conditions.map((c) => (c.id === id ? { ...c, ...patch } : c)));
   const submit = (e: FormEvent) => {
@@ -41,7 +41,7 @@ export function FilterBar({ columns, applied, onApply }: {
       <ul className="tables-filter__list">
         {conditions.map((c, i) => {
           const col = columns.find((x) => x.name === c.column) ?? first;
-          const ops = col ? opsFor(col.type) : [];
+          const ops = col ? opsFor(col.type, col.multiple) : [];
           const needsValue = ops.find((o) => o.op === c.op)?.needsValue ?? true;
           const n = i + 1;
           return (
@@ -49,7 +49,7 @@ export function FilterBar({ columns, applied, onApply }: {
               <select className="input input-compact" aria-label={`Condition ${n}: column`} value={c.column}
                 onChange={(e) => {
                   const nc = columns.find((x) => x.name === e.target.value);
-                  update(c.id, { column: e.target.value, op: nc ? opsFor(nc.type)[0]?.op ?? '$eq' : c.op, value: '' });
+                  update(c.id, { column: e.target.value, op: nc ? opsFor(nc.type, nc.multiple)[0]?.op ?? '$eq' : c.op, value: '' });
                 }}>
                 {columns.map((x) => <option key={x.name} value={x.name}>{x.name}</option>)}
               </select>
@@ -63,7 +63,7 @@ export function FilterBar({ columns, applied, onApply }: {
               ) : col?.type === 'select' ? (
                 <select className="input input-compact" aria-label={`Condition ${n}: value`} value={c.value} onChange={(e) => update(c.id, { value: e.target.value })}>
                   <option value="">choose…</option>
-                  {(col.options ?? []).map((o) => <option key={o} value={o}>{o}</option>)}
+                  {(col.options ?? []).map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
                 </select>
               ) : (
                 <input className="input input-compact" aria-label={`Condition ${n}: value`} value={c.value}

@@ -10,6 +10,8 @@ export function AddRowDialog({ columns, open, onClose, onSubmit, busy, error }: 
   columns: Column[]; open: boolean; onClose(): void; onSubmit(data: Record<string, unknown>): void; busy: boolean; error: unknown;
 }) {
   const [values, setValues] = useState<Record<string, string>>({});
+  // Select columns of several options per cell: the option ids checked.
+  const [lists, setLists] = useState<Record<string, string[]>>({});
   const [errs, setErrs] = useState<Record<string, string>>({});
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -18,6 +20,12 @@ export function AddRowDialog({ columns, open, onClose, onSubmit, busy, error }: 
     for (const c of columns) {
       if (c.type === 'boolean') {
         if (values[c.name] !== undefined) data[c.name] = values[c.name] === 'true';
+        continue;
+      }
+      if (c.type === 'select' && c.multiple) {
+        const ids = lists[c.name] ?? [];
+        if (ids.length > 0) data[c.name] = ids;
+        else if (c.required) found[c.name] = `${c.name} is required`;
         continue;
       }
       const parsed = parseCell(c, values[c.name] ?? '');
@@ -40,6 +48,21 @@ export function AddRowDialog({ columns, open, onClose, onSubmit, busy, error }: 
               </label>
             );
           }
+          if (c.type === 'select' && c.multiple) {
+            const held = lists[c.name] ?? [];
+            return (
+              <fieldset key={c.name} className="field tables-colfields">
+                <legend className="field-label">{label}</legend>
+                {(c.options ?? []).map((o) => (
+                  <label key={o.id} className="checkbox">
+                    <input type="checkbox" checked={held.includes(o.id)}
+                      onChange={(e) => setLists({ ...lists, [c.name]: e.target.checked ? [...held, o.id] : held.filter((x) => x !== o.id) })} /> {o.name}
+                  </label>
+                ))}
+                {errs[c.name] ? <div className="field-error" role="alert">{errs[c.name]}</div> : null}
+              </fieldset>
+            );
+          }
           if (c.type === 'select') {
             return (
               <div key={c.name} className="field">
@@ -47,7 +70,7 @@ export function AddRowDialog({ columns, open, onClose, onSubmit, busy, error }: 
                 <select id={`add-${c.name}`} className="input" value={values[c.name] ?? ''} onChange={(e) => setValues({ ...values, [c.name]: e.target.value })}
                   aria-invalid={errs[c.name] ? true : undefined}>
                   <option value="">—</option>
-                  {(c.options ?? []).map((o) => <option key={o} value={o}>{o}</option>)}
+                  {(c.options ?? []).map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
                 </select>
                 {errs[c.name] ? <div className="field-error" role="alert">{errs[c.name]}</div> : null}
               </div>

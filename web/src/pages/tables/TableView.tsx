@@ -1,20 +1,21 @@
 // /tables/:tableId: the rows of one table with filter, sort and paging (all kept in the URL), inline
-// editing, adding rows and columns, deleting rows, and CSV import and export.
+// editing, adding rows and columns, deleting rows, CSV import and export, and the table's write locks.
 import { useMemo, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../../session';
 import { Button, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader } from '../../ui';
-import { addColumn, allRows, deleteRow, getTable, insertRows, isNumeric, queryRows, updateRow, type Column, type NewColumn, type TableRow } from './api';
+import { addColumn, allRows, deleteRow, getTable, insertRows, isNumeric, queryRows, setTableLocks, updateRow, type Column, type NewColumn, type TableLocks, type TableRow } from './api';
 import { Cell } from './Cell';
 import { AddColumnDialog } from './ColumnDialog';
 import { rowsToCsv } from './csv';
 import { FilterBar } from './FilterBar';
 import { toFilter, type Condition, type Match } from './filter';
 import { AddRowDialog, CsvImportDialog } from './ImportDialogs';
+import { describeLocks, LocksDialog } from './LocksDialog';
 
 const PAGE_SIZES = [25, 50, 100];
-type Dialogs = 'column' | 'row' | 'import' | null;
+type Dialogs = 'column' | 'row' | 'import' | 'locks' | null;
 
 /** The filter as the URL keeps it: {m: match, c: [[column, op, value], ...]}. */
 function readFilter(text: string | null): { conditions: Condition[]; match: Match } {
@@ -89,6 +90,10 @@ export function TableView({ tableId }: { tableId: string }) {
     mutationFn: (r: TableRow) => deleteRow(workspaceId, tableId, r.id),
     onSuccess: async () => { setDeleting(null); await refresh(); },
   });
+  const saveLocks = useMutation({
+    mutationFn: (l: TableLocks) => setTableLocks(workspaceId, tableId, l),
+    onSuccess: async () => { setDialog(null); await refresh(); },
+  });
   const saveCell = async (row: TableRow, col: Column, value: unknown) => {
     const updated = await updateRow(workspaceId, tableId, row.id, { [col.name]: value });
     qc.setQueryData(rowsKey, (old: typeof rows.data) => (old ? { ...old, rows: old.rows.map((r) => (r.id === updated.id ? updated : r)) } : old));
@@ -122,12 +127,14 @@ export function TableView({ tableId }: { tableId: string }) {
       <PageHeader
         back={{ to: '/tables', label: 'Tables' }}
         title={table.data.name}
-        description={`${table.data.rowCount.toLocaleString()} rows · ${columns.length} columns${table.data.description ? ` · ${table.data.description}` : ''}`}
+        description={[`${table.data.rowCount.toLocaleString()} rows`, `${columns.length} columns`, describeLocks(table.data.locks), table.data.description]
+          .filter(Boolean).join(' · ')}
         actions={<>
           <Button onClick={() => { addRow.reset(); setDialog('row'); }}>Add row</Button>
           <Button onClick={() => { addCol.reset(); setDialog('column'); }}>Add column</Button>
           <Button onClick={() => setDialog('import')}>Import CSV</Button>
           <Button onClick={() => void exportCsv()} busy={exportBusy}>Export CSV</Button>
+          <Button onClick={() => { saveLocks.reset(); setDialog('locks'); }}>Locks</Button>
         </>}
       />
       {notice ? <div className="banner banner-ok" role="status"><div>{notice}</div><Button size="sm" variant="ghost" onClick={() => setNotice(null)}>Dismiss</Button></div> : null}
@@ -188,6 +195,10 @@ export function TableView({ tableId }: { tableId: string }) {
       </nav>
 
       {dialog === 'column' ? <AddColumnDialog open onClose={() => setDialog(null)} onSubmit={(c) => addCol.mutate(c)} busy={addCol.isPending} error={addCol.error} /> : null}
+      {dialog === 'locks' ? (
+        <LocksDialog open locks={table.data.locks} onClose={() => setDialog(null)} onSubmit={(l) => saveLocks.mutate(l)}
+          busy={saveLocks.isPending} error={saveLocks.error} />
+      ) : null}
       {dialog === 'row' ? <AddRowDialog columns={columns} open onClose={() => setDialog(null)} onSubmit={(d) => addRow.mutate(d)} busy={addRow.isPending} error={addRow.error} /> : null}
       {dialog === 'import' ? (
         <CsvImportDialog workspaceId={workspaceId} tableId={tableId} columns={columns} open onClose={() => setDialog(null)}

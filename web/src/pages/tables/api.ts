@@ -3,6 +3,7 @@ import { api } from '../../api/client';
 import type { DataOf, RequestBody } from '../../api/schema';
 
 export type Table = DataOf<'/api/v1/tables/{tableId}'>['table'];
+export type TableLocks = Table['locks'];
 export type Column = Table['schema']['columns'][number];
 export type ColumnType = Column['type'];
 export type RowPage = DataOf<'/api/v1/tables/{tableId}/rows'>;
@@ -14,6 +15,18 @@ export const COLUMN_TYPES: ColumnType[] = ['string', 'number', 'currency', 'bool
 
 /** Types whose cells are numbers (a currency column is a number column that names its currency). */
 export const isNumeric = (type: ColumnType | undefined): boolean => type === 'number' || type === 'currency';
+
+/** The name of the option a select cell's id stands for (the id itself when no option has it). */
+export function optionName(col: Column, id: unknown): string {
+  const found = col.options?.find((o) => o.id === id);
+  return found ? found.name : typeof id === 'string' ? id : JSON.stringify(id) ?? '';
+}
+
+/** What a select cell shows: its option's name, or the names of its list joined with ", ". */
+export function selectText(col: Column, value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return Array.isArray(value) ? value.map((id) => optionName(col, id)).join(', ') : optionName(col, value);
+}
 
 export async function listTables(workspaceId: string): Promise<Table[]> {
   const r = await api('/api/v1/tables', { query: { workspaceId } });
@@ -73,4 +86,10 @@ export async function allRows(workspaceId: string, tableId: string, q: Omit<RowQ
     offset = page.nextOffset;
   }
   return out;
+}
+
+/** Sets a table's write locks (workspace admins; others get 403). */
+export async function setTableLocks(workspaceId: string, tableId: string, locks: TableLocks): Promise<Table> {
+  const r = await api('/api/v1/tables/{tableId}', { method: 'patch', params: { tableId }, body: { workspaceId, locks } });
+  return r.data.table;
 }

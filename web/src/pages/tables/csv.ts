@@ -1,6 +1,6 @@
 // CSV import and export of table rows, done in the browser: the Tables API has no CSV route.
 // Parsing uses csv-parse (already the server's CSV parser), loaded only when someone imports a file.
-import type { Column, ColumnType, TableRow } from './api';
+import { selectText, type Column, type ColumnType, type TableRow } from './api';
 
 /**
  * A leading =, +, - or @ (or tab, CR) makes spreadsheets run the cell as a formula, so export prefixes
@@ -31,10 +31,14 @@ function field(value: unknown, type?: ColumnType): string {
   return /[",\r\n]|^\s|\s$/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-/** Rows as CSV text: a header of the column names, then one line per row (CRLF, as RFC 4180 says). */
+/**
+ * Rows as CSV text: a header of the column names, then one line per row (CRLF, as RFC 4180 says). Select cells
+ * are written as their options' names (a list joined with ", "), which import reads back.
+ */
 export function rowsToCsv(columns: Column[], rows: TableRow[]): string {
   const lines = [columns.map((c) => field(c.name)).join(',')];
-  for (const r of rows) lines.push(columns.map((c) => field(r.data[c.name], c.type)).join(','));
+  const value = (c: Column, v: unknown) => (c.type === 'select' && v !== null && v !== undefined ? selectText(c, v) : v);
+  for (const r of rows) lines.push(columns.map((c) => field(value(c, r.data[c.name]), c.type)).join(','));
   return `${lines.join('\r\n')}\r\n`;
 }
 
@@ -69,6 +73,9 @@ function convert(col: Column, raw: string): { value?: unknown; error?: string } 
       } catch {
         return { error: `"${text.slice(0, 40)}" is not JSON` };
       }
+    case 'select':
+      // Option names or ids; the server matches them. Several per cell: separated by commas.
+      return { value: col.multiple ? unguard(raw).split(',').map((s) => s.trim()).filter(Boolean) : unguard(raw) };
     default:
       // Undo the export's formula guard, so an exported file imports back unchanged.
       return { value: unguard(raw) };

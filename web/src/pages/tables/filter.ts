@@ -16,8 +16,11 @@ const ORDER: OpInfo[] = [
   { op: '$lt', label: '<', needsValue: true }, { op: '$lte', label: '≤', needsValue: true },
 ];
 
-/** Operators that make sense for a column type, in the order the menu shows them. */
-export function opsFor(type: ColumnType): OpInfo[] {
+/**
+ * Operators that make sense for a column type, in the order the menu shows them. On a select column of several
+ * options per cell, equality is membership (the cell's list holds the option).
+ */
+export function opsFor(type: ColumnType, multiple = false): OpInfo[] {
   switch (type) {
     case 'number':
     case 'currency':
@@ -26,6 +29,12 @@ export function opsFor(type: ColumnType): OpInfo[] {
     case 'boolean':
       return [{ op: '$eq', label: 'is', needsValue: true }, ...EMPTY];
     case 'select':
+      if (multiple) {
+        return [
+          { op: '$eq', label: 'includes', needsValue: true }, { op: '$ne', label: 'does not include', needsValue: true },
+          { op: '$empty', label: 'has none', needsValue: false }, { op: '$isNotNull', label: 'is not empty', needsValue: false },
+        ];
+      }
       return [{ op: '$eq', label: 'is', needsValue: true }, { op: '$ne', label: 'is not', needsValue: true }, ...EMPTY];
     case 'json':
       return [{ op: '$contains', label: 'contains', needsValue: true }, ...EMPTY];
@@ -40,7 +49,7 @@ export function opsFor(type: ColumnType): OpInfo[] {
 
 /** A condition's typed operand; undefined when the text does not fit the column (the condition is skipped). */
 function operand(col: Column, op: string, text: string): unknown {
-  if (op === '$isNull' || op === '$isNotNull') return true;
+  if (op === '$isNull' || op === '$isNotNull' || op === '$empty') return true;
   if (isNumeric(col.type)) {
     const n = Number(text);
     return text.trim() === '' || !Number.isFinite(n) ? undefined : n;
