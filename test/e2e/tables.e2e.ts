@@ -144,4 +144,42 @@ describe('tables', () => {
     await shot(page, 'csv-exported');
     expect(pageErrors(page)).toEqual([]);
   });
+
+  it('picks several options in a multiple select cell, and locks the table', async () => {
+    const created = await app.api('POST', '/api/v1/tables', {
+      workspaceId: app.workspaceId, name: 'tickets',
+      schema: { columns: [
+        { name: 'title', type: 'string' },
+        { name: 'tags', type: 'select', multiple: true, options: [{ id: 't1', name: 'urgent' }, { id: 't2', name: 'billing' }, { id: 't3', name: 'later' }] },
+      ] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id: string = created.body.data.table.id;
+    const inserted = await app.api('POST', `/api/v1/tables/${id}/rows`, { workspaceId: app.workspaceId, data: { title: 'refund', tags: ['billing'] } });
+    expect(inserted.status, JSON.stringify(inserted.body)).toBe(200);
+    const rows = () => app.api('GET', `/api/v1/tables/${id}/rows?workspaceId=${app.workspaceId}`);
+
+    const page = await newPage(browser, app);
+    await signInWithApi(page, app);
+    await page.goto(`/tables/${id}`);
+    // The cell shows option names, though it holds ids.
+    await page.getByLabel('tags, row 1: billing. Choose options').click();
+    // Saved on change; the box shows the saved state once the server answers.
+    await page.getByRole('checkbox', { name: 'urgent' }).click();
+    await expect.poll(() => page.getByRole('checkbox', { name: 'urgent' }).isChecked()).toBe(true);
+    await expect.poll(async () => (await rows()).body.data.rows[0].data.tags).toEqual(['t2', 't1']);
+    await shot(page, 'multiple-select-cell');
+
+    await page.getByRole('button', { name: 'Locks' }).click();
+    await page.getByRole('dialog').getByRole('checkbox', { name: /^Inserts/ }).check();
+    await shot(page, 'locks-dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
+    await page.getByText('inserts locked', { exact: false }).waitFor();
+    const table = await app.api('GET', `/api/v1/tables/${id}?workspaceId=${app.workspaceId}`);
+    expect(table.body.data.table.locks).toEqual({ schemaLocked: false, insertLocked: true, updateLocked: false, deleteLocked: false });
+    const refused = await app.api('POST', `/api/v1/tables/${id}/rows`, { workspaceId: app.workspaceId, data: { title: 'more' } });
+    expect(refused.status).toBe(423);
+    await shot(page, 'table-locked');
+    expect(pageErrors(page)).toEqual([]);
+  });
 });

@@ -127,7 +127,7 @@ export function TableView({ tableId }: { tableId: string }) {
       <PageHeader
         back={{ to: '/tables', label: 'Tables' }}
         title={table.data.name}
-        description={[`${table.data.rowCount.toLocaleString()} rows`, `${columns.length} columns`, describeLocks(table.data.locks), table.data.description]
+        description={[`${table.data.rowCount.toLocaleString()} row${table.data.rowCount === 1 ? '' : 's'}`, `${columns.length} column${columns.length === 1 ? '' : 's'}`, describeLocks(table.data.locks), table.data.description]
           .filter(Boolean).join(' · ')}
         actions={<>
           <Button onClick={() => { addRow.reset(); setDialog('row'); }}>Add row</Button>
