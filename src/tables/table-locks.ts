@@ -41,20 +41,14 @@ export function applyLockChange(locked: readonly string[], change: Partial<Publi
   return LOCK_KINDS.filter((k) => change[FLAG[k]] ?? locked.includes(k));
 }
 
-/** Throws the 423 of the first of `kinds` the table is locked against. */
-export function refuseLocked(locked: readonly string[], ...kinds: LockKind[]): void {
-  for (const kind of kinds) {
-    if (locked.includes(kind)) {
-      throw new HttpError(423, `Table is locked: ${WHAT[kind]} (${FLAG[kind]}). A workspace admin can unlock it`, { lock: kind });
-    }
+/** Throws the 423 of `kind` when the table is locked against it. */
+export function refuseLocked(locked: readonly string[], kind: LockKind): void {
+  if (locked.includes(kind)) {
+    throw new HttpError(423, `Table is locked: ${WHAT[kind]} (${FLAG[kind]}). A workspace admin can unlock it`, { lock: kind });
   }
 }
 
-/** Stores a table's locks; undefined when the table is not the workspace's. */
-export async function setLocked(q: Queryable, workspaceId: string, tableId: string, locked: LockKind[]): Promise<string[] | undefined> {
-  const rows = await q.query<{ locked: string[] }>(
-    'UPDATE tables SET locked = $3::text[], updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING locked',
-    [tableId, workspaceId, locked],
-  );
-  return rows[0]?.locked;
+/** Stores the locks of a table the caller has already found in its workspace (and holds locked). */
+export async function setLocked(q: Queryable, tableId: string, locked: LockKind[]): Promise<void> {
+  await q.query('UPDATE tables SET locked = $2::text[], updated_at = now() WHERE id = $1', [tableId, locked]);
 }

@@ -151,7 +151,7 @@ export class TableService {
       const t = await store.findTable(q, workspaceId, tableId, true);
       if (!t) throw tableNotFound();
       const locked = applyLockChange(t.locked, change);
-      await setLocked(q, workspaceId, tableId, locked);
+      await setLocked(q, tableId, locked);
       await recordAudit(q, {
         workspaceId, actorId: actor.userId, actorKeyId: actor.keyId, actorType: actor.type, action: 'table.locks_changed',
         resourceType: 'table', resourceId: tableId, resourceName: t.name, metadata: { before: t.locked, after: locked },

@@ -57,7 +57,7 @@ export const publicTable = (t: TableRow): PublicTable => ({
   schema: { columns: t.columns.map(publicColumn) },
   rowCount: t.row_count,
   maxRows: t.max_rows,
-  locks: publicLocks(t.locked ?? []),
+  locks: publicLocks(t.locked),
   createdAt: t.created_at.toISOString(),
   updatedAt: t.updated_at.toISOString(),
 });
