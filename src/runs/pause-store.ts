@@ -58,6 +58,9 @@ export async function insertPaused(
   );
 }
 
+/** Whether the paused run answered its caller as a stream: a resume through the legacy API streams too (sim-api 5.4). */
+export const wasStreamed = (p: PausedRow): boolean => p.metadata?.streamed === true;
+
 /** Locks a paused execution for the rest of the transaction. */
 export const lockPaused = (q: Queryable, executionId: string) =>
   q.query<PausedRow>('SELECT * FROM paused_executions WHERE execution_id = $1 FOR UPDATE', [executionId]).then((r) => r[0]);

@@ -24,6 +24,8 @@ export type { ResumeLinks, ResumeStatus } from './pause-store.js';
 export interface PauseContext {
   executionId: string; workspaceId: string; workflowId: string; versionId: string; mode: 'sync' | 'async';
   billedAccount: string; input: Record<string, unknown>; baseUrl: string;
+  /** The run answered as a stream (a sync run): its resumes answer as one too (see `resume`). */
+  streamed?: boolean;
 }
 
 /** What pauses need from the runs service: its one run path, the run charge, plans and the link base. */
@@ -75,7 +77,7 @@ export class PauseLimitError extends HttpError {
 export type ResumeOutcome =
   | { kind: 'queued'; executionId: string; queuePosition: number }
   | { kind: 'job'; executionId: string }
-  | { kind: 'finished'; executionId: string; result: RunResult; output: unknown };
+  | { kind: 'finished'; executionId: string; result: RunResult; output: unknown; streamed: boolean };
 
 export function resumeLinks(baseUrl: string, workflowId: string, executionId: string, contextId: string): ResumeLinks {
   return {
@@ -165,7 +167,8 @@ export class PauseService {
         await alsoWrite?.(q, output);
         await ps.insertPaused(q, {
           workspaceId: pc.workspaceId, workflowId: pc.workflowId, executionId: pc.executionId, versionId: pc.versionId, mode: pc.mode,
-          billedAccount: pc.billedAccount, input: pc.input, steps: stepMap, points: map, metadata: { baseUrl: pc.baseUrl }, nextTimeoutAt: nextTimeout(map),
+          billedAccount: pc.billedAccount, input: pc.input, steps: stepMap, points: map,
+          metadata: { baseUrl: pc.baseUrl, ...(pc.streamed ? { streamed: true } : {}) }, nextTimeoutAt: nextTimeout(map),
         });
         return output;
       }
@@ -293,16 +296,19 @@ export class PauseService {
   /**
    * The resume use case, for the API and the resume page alike: admits the submission, then either
    * queues it behind a running resume, hands it to the job queue (async runs), or runs it now and
-   * commits its execution row with its charge in one transaction (sync runs).
+   * commits its execution row with its charge in one transaction (sync runs). A run that answered as a
+   * stream resumes as a sync run the legacy API streams (`streamed` on the outcome), or, with
+   * `streamedAsJob` (the v2 API, as Sim's), as a job.
    */
   async resume(
     target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
     input: unknown,
-    caller: { apiKeyId: string | null; signal: AbortSignal; slotToken?: string | null },
+    caller: { apiKeyId: string | null; signal: AbortSignal; slotToken?: string | null; streamedAsJob?: boolean },
   ): Promise<ResumeOutcome> {
     const { entry, paused, queuePosition } = await this.enqueueResume(target.workspaceId, target.workflowId, target.executionId, target.contextId, input, caller.slotToken);
     if (queuePosition !== null) return { kind: 'queued', executionId: entry.new_execution_id, queuePosition };
-    if (paused.mode === 'async') return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry, caller.slotToken) };
+    const streamed = ps.wasStreamed(paused);
+    if (paused.mode === 'async' || (streamed && caller.streamedAsJob)) return { kind: 'job', executionId: await this.enqueueEntryJob(paused, entry, caller.slotToken) };
     // The claim's lease is renewed while the run lasts: a process that dies here leaves a claim that lapses
     // and is released (resume-claims.ts); a holder that lost its claim stops and records nothing.
     const lease = holdResumeClaim(this.db, this.deps.log, entry.id, this.deps.leaseMs);
@@ -322,7 +328,7 @@ export class PauseService {
       lease.stop();
     });
     if (lost) throw new HttpError(409, 'The resume was interrupted: its claim lapsed and was released; resume the pause point again');
-    return { kind: 'finished', executionId: entry.new_execution_id, result, output };
+    return { kind: 'finished', executionId: entry.new_execution_id, result, output, streamed };
   }
 
   /** Creates the durable async job that runs a claimed resume entry and enqueues it (with the admission's slot, freed when it ends). */

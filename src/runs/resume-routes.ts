@@ -7,6 +7,7 @@ import { HttpError } from '../http/errors.js';
 import { acceptJsonWithAnyContentType } from '../http/json-body.js';
 import { errorResponses, errorSchema } from '../http/schemas.js';
 import type { WorkflowService } from '../workflows/service.js';
+import { streamRun } from './execute-stream.js';
 import { formsPage, keyPage, resultPage } from './resume-page.js';
 import { checkResumeInputSize, resumeInputCap } from './resume-input.js';
 import { baseUrl } from './routes.js';
@@ -64,7 +65,7 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
     app.post('/api/resume/:workflowId/:executionId/:contextId', {
       schema: {
         tags: ['execution'],
-        summary: 'Resume a pause point with the form input ({input: {...}}); answers like the original run (sync result, or 202 with a job)',
+        summary: 'Resume a pause point with the form input ({input: {...}}); answers like the original run (sync result, a stream, or 202 with a job)',
         params: pointParams,
         body: z.object({ input: z.record(z.string(), z.unknown()).optional() }).catchall(z.unknown()).optional(),
         response: { 200: z.record(z.string(), z.unknown()), 202: z.record(z.string(), z.unknown()), ...errorResponses, 409: errorSchema },
@@ -91,6 +92,11 @@ export function resumeRoutes(runs: ExecutionService, workflows: WorkflowService,
         });
       }
       const { result, output } = outcome;
+      if (outcome.streamed) {
+        // The paused run answered as a stream, so its resume does (sim-api 5.4): the final frame, then [DONE].
+        reply.header('x-execution-id', outcome.executionId);
+        return streamRun(request, reply, [], async () => ({ result, output }));
+      }
       return reply.code(200).send({
         success: result.status === 'completed' || result.status === 'paused',
         status: result.status === 'timed_out' ? 'failed' : result.status,

@@ -102,7 +102,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       if (isStream) {
         // The stream's frames do not carry the run's id: the header tells it (logs, cancel), as Sim's does.
         reply.header('x-execution-id', publicExecutionId(admitted.executionId));
-        return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...startOpts, signal, onBlock }));
+        return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...startOpts, signal, onBlock, streamed: true }));
       }
 
       const abort = new AbortController();

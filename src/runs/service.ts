@@ -153,7 +153,7 @@ export class ExecutionService {
   async resume(
     target: { workspaceId: string; workflowId: string; executionId: string; contextId: string },
     input: unknown,
-    caller: { apiKeyId: string | null; signal: AbortSignal },
+    caller: { apiKeyId: string | null; signal: AbortSignal; streamedAsJob?: boolean },
   ): Promise<ResumeOutcome> {
     const paused = await this.pauses.find(target.workspaceId, target.workflowId, target.executionId);
     if (!paused) throw new HttpError(404, 'Paused execution not found or already resumed');
@@ -211,7 +211,7 @@ export class ExecutionService {
     admitted: Admitted,
     run: RunContext,
     input: Record<string, unknown>,
-    opts: StartOptions & { signal: AbortSignal; onBlock?: (step: StepRecord) => void },
+    opts: StartOptions & { signal: AbortSignal; onBlock?: (step: StepRecord) => void; streamed?: boolean },
   ): Promise<{ executionId: string; result: RunResult; output: unknown; periodCostUsd?: number }> {
     const executionId = opts.executionId ? internalExecutionId(opts.executionId, run.workspaceId) : admitted.executionId;
     const base: NewExecution = {
@@ -252,7 +252,7 @@ export class ExecutionService {
         // transaction: a paused run never lacks its record, resume links and timeouts.
         output = await this.pauses.persistPause({
           executionId, workspaceId: run.workspaceId, workflowId: admitted.workflow.id, versionId: admitted.versionId,
-          mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl,
+          mode: 'sync', billedAccount: run.billedAccount, input, baseUrl: opts.baseUrl, streamed: opts.streamed,
         }, result, steps, async (q, pauseOutput) => {
           const paused = { ...finished, output: pauseOutput };
           if (opts.executionId) await store.finishExecution(q, executionId, paused);

@@ -189,7 +189,7 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
         if (body.stream) {
           const selectors = await service.outputSelectors(admitted, body.selectedOutputs);
           if (negotiatedAgentEvents(request)) reply.header('x-sim-stream-protocol', AGENT_EVENTS);
-          return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...start, signal, onBlock }));
+          return streamRun(request, reply, selectors, (onBlock, signal) => service.runSync(admitted, run, input, { ...start, signal, onBlock, streamed: true }));
         }
         const abort = new AbortController();
         const onClose = () => {
@@ -336,7 +336,8 @@ export function v2RunRoutes(service: ExecutionService, workflows: WorkflowServic
         const outcome = await service.resume(
           { workspaceId: access.workspaceId, workflowId: id, executionId: runId, contextId: request.body.contextId },
           input,
-          { apiKeyId: access.keyId, signal: abort.signal },
+          // A run that answered as a stream resumes as a job here (202), as Sim's v2 API does.
+          { apiKeyId: access.keyId, signal: abort.signal, streamedAsJob: true },
         );
         if (outcome.kind !== 'finished') {
           const data = { runId: outcome.executionId, statusUrl: runUrl(request, id, outcome.executionId),

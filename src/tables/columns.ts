@@ -16,7 +16,7 @@ export type ColumnType = (typeof COLUMN_TYPES)[number];
 export interface Column {
   /**
    * Stable id (`col_` + 32 hex), kept across renames. Columns defined before ids existed have none stored: the
-   * store answers one derived from the table id and the name (store.ts `withColumnIds`), which is stored with
+   * store answers one derived from the table id and the name (stored-columns.ts `withColumnIds`), which is stored with
    * the next change of the table's schema.
    */
   id?: string;

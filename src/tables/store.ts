@@ -5,12 +5,13 @@ import { type Column, isNumeric } from './columns.js';
 import { typedExpression, uniqueExpression } from './column-sql.js';
 import { type SortKey, orderBySql } from './filter-sql.js';
 import { TABLE_LIMITS } from './limits.js';
-import { withSelectOptions } from './select-options.js';
+import { withColumnIds } from './stored-columns.js';
 
 /** SQL of the Tables capability. Every query is scoped by table id, and table lookups by workspace. */
 
 /** A column as the store answers it: always with its id. */
 export type IdentifiedColumn = Column & { id: string };
+export { derivedColumnId } from './stored-columns.js';
 
 export interface TableRow {
   id: string;
@@ -46,22 +47,6 @@ const NOW_MS = "date_trunc('milliseconds', now())";
 // ------------------------------------------------------------------------------------------------
 // Tables
 // ------------------------------------------------------------------------------------------------
-
-/**
- * The id of a column stored without one (defined before columns had ids): derived from the table id and the
- * column's name, so it answers the same on every read until a schema change stores it (setColumns stores the
- * columns as read, ids included), and a rename keeps it from then on.
- */
-export function derivedColumnId(tableId: string, name: string): string {
-  return `col_${createHash('sha256').update(`${tableId}\0${name}`).digest('hex').slice(0, 32)}`;
-}
-
-function withColumnIds(read: TableRow): TableRow {
-  // Select columns stored with options as strings are read as {id, name} (select-options.ts).
-  const t = withSelectOptions(read);
-  if (t.columns.every((c) => typeof c.id === 'string')) return t;
-  return { ...t, columns: t.columns.map((c) => (typeof c.id === 'string' ? c : { ...c, id: derivedColumnId(t.id, c.name) })) };
-}
 
 export async function findTable(q: Queryable, workspaceId: string, tableId: string, lock = false): Promise<TableRow | undefined> {
   if (!isTableId(tableId)) return undefined;

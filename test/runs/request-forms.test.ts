@@ -183,6 +183,36 @@ describe('errors of the legacy paths', () => {
   });
 });
 
+describe('a run that answered as a stream and paused', () => {
+  it('is resumed with a stream too: the final frame under the new run id, then [DONE]', async () => {
+    const wf = await deploy(t, 'forms-stream-pause', {
+      blocks: [start(), { id: 'ok', type: 'human', name: 'Ok', config: { message: 'Go?', fields: [{ name: 'go', type: 'boolean' }] } },
+        fn('after', 'return { went: <ok.go> }', 'After')],
+      edges: [{ from: 'start', to: 'ok' }, { from: 'ok', to: 'after' }],
+    });
+    const s = await t.call('POST', `/api/workflows/${wf}/execute`, { stream: true });
+    expect(s.status).toBe(200);
+    const first = s.headers.get('x-execution-id') as string;
+    expect(s.text).toContain('"status":"paused"');
+    const r = await t.call('POST', `/api/resume/${wf}/${first}/ok`, { input: { go: true } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const resumedId = r.headers.get('x-execution-id');
+    expect(resumedId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(resumedId).not.toBe(first);
+    const frames = r.text.split('\n\n').filter(Boolean).map((f) => JSON.parse(f.replace(/^data: /, '')));
+    expect(frames).toEqual([{ event: 'final', data: { success: true, output: { went: true } } }, '[DONE]']);
+    const log = await t.call('GET', `/api/v1/logs/${resumedId}`);
+    expect(log.body.data).toMatchObject({ workflowId: wf, trigger: 'resume' });
+
+    // A run that answered with JSON still resumes with JSON.
+    const plain = await t.call('POST', `/api/workflows/${wf}/execute`, {});
+    const j = await t.call('POST', `/api/resume/${wf}/${plain.body.executionId}/ok`, { input: { go: false } });
+    expect(j.headers.get('content-type')).toMatch(/application\/json/);
+    expect(j.body).toMatchObject({ success: true, status: 'completed', output: { went: false } });
+  });
+});
+
 describe('a job whose run pauses', () => {
   it('is completed with the pause as its output, so a poll until completed or failed ends', async () => {
     const wf = await deploy(t, 'forms-async-pause', {

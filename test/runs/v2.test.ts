@@ -435,6 +435,22 @@ describe('v2 resume', () => {
     const done = await pollRun(wf, r.body.data.runId, terminal, '?includeOutput=1');
     expect(done).toMatchObject({ status: 'completed', output: { ok: false } });
   });
+
+  it('resumes a run that answered as a stream as a job: 202, and the new run completes', async () => {
+    const wf = await deploy(t, 'v2-resume-stream', approval);
+    const s = await v2('POST', `/workflows/${wf}/execute`, { stream: true });
+    expect(s.status).toBe(200);
+    expect(s.headers.get('content-type')).toMatch(/text\/event-stream/);
+    // A stream names no run (as Sim's): the workflow's list does.
+    const listed = (await v2('GET', `/workflows/${wf}/runs?status=paused`)).body.data;
+    expect(listed).toHaveLength(1);
+    const runId = listed[0].runId as string;
+    const r = await v2('POST', `/workflows/${wf}/runs/${runId}/resume`, { contextId: 'gate', input: { ok: true } });
+    expect(r.status, r.text).toBe(202);
+    expect(r.body.data.runId).not.toBe(runId);
+    const done = await pollRun(wf, r.body.data.runId, terminal, '?includeOutput=1');
+    expect(done).toMatchObject({ status: 'completed', trigger: 'resume', output: { ok: true } });
+  });
 });
 
 describe('v2 rate limits', () => {
