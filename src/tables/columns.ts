@@ -454,5 +454,7 @@ export function prepareRow(
 export function rowIssuesError(issues: RowIssue[]): HttpError {
   const first = issues[0];
   const where = first.row !== undefined ? `Row ${first.row}: ` : '';
-  return new HttpError(400, `${where}${first.message}`, { details: issues.slice(0, 100) });
+  // A batch's issues also carry `errors` (their message), the field the reference's batch answer lists per row.
+  const details = issues.slice(0, 100).map((i) => (i.row !== undefined ? { ...i, errors: [i.message] } : i));
+  return new HttpError(400, `${where}${first.message}`, { details });
 }

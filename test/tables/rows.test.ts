@@ -183,6 +183,8 @@ describe('column types: rejection', () => {
     expect(r.body.error).toMatch(/^Row 1: .*"n"/);
     expect(r.body.details.map((d: { row: number; column: string }) => [d.row, d.column])).toEqual([[1, 'n'], [2, 'b']]);
     expect(r.body.details[1].path).toEqual(['rows', 2, 'b']);
+    // What clients of the reference read of a batch's refusal: each entry's row and its errors.
+    for (const d of r.body.details) expect(d.errors).toEqual([d.message]);
     expect(await c.snapshot(id)).toEqual(before);
   });
 
