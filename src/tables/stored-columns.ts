@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { withSelectOptions } from './select-options.js';
-import type { TableRow } from './store.js';
+import type { Column } from './columns.js';
 
 /**
  * Columns as earlier versions stored them, read in today's form: without ids (defined before columns had them)
@@ -17,11 +17,13 @@ export function derivedColumnId(tableId: string, name: string): string {
   return `col_${createHash('sha256').update(`${tableId}\0${name}`).digest('hex').slice(0, 32)}`;
 }
 
-/** A table row read from the store, its columns in today's form. */
-export function withColumnIds(read: TableRow): TableRow {
+type WithIds<T> = T & { columns: (Column & { id: string })[] };
+
+/** A table row read from the store, its columns in today's form (ids always set). */
+export function withColumnIds<T extends { id: string; columns: (Column & { id?: string })[] }>(read: T): WithIds<T> {
   // Select columns stored with options as strings are read as {id, name} (select-options.ts).
   const t = withSelectOptions(read);
-  if (t.columns.every((c) => typeof c.id === 'string')) return t;
-  return { ...t, columns: t.columns.map((c) => (typeof c.id === 'string' ? c : { ...c, id: derivedColumnId(t.id, c.name) })) };
+  if (t.columns.every((c) => typeof c.id === 'string')) return t as WithIds<T>;
+  return { ...t, columns: t.columns.map((c) => (typeof c.id === 'string' ? c : { ...c, id: derivedColumnId(t.id, c.name) })) } as WithIds<T>;
 }
 

@@ -5322,7 +5322,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Resume a pause point with the form input ({input: {...}}); answers like the original run (sync result, or 202 with a job) */
+        /** Resume a pause point with the form input ({input: {...}}); answers like the original run (sync result, a stream, or 202 with a job) */
         post: {
             parameters: {
                 query?: never;
