@@ -166,6 +166,15 @@ export interface ColumnServiceDeps {
  * time (docs/architecture.md, Tables: bounded statements): renames sent back to back are refused (429) once they
  * held the database past that budget, as queries are.
  */
+/** The table a column change locks and rewrites: found in the workspace (404) and not schema-locked (423). */
+async function schemaToChange(q: Queryable, meter: ScanMeter, workspaceId: string, tableId: string): Promise<TableRow> {
+  const table = await store.findTable(q, workspaceId, tableId, true);
+  meter.holding();
+  if (!table) throw tableNotFound();
+  refuseLocked(table.locked, 'schema');
+  return table;
+}
+
 export class ColumnService {
   constructor(
     private readonly db: Database,
@@ -182,10 +191,7 @@ export class ColumnService {
     let target: Column | undefined;
     try {
       const { columns, rowsWritten } = await this.db.tx(async (q) => {
-        const table = await store.findTable(q, workspaceId, tableId, true);
-        meter.holding();
-        if (!table) throw tableNotFound();
-        refuseLocked(table.locked, 'schema');
+        const table = await schemaToChange(q, meter, workspaceId, tableId);
         const index = findColumnIndex(table.columns, ref);
         const before = table.columns[index];
         const after = changedColumn(table, before, updates);
@@ -247,10 +253,7 @@ export class ColumnService {
 
   private async deleteHolding(meter: ScanMeter, workspaceId: string, tableId: string, ref: string, actor: Actor): Promise<PublicColumn[]> {
     const { columns, rowsWritten } = await this.db.tx(async (q) => {
-      const table = await store.findTable(q, workspaceId, tableId, true);
-      meter.holding();
-      if (!table) throw tableNotFound();
-      refuseLocked(table.locked, 'schema');
+      const table = await schemaToChange(q, meter, workspaceId, tableId);
       const index = findColumnIndex(table.columns, ref);
       if (table.columns.length === 1) throw new HttpError(400, 'Cannot delete the last column in a table');
       const column = table.columns[index];
