@@ -12,6 +12,7 @@ import { registerAuth } from './http/auth.js';
 import { registerJsonParser } from './http/json-body.js';
 import { registerWorkflowAnswerPolicy } from './http/workflow-answer.js';
 import { registerPublicOrigin } from './http/public-origin.js';
+import { registerCrossOrigin } from './http/cross-origin.js';
 import { openapiTransforms } from './http/openapi.js';
 import { accountRoutes } from './accounts/routes.js';
 import { aiRoutes } from './ai/routes.js';
@@ -21,7 +22,7 @@ import { mcpRoutes } from './mcp/routes.js';
 import { limitRoutes, registerApiRateLimit } from './limits/routes.js';
 import { resumeRoutes } from './runs/resume-routes.js';
 import { logRoutes } from './runs/log-routes.js';
-import { runRoutes } from './runs/routes.js';
+import { LEGACY_EXECUTE_PATH, runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
@@ -66,6 +67,8 @@ export async function buildApp(ctx: AppContext, services: Services): Promise<Fas
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
+  // Before authentication, so that a cross-origin caller can read a 401 too.
+  registerCrossOrigin(app, ctx.config.executeCorsOrigins, [LEGACY_EXECUTE_PATH]);
   registerErrorHandling(app);
   registerJsonParser(app);
   registerWorkflowAnswerPolicy(app);

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { parseCrossOriginPolicy, type CrossOriginPolicy } from './http/cross-origin.js';
 import { DEFAULT_QUERY_TIMEOUT_MS } from './limits/query-timeout.js';
 import { DEFAULT_HASH_COST, MIN_HASH_COST, MIN_PRODUCTION_HASH_COST } from './sessions/password.js';
 
@@ -23,6 +24,15 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WEFT_BASE_URL: z.string().url().optional(),
   WEFT_PUBLIC_BASE_URL: z.string().url().optional(),
+  // Who may call execute from a browser page on another origin (src/http/cross-origin.ts).
+  WEFT_EXECUTE_CORS_ORIGINS: z.string().default('*').transform((v, ctx): CrossOriginPolicy => {
+    const policy = parseCrossOriginPolicy(v);
+    if (typeof policy === 'object' && 'error' in policy) {
+      ctx.addIssue({ code: 'custom', message: policy.error });
+      return z.NEVER;
+    }
+    return policy;
+  }),
   WEFT_ALLOW_PRIVATE_NETWORK: booleanFlag,
   WEFT_DEFAULT_PLAN: z.enum(['free', 'pro', 'team', 'enterprise']).default('free'),
   WEFT_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
@@ -135,6 +145,8 @@ export interface Config {
   baseUrl?: string;
   /** A second origin that serves only webhook trigger URLs (their links use it); the dashboard and API stay on the first. */
   publicBaseUrl?: string;
+  /** Origins whose pages may call execute (CORS): `*` any, an empty list none (WEFT_EXECUTE_CORS_ORIGINS). */
+  executeCorsOrigins: CrossOriginPolicy;
   allowPrivateNetwork: boolean;
   defaultPlan: Plan;
   /** How long a positive API-key lookup may be reused; revocation must bite within 5 s. */
@@ -304,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: e.LOG_LEVEL,
     baseUrl: e.WEFT_BASE_URL?.replace(/\/$/, ''),
     publicBaseUrl: e.WEFT_PUBLIC_BASE_URL?.replace(/\/$/, ''),
+    executeCorsOrigins: e.WEFT_EXECUTE_CORS_ORIGINS,
     allowPrivateNetwork: e.WEFT_ALLOW_PRIVATE_NETWORK,
     defaultPlan: e.WEFT_DEFAULT_PLAN,
     keyCacheMs: e.WEFT_KEY_CACHE_MS,

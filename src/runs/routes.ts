@@ -30,14 +30,17 @@ const executeBody = z
   .catchall(z.unknown());
 
 
+/** The legacy execute route: the one route pages on other origins may call (src/http/cross-origin.ts). */
+export const LEGACY_EXECUTE_PATH = '/api/workflows/:workflowId/execute';
+
 export function runRoutes(service: ExecutionService, workflows: WorkflowService, accounts: AccountsService): FastifyPluginAsyncZod<{ ctx: AppContext }> {
   return async (app, { ctx }) => {
     const { db } = ctx;
     const jobs = new JobAnswers(db);
     acceptJsonWithAnyContentType(app);
 
-    app.post('/api/workflows/:workflowId/execute', {
-      config: { errorFamily: 'execute', rateLimitHeaders: false, workflowAnswer: true },
+    app.post(LEGACY_EXECUTE_PATH, {
+      config: { errorFamily: 'execute', rateLimitHeaders: false, workflowAnswer: true, crossOrigin: true },
       schema: {
         tags: ['execution'],
         summary: 'Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
