@@ -237,7 +237,7 @@ describe('a server killed during a runaway async run', () => {
     // records every block durably, so its budget is spent at the database's pace: a smaller one keeps this short.)
     // spawnServer returns once /healthz answers: a server that ran the takeover before listening would
     // first spend the run's whole budget.
-    server = await spawnServer({ ...base, WEFT_MAX_RUN_STEPS: '3000' }, await freePort());
+    server = await spawnServer({ ...base, WEFT_MAX_RUN_STEPS: '1000' }, await freePort());
     try {
       const deadline = Date.now() + 60_000;
       let job: { status: string; error?: string } = { status: '' };
