@@ -40,9 +40,16 @@ function allowedOrigin(policy: CrossOriginPolicy, origin: string | undefined): s
   return policy.includes(origin.toLowerCase()) ? origin : undefined;
 }
 
+/** Adds `Origin` to the answer's Vary (a Response block may have set one of its own), once. */
+function varyByOrigin(reply: FastifyReply): void {
+  const current = reply.getHeader('vary');
+  const listed = (Array.isArray(current) ? current.join(',') : String(current ?? '')).split(',').map((v) => v.trim()).filter(Boolean);
+  if (!listed.some((v) => v === '*' || v.toLowerCase() === 'origin')) reply.header('vary', [...listed, 'Origin'].join(', '));
+}
+
 function grant(policy: CrossOriginPolicy, request: FastifyRequest, reply: FastifyReply): boolean {
   // A listed origin is echoed, so caches must key the answer by it.
-  if (policy !== '*') reply.header('vary', 'Origin');
+  if (policy !== '*') varyByOrigin(reply);
   const origin = request.headers.origin;
   const allowed = allowedOrigin(policy, typeof origin === 'string' ? origin : undefined);
   if (!allowed) return false;
@@ -60,6 +67,13 @@ export function registerCrossOrigin(app: FastifyInstance, policy: CrossOriginPol
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config?.crossOrigin) grant(policy, request, reply);
   });
+  // A Response block's own Vary replaces the one set above: it is extended again before the answer goes.
+  if (policy !== '*') {
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (request.routeOptions.config?.crossOrigin) varyByOrigin(reply);
+      return payload;
+    });
+  }
   for (const url of paths) {
     app.options(url, { schema: { hide: true }, config: { auth: 'none', rateLimitHeaders: false } }, async (request, reply) => {
       if (grant(policy, request, reply)) {

@@ -44,6 +44,7 @@ export function runRoutes(service: ExecutionService, workflows: WorkflowService,
       schema: {
         tags: ['execution'],
         summary: 'Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)',
+        description: 'Pages on other origins may call it with a key (CORS: any origin unless WEFT_EXECUTE_CORS_ORIGINS narrows it; never with credentials). The preflight (OPTIONS) needs no key.',
         params: z.object({ workflowId: z.string().min(1).max(128) }),
         headers: z.object({
           'x-execution-mode': z.string().optional(),

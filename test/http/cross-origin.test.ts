@@ -127,6 +127,16 @@ describe('execute from another origin, as the operator configures it', () => {
     const local = await preflight(listed, `/api/workflows/${id}/execute`, 'http://localhost:5173');
     expect(local.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
 
+    // A Response block's own Vary keeps Origin beside it.
+    const varied = await deploy(listed, 'cors-vary', {
+      blocks: [start(), { id: 'reply', type: 'response', name: 'Reply', config: { headers: { Vary: 'Accept-Language' }, data: { ok: true } } }],
+      edges: [{ from: 'start', to: 'reply' }],
+    });
+    const withVary = await request(`${listed.url}/api/workflows/${varied}/execute`, 'POST', {}, { 'x-api-key': listed.apiKey, origin: PAGE });
+    expect(withVary.status).toBe(200);
+    expect(withVary.headers.get('access-control-allow-origin')).toBe(PAGE);
+    expect(withVary.headers.get('vary')?.split(/,\s*/)).toEqual(['Accept-Language', 'Origin']);
+
     const other = await request(url, 'POST', { inputs: { name: 'ada' } }, { 'x-api-key': listed.apiKey, origin: 'https://evil.example' });
     expect(other.status).toBe(200);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();

@@ -3005,7 +3005,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async) */
+        /**
+         * Run the deployed workflow (or, with useDraftState, the saved draft): synchronously, or asynchronously as a job (async: true or X-Execution-Mode: async)
+         * @description Pages on other origins may call it with a key (CORS: any origin unless WEFT_EXECUTE_CORS_ORIGINS narrows it; never with credentials). The preflight (OPTIONS) needs no key.
+         */
         post: {
             parameters: {
                 query?: never;
