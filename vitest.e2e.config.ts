@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // End-to-end suites (test/e2e): the built server (dist/main.js, with the dashboard in web/dist) and
 // Debian's chromium through playwright-core. Not part of `npm test`: `npm run test:e2e` after
-// `npm run build` (.ci/run runs it after the fault tests). Screenshots go to test-artifacts/e2e/<spec>/.
+// `npm run build` (.ci/run runs it beside the fault tests, after `npm test`). Screenshots go to test-artifacts/e2e/<spec>/.
 export default defineConfig({
   test: {
     name: 'e2e',

@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // Fault suites (test/faults): worker processes killed, PostgreSQL cut off and restarted, Redis lost,
 // graceful shutdown. Each starts its own throwaway PostgreSQL cluster and Redis server on private
-// ports. Not part of `npm test`: run with `npm run test:faults` (.ci/run runs it after `npm test`).
+// ports. Not part of `npm test`: run with `npm run test:faults` (.ci/run runs it after `npm test`, beside the e2e tests).
 export default defineConfig({
   test: {
     name: 'faults',
